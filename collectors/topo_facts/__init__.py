@@ -1,0 +1,43 @@
+"""Host and fabric facts: the contract between collectors and the topology service."""
+
+from topo_facts.models import (
+    FACT_FORMAT_VERSION,
+    FabricFacts,
+    FabricSwitch,
+    GPUFact,
+    GPUNICAffinity,
+    Health,
+    HostFacts,
+    LinkLayer,
+    NICFact,
+    NICUplink,
+    NUMANodeFact,
+    NVLinkFact,
+    NVSwitchFact,
+    PCIeSwitchFact,
+    PeerType,
+    PortState,
+    SwitchTier,
+    SwitchUplink,
+)
+
+__all__ = [
+    "FACT_FORMAT_VERSION",
+    "FabricFacts",
+    "FabricSwitch",
+    "GPUFact",
+    "GPUNICAffinity",
+    "Health",
+    "HostFacts",
+    "LinkLayer",
+    "NICFact",
+    "NICUplink",
+    "NUMANodeFact",
+    "NVLinkFact",
+    "NVSwitchFact",
+    "PCIeSwitchFact",
+    "PeerType",
+    "PortState",
+    "SwitchTier",
+    "SwitchUplink",
+]

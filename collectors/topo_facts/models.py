@@ -1,0 +1,324 @@
+"""The host and fabric fact model, shared by the collectors and the service.
+
+One definition lives here so that what a collector sends and what the service
+accepts can never drift apart. Cross-references inside a host (an NVLink peer,
+a PCIe switch in a device's path, a NUMA node) are checked here, so a fact set
+that names a device it does not contain is rejected before anything is written.
+Error messages name the offending field path, e.g. ``gpus[3].nvlinks[0].peer_id``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated, Self, TypeVar
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+FACT_FORMAT_VERSION = 1
+_T = TypeVar("_T")
+
+MAX_GPUS_PER_HOST = 128
+MAX_NICS_PER_HOST = 256
+MAX_PCIE_SWITCHES_PER_HOST = 512
+MAX_NVSWITCHES_PER_HOST = 64
+MAX_NVLINKS_PER_GPU = 72
+MAX_NUMA_NODES = 64
+MAX_FABRIC_SWITCHES = 100_000
+MAX_FABRIC_LINKS = 1_000_000
+
+
+def _no_control_chars(value: str) -> str:
+    """Free text is stored verbatim, but control characters only ever mean trouble in logs."""
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in value):
+        raise ValueError("control characters are not allowed")
+    return value
+
+
+HostName = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=253,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
+        description="A DNS-style host name: letters, digits, '.', '_' and '-'.",
+    ),
+]
+# Identifiers reported by hardware (GPU uuids, GUIDs, switch names): printable
+# ASCII without spaces; stored verbatim, never interpreted.
+Ident = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[\x21-\x7e]+$")]
+Text = Annotated[str, Field(min_length=1, max_length=256), AfterValidator(_no_control_chars)]
+PciBusId = Annotated[
+    str,
+    Field(
+        pattern=r"^[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$",
+        description="Full PCI address, domain:bus:device.function, e.g. 0000:1a:00.0",
+    ),
+    AfterValidator(str.lower),
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=False)
+
+
+class Health(StrEnum):
+    OK = "ok"
+    DEGRADED = "degraded"
+    FAILED = "failed"
+    UNKNOWN = "unknown"
+
+
+class PeerType(StrEnum):
+    GPU = "gpu"
+    NVSWITCH = "nvswitch"
+
+
+class LinkLayer(StrEnum):
+    INFINIBAND = "infiniband"
+    ETHERNET = "ethernet"
+
+
+class PortState(StrEnum):
+    ACTIVE = "active"
+    DOWN = "down"
+    INIT = "init"
+    UNKNOWN = "unknown"
+
+
+class SwitchTier(StrEnum):
+    LEAF = "leaf"
+    SPINE = "spine"
+    CORE = "core"
+
+
+TIER_ORDER = {SwitchTier.LEAF: 1, SwitchTier.SPINE: 2, SwitchTier.CORE: 3}
+
+
+class NVLinkFact(_Strict):
+    """All NVLink lanes from one GPU to one peer, aggregated: NVML reports per link."""
+
+    peer_type: PeerType
+    peer_id: Ident = Field(description="GPU uuid of the peer, or the id of an NVSwitch of this host")
+    links: int = Field(ge=1, le=MAX_NVLINKS_PER_GPU)
+    bandwidth_gbps: float = Field(ge=0, le=100_000, description="GB/s over all links, bidirectional")
+    generation: int | None = Field(default=None, ge=1, le=10)
+
+
+class NUMANodeFact(_Strict):
+    index: int = Field(ge=0, lt=4096)
+    cpus: str | None = Field(default=None, max_length=4096, pattern=r"^[0-9,\-]*$")
+    memory_mib: int | None = Field(default=None, ge=0)
+
+
+class PCIeSwitchFact(_Strict):
+    bus_id: PciBusId
+    parent: PciBusId | None = Field(default=None, description="Upstream switch; None at the root port")
+    generation: int | None = Field(default=None, ge=1, le=7)
+    width: int | None = Field(default=None, ge=1, le=32)
+    numa_node: int | None = Field(default=None, ge=0, lt=4096)
+
+
+class NVSwitchFact(_Strict):
+    id: Ident = Field(description="Host-local id: PCI bus id on HGX, port id for rack switches")
+    pci_bus_id: PciBusId | None = None
+    location: str = Field(default="host", pattern=r"^(host|rack)$")
+
+
+class GPUFact(_Strict):
+    uuid: Ident
+    index: int = Field(ge=0, lt=MAX_GPUS_PER_HOST)
+    model: Text
+    memory_mib: int = Field(ge=0, le=16 * 1024 * 1024)
+    pci_bus_id: PciBusId
+    numa_node: int | None = Field(default=None, ge=0, lt=4096)
+    compute_capability: str | None = Field(default=None, pattern=r"^\d{1,2}\.\d{1,2}$")
+    mig_mode: bool | None = None
+    health: Health = Health.UNKNOWN
+    health_reasons: list[Text] = Field(default_factory=list, max_length=32)
+    ecc_uncorrected: int | None = Field(default=None, ge=0)
+    retired_pages: int | None = Field(default=None, ge=0)
+    temperature_c: float | None = Field(default=None, ge=-50, le=200)
+    power_w: float | None = Field(default=None, ge=0, le=10_000)
+    utilization_pct: float | None = Field(default=None, ge=0, le=100)
+    memory_used_mib: int | None = Field(default=None, ge=0)
+    nvlinks: list[NVLinkFact] = Field(default_factory=list, max_length=MAX_NVLINKS_PER_GPU)
+    pcie_path: list[PciBusId] = Field(
+        default_factory=list, max_length=16, description="PCIe switches from the GPU up to the root"
+    )
+    nvlink_domain: Ident | None = Field(
+        default=None, description="Fabric clique (clusterUuid/cliqueId) on multi-node NVLink systems"
+    )
+
+
+class NICFact(_Strict):
+    name: Ident = Field(description="RDMA device name (mlx5_0) or netdev when there is none")
+    netdev: Ident | None = None
+    guid: Ident | None = None
+    pci_bus_id: PciBusId | None = None
+    rate_gbps: float | None = Field(default=None, ge=0, le=100_000, description="Gb/s")
+    state: PortState = PortState.UNKNOWN
+    link_layer: LinkLayer = LinkLayer.INFINIBAND
+    numa_node: int | None = Field(default=None, ge=0, lt=4096)
+    rail: int | None = Field(default=None, ge=0, lt=64)
+    pcie_path: list[PciBusId] = Field(default_factory=list, max_length=16)
+
+
+class GPUNICAffinity(_Strict):
+    gpu_uuid: Ident
+    nic: Ident
+    via: str = Field(pattern=r"^(pcie-switch|numa|host)$")
+
+
+class HostFacts(_Strict):
+    """Everything one collector knows about one host at one instant."""
+
+    hostname: HostName
+    cluster: HostName = "default"
+    rack: HostName | None = None
+    scalable_unit: HostName | None = None
+    collected_at: datetime
+    collector_version: Text
+    fact_version: int = Field(default=FACT_FORMAT_VERSION, ge=1, le=FACT_FORMAT_VERSION)
+    cpu_model: Text | None = None
+    numa_nodes: list[NUMANodeFact] = Field(default_factory=list, max_length=MAX_NUMA_NODES)
+    gpus: list[GPUFact] = Field(default_factory=list, max_length=MAX_GPUS_PER_HOST)
+    nvswitches: list[NVSwitchFact] = Field(default_factory=list, max_length=MAX_NVSWITCHES_PER_HOST)
+    pcie_switches: list[PCIeSwitchFact] = Field(default_factory=list, max_length=MAX_PCIE_SWITCHES_PER_HOST)
+    nics: list[NICFact] = Field(default_factory=list, max_length=MAX_NICS_PER_HOST)
+    gpu_nic_affinity: list[GPUNICAffinity] = Field(default_factory=list, max_length=4096)
+
+    @model_validator(mode="after")
+    def _check_references(self) -> Self:
+        if self.collected_at.tzinfo is None:
+            raise ValueError("collected_at: must carry a timezone (UTC recommended)")
+        problems: list[str] = []
+        numa = _unique(problems, "numa_nodes", [n.index for n in self.numa_nodes], "index")
+        switches = _unique(problems, "pcie_switches", [s.bus_id for s in self.pcie_switches], "bus_id")
+        nvsw = _unique(problems, "nvswitches", [s.id for s in self.nvswitches], "id")
+        gpus = _unique(problems, "gpus", [g.uuid for g in self.gpus], "uuid")
+        _unique(problems, "gpus", [g.index for g in self.gpus], "index")
+        _unique(problems, "gpus", [g.pci_bus_id for g in self.gpus], "pci_bus_id")
+        nics = _unique(problems, "nics", [n.name for n in self.nics], "name")
+
+        for i, s in enumerate(self.pcie_switches):
+            if s.parent is not None and s.parent not in switches:
+                problems.append(f"pcie_switches[{i}].parent: unknown PCIe switch {s.parent!r}")
+            if s.numa_node is not None and numa and s.numa_node not in numa:
+                problems.append(f"pcie_switches[{i}].numa_node: unknown NUMA node {s.numa_node}")
+        _check_acyclic(problems, self.pcie_switches)
+        for i, g in enumerate(self.gpus):
+            where = f"gpus[{i}]"
+            if g.numa_node is not None and numa and g.numa_node not in numa:
+                problems.append(f"{where}.numa_node: unknown NUMA node {g.numa_node}")
+            for j, bus in enumerate(g.pcie_path):
+                if bus not in switches:
+                    problems.append(f"{where}.pcie_path[{j}]: unknown PCIe switch {bus!r}")
+            for j, link in enumerate(g.nvlinks):
+                peers = gpus if link.peer_type is PeerType.GPU else nvsw
+                if link.peer_id not in peers:
+                    kind = "GPU" if link.peer_type is PeerType.GPU else "NVSwitch"
+                    problems.append(f"{where}.nvlinks[{j}].peer_id: unknown {kind} {link.peer_id!r}")
+                elif link.peer_type is PeerType.GPU and link.peer_id == g.uuid:
+                    problems.append(f"{where}.nvlinks[{j}].peer_id: a GPU cannot link to itself")
+        for i, n in enumerate(self.nics):
+            if n.numa_node is not None and numa and n.numa_node not in numa:
+                problems.append(f"nics[{i}].numa_node: unknown NUMA node {n.numa_node}")
+            for j, bus in enumerate(n.pcie_path):
+                if bus not in switches:
+                    problems.append(f"nics[{i}].pcie_path[{j}]: unknown PCIe switch {bus!r}")
+        for i, a in enumerate(self.gpu_nic_affinity):
+            if a.gpu_uuid not in gpus:
+                problems.append(f"gpu_nic_affinity[{i}].gpu_uuid: unknown GPU {a.gpu_uuid!r}")
+            if a.nic not in nics:
+                problems.append(f"gpu_nic_affinity[{i}].nic: unknown NIC {a.nic!r}")
+        if problems:
+            raise ValueError("; ".join(problems[:20]))
+        return self
+
+
+def _unique(problems: list[str], field: str, values: list[_T], key: str) -> set[_T]:
+    seen: set[_T] = set()
+    for i, v in enumerate(values):
+        if v in seen:
+            problems.append(f"{field}[{i}].{key}: duplicate {v!r}")
+        seen.add(v)
+    return seen
+
+
+def _check_acyclic(problems: list[str], switches: list[PCIeSwitchFact]) -> None:
+    parent = {s.bus_id: s.parent for s in switches}
+    for i, s in enumerate(switches):
+        seen = {s.bus_id}
+        cur = s.parent
+        while cur is not None and cur in parent:
+            if cur in seen:
+                problems.append(f"pcie_switches[{i}].parent: PCIe switch chain loops through {cur!r}")
+                break
+            seen.add(cur)
+            cur = parent[cur]
+
+
+class FabricSwitch(_Strict):
+    name: HostName
+    tier: SwitchTier
+    scalable_unit: HostName | None = None
+    rail: int | None = Field(default=None, ge=0, lt=64)
+    model: Text | None = None
+
+
+class NICUplink(_Strict):
+    """A cable from a host NIC to a (leaf) switch port."""
+
+    host: HostName
+    nic: Ident
+    switch: HostName
+    links: int = Field(default=1, ge=1, le=64)
+    bandwidth_gbps: float = Field(ge=0, le=100_000, description="GB/s over all cables")
+
+
+class SwitchUplink(_Strict):
+    """Cables from a lower-tier switch to a higher-tier one."""
+
+    lower: HostName
+    upper: HostName
+    links: int = Field(default=1, ge=1, le=1024)
+    bandwidth_gbps: float = Field(ge=0, le=1_000_000, description="GB/s over all cables")
+
+
+class FabricFacts(_Strict):
+    """The switch fabric of one cluster; a PUT replaces the previous one whole."""
+
+    cluster: HostName = "default"
+    collected_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    source: Text = "operator"
+    switches: list[FabricSwitch] = Field(default_factory=list, max_length=MAX_FABRIC_SWITCHES)
+    nic_uplinks: list[NICUplink] = Field(default_factory=list, max_length=MAX_FABRIC_LINKS)
+    switch_uplinks: list[SwitchUplink] = Field(default_factory=list, max_length=MAX_FABRIC_LINKS)
+
+    @model_validator(mode="after")
+    def _check_references(self) -> Self:
+        problems: list[str] = []
+        tiers: dict[str, SwitchTier] = {}
+        for i, s in enumerate(self.switches):
+            if s.name in tiers:
+                problems.append(f"switches[{i}].name: duplicate {s.name!r}")
+            tiers[s.name] = s.tier
+        seen_nics: set[tuple[str, str]] = set()
+        for i, u in enumerate(self.nic_uplinks):
+            if u.switch not in tiers:
+                problems.append(f"nic_uplinks[{i}].switch: unknown switch {u.switch!r}")
+            if (u.host, u.nic) in seen_nics:
+                problems.append(f"nic_uplinks[{i}]: NIC {u.host}/{u.nic} is cabled twice")
+            seen_nics.add((u.host, u.nic))
+        for i, su in enumerate(self.switch_uplinks):
+            lo, hi = tiers.get(su.lower), tiers.get(su.upper)
+            if lo is None:
+                problems.append(f"switch_uplinks[{i}].lower: unknown switch {su.lower!r}")
+            if hi is None:
+                problems.append(f"switch_uplinks[{i}].upper: unknown switch {su.upper!r}")
+            if lo is not None and hi is not None and TIER_ORDER[lo] >= TIER_ORDER[hi]:
+                problems.append(f"switch_uplinks[{i}]: {su.lower!r} ({lo}) must be below {su.upper!r} ({hi})")
+        if problems:
+            raise ValueError("; ".join(problems[:20]))
+        return self

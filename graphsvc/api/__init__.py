@@ -1,0 +1,1 @@
+"""HTTP surface of the service: REST ingest, health, and (later) GraphQL."""

@@ -1,0 +1,49 @@
+"""The FastAPI application: one gateway per process, opened in the lifespan."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+import graphsvc
+from graphsvc.api.errors import install_error_handlers
+from graphsvc.api.limits import BodySizeLimit
+from graphsvc.api.rest import router
+from graphsvc.settings import Settings
+from graphsvc.store.factory import open_store
+from graphsvc.store.gateway import Gateway
+
+
+def create_app(settings: Settings | None = None, *, gateway: Gateway | None = None) -> FastAPI:
+    """Build the app; tests may hand in an open gateway, otherwise the lifespan opens the store."""
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if gateway is not None:
+            app.state.gateway = gateway
+            yield
+            return
+        async with open_store(settings) as gw:
+            app.state.gateway = gw
+            yield
+
+    app = FastAPI(
+        title="graphsvc",
+        version=graphsvc.__version__,
+        description="Topology knowledge graph for AI compute placement.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    if gateway is not None:
+        app.state.gateway = gateway
+    install_error_handlers(app)
+    app.include_router(router)
+
+    def limit_for(path: str) -> int:
+        return settings.max_fabric_body_bytes if path == "/v1/fabric" else settings.max_body_bytes
+
+    app.add_middleware(BodySizeLimit, limit_for=limit_for)
+    return app

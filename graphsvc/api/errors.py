@@ -1,0 +1,75 @@
+"""Error responses: bad input names its field (4xx); the unexpected is masked and logged (5xx)."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from graphsvc.ingest.service import IngestRejected
+from graphsvc.store.errors import StoreTimeoutError, StoreUnavailableError
+
+log = logging.getLogger("graphsvc.api")
+
+
+def _field(loc: tuple[Any, ...] | list[Any]) -> str:
+    parts = [p for p in loc if p not in ("body", "path", "query")]
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "body"
+
+
+def _input(value: Any) -> Any:
+    """Echo small inputs only: a 10 MB string has no place in an error response."""
+    if isinstance(value, str):
+        return value if len(value) <= 200 else value[:200] + "..."
+    if isinstance(value, int | float | bool) or value is None:
+        return value
+    return None
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        fields: list[dict[str, Any]] = []
+        for err in exc.errors()[:50]:
+            msg = str(err.get("msg", "invalid"))
+            where = _field(err.get("loc", ()))
+            if err.get("type") == "value_error" and ": " in msg:
+                # Cross-reference checks report "path: problem; path: problem".
+                for part in msg.removeprefix("Value error, ").split("; "):
+                    path, _sep, problem = part.partition(": ")
+                    prefix = "" if where == "body" else where + "."
+                    fields.append({"field": prefix + path, "message": problem or part, "input": None})
+                continue
+            fields.append({"field": where, "message": msg, "input": _input(err.get("input"))})
+        return JSONResponse(status_code=422, content={"error": "invalid request", "fields": fields})
+
+    @app.exception_handler(IngestRejected)
+    async def rejected(_: Request, exc: IngestRejected) -> JSONResponse:
+        return JSONResponse(
+            status_code=exc.status,
+            content={"error": exc.message, "fields": [{"field": exc.field, "message": exc.message}],
+                     "detail": exc.detail},
+        )  # fmt: skip
+
+    @app.exception_handler(StoreTimeoutError)
+    async def timed_out(_: Request, exc: StoreTimeoutError) -> JSONResponse:
+        log.warning("query=%s timed out", exc.query)
+        return JSONResponse(status_code=503, content={"error": "the graph store timed out; retry later"})
+
+    @app.exception_handler(StoreUnavailableError)
+    async def unavailable(_: Request, exc: StoreUnavailableError) -> JSONResponse:
+        log.error("store unavailable: %s", exc)
+        return JSONResponse(status_code=503, content={"error": "the graph store is unavailable; retry later"})
+
+    @app.exception_handler(Exception)
+    async def unexpected(_: Request, exc: Exception) -> JSONResponse:
+        error_id = uuid.uuid4().hex[:12]
+        log.exception("unexpected error id=%s", error_id, exc_info=exc)
+        return JSONResponse(status_code=500, content={"error": "internal error", "error_id": error_id})

@@ -1,0 +1,84 @@
+"""REST routes: fact ingest for collectors, health for probes, host read-back for operators."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, HTTPException, Path, Request
+from pydantic import BaseModel
+from topo_facts import FabricFacts, HostFacts
+
+from graphsvc.ingest.service import (
+    FabricIngestResult,
+    HostIngestResult,
+    IngestRejected,
+    ingest_fabric,
+    ingest_host,
+)
+from graphsvc.store.gateway import Gateway
+from graphsvc.store.migrate import stored_version
+
+router = APIRouter()
+
+HostPath = Annotated[str, Path(min_length=1, max_length=253, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]
+
+
+def gateway(request: Request) -> Gateway:
+    gw: Gateway = request.app.state.gateway
+    return gw
+
+
+GatewayDep = Annotated[Gateway, Depends(gateway)]
+
+
+class Health(BaseModel):
+    status: str
+    store: str
+    graph_version: int | None
+    hosts: int
+    gpus: int
+    gpus_by_model: dict[str, int]
+    stale_hosts: int
+
+
+@router.put("/v1/hosts/{name}/facts", tags=["ingest"])
+async def put_host_facts(name: HostPath, facts: HostFacts, gw: GatewayDep) -> HostIngestResult:
+    """Replace everything the graph knows about one host; devices missing from the facts are removed."""
+    if facts.hostname != name:
+        raise IngestRejected(
+            422, "hostname", f"body hostname {facts.hostname!r} does not match the URL {name!r}"
+        )
+    return await ingest_host(gw, facts)
+
+
+@router.put("/v1/fabric", tags=["ingest"])
+async def put_fabric(facts: FabricFacts, gw: GatewayDep) -> FabricIngestResult:
+    """Replace one cluster's switch fabric (switches, NIC cables, switch cables)."""
+    return await ingest_fabric(gw, facts)
+
+
+@router.get("/v1/hosts/{name}", tags=["read"])
+async def get_host(name: HostPath, gw: GatewayDep) -> dict[str, Any]:
+    rows = await gw.read("host_detail", {"name": name})
+    if not rows:
+        raise HTTPException(status_code=404, detail=f"no host named {name!r}")
+    return rows[0]
+
+
+@router.get("/healthz", response_model=Health, tags=["health"])
+async def healthz(request: Request, gw: GatewayDep) -> Health:
+    rows = await gw.read("health_counts")
+    row: dict[str, Any] = rows[0] if rows else {"hosts": 0, "models": []}
+    by_model = {m["model"]: int(m["gpus"]) for m in row["models"] if m.get("model") is not None}
+    stale_after = request.app.state.settings.stale_after_s
+    stale = await gw.read("stale_hosts_count", {"cutoff": time.time() - stale_after})
+    return Health(
+        status="ok",
+        store=gw.kind,
+        graph_version=await stored_version(gw),
+        hosts=int(row["hosts"]),
+        gpus=sum(by_model.values()),
+        gpus_by_model=by_model,
+        stale_hosts=int(stale[0]["stale"]) if stale else 0,
+    )

@@ -1,0 +1,195 @@
+"""``graphsvc``: serve the API, run the demo, load synthetic clusters, migrate the graph."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import httpx
+import uvicorn
+
+from graphsvc.api.app import create_app
+from graphsvc.settings import Settings
+from graphsvc.synthetic.clusters import Profile, SyntheticCluster, build
+
+log = logging.getLogger("graphsvc")
+
+
+def _store_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--store", help="'embedded' (default), falkordb://host:port, or neo4j:// / bolt:// URI")
+    p.add_argument("--data-dir", type=Path, help="embedded store data directory (default ./.graphsvc)")
+    p.add_argument("--graph", help="graph name inside the store (default 'topology')")
+
+
+def _serve_options(p: argparse.ArgumentParser) -> None:
+    _store_options(p)
+    p.add_argument("--host", help="listen address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, help="listen port (default 8000)")
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    overrides = {
+        k: v
+        for k, v in {
+            "store": getattr(args, "store", None),
+            "data_dir": getattr(args, "data_dir", None),
+            "graph": getattr(args, "graph", None),
+            "host": getattr(args, "host", None),
+            "port": getattr(args, "port", None),
+        }.items()
+        if v is not None
+    }
+    return Settings(**overrides)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="graphsvc", description=__doc__)
+    parser.add_argument("--log-level", default=os.environ.get("GRAPHSVC_LOG_LEVEL", "info"))
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the API (embedded store by default)")
+    _serve_options(serve)
+
+    demo = sub.add_parser("demo", help="serve and load a mixed demo cluster (>= 1,000 GPUs)")
+    _serve_options(demo)
+    demo.add_argument("--profile", default="demo", help="synthetic profile, e.g. demo or superpod-h100:sus=2")
+
+    load = sub.add_parser("load", help="push a synthetic cluster to a running service")
+    load.add_argument("profile", help="e.g. demo, superpod-h100:sus=4, nvl72:racks=2, sized:gpus=100000")
+    load.add_argument("--server", default="http://127.0.0.1:8000")
+    load.add_argument("--cluster", default="default")
+
+    migrate = sub.add_parser("migrate", help="bring the stored graph to this version and exit")
+    _store_options(migrate)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+        stream=sys.stderr,
+    )
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    try:
+        if args.command == "serve":
+            asyncio.run(_serve(_settings(args)))
+        elif args.command == "demo":
+            asyncio.run(_demo(_settings(args), args.profile))
+        elif args.command == "load":
+            cluster = build(args.profile, cluster=args.cluster)
+            asyncio.run(push_cluster(args.server, cluster))
+        elif args.command == "migrate":
+            asyncio.run(_migrate(_settings(args)))
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        log.debug("failed", exc_info=True)
+        print(f"graphsvc: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _server(settings: Settings) -> uvicorn.Server:
+    app = create_app(settings)
+    config = uvicorn.Config(
+        app, host=settings.host, port=settings.port, log_config=None, access_log=False, lifespan="on"
+    )
+    return uvicorn.Server(config)
+
+
+async def _serve(settings: Settings) -> None:
+    server = _server(settings)
+    await server.serve()
+    if not server.started:
+        raise RuntimeError("the service did not start; see the log above")
+
+
+async def _demo(settings: Settings, profile: str) -> None:
+    cluster = build(Profile.parse(profile))
+    server = _server(settings)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            await task
+            raise RuntimeError("the service did not start; see the log above")
+        await asyncio.sleep(0.05)
+    url = f"http://{settings.host}:{settings.port}"
+    try:
+        await push_cluster(url, cluster)
+        print(f"graphsvc demo: ready at {url} (try {url}/healthz); Ctrl-C to stop", file=sys.stderr)
+    except Exception:
+        server.should_exit = True
+        await task
+        raise
+    await task
+
+
+async def push_cluster(url: str, cluster: SyntheticCluster, *, concurrency: int = 8) -> None:
+    """Send every host's facts, then the fabric, through the public ingest API, with progress."""
+    total = len(cluster.hosts)
+    print(
+        f"loading {total} hosts / {cluster.gpu_count} GPUs "
+        + ", ".join(f"{n} {m}" for m, n in sorted(cluster.gpus_by_model().items())),
+        file=sys.stderr,
+    )
+    started = time.monotonic()
+    done = gpus = 0
+    last = 0.0
+    queue: asyncio.Queue[int] = asyncio.Queue()
+    for i in range(total):
+        queue.put_nowait(i)
+
+    async with httpx.AsyncClient(base_url=url, timeout=120) as client:
+
+        async def worker() -> None:
+            nonlocal done, gpus, last
+            while not queue.empty():
+                host = cluster.hosts[queue.get_nowait()]
+                resp = await client.put(
+                    f"/v1/hosts/{host.hostname}/facts",
+                    content=host.model_dump_json(),
+                    headers={"content-type": "application/json"},
+                )
+                if resp.status_code != 200:
+                    raise RuntimeError(f"host {host.hostname}: HTTP {resp.status_code}: {resp.text[:500]}")
+                done += 1
+                gpus += len(host.gpus)
+                now = time.monotonic()
+                if now - last > 1.0 or done == total:
+                    last = now
+                    print(f"  hosts {done}/{total}  GPUs {gpus}  {now - started:.1f}s", file=sys.stderr)
+
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        resp = await client.put(
+            "/v1/fabric",
+            content=cluster.fabric().model_dump_json(),
+            headers={"content-type": "application/json"},
+        )
+        if resp.status_code != 200:
+            raise RuntimeError(f"fabric: HTTP {resp.status_code}: {resp.text[:500]}")
+        fabric = resp.json()
+        print(
+            f"  fabric: {fabric['switches']} switches, {fabric['links']} links; "
+            f"done in {time.monotonic() - started:.1f}s",
+            file=sys.stderr,
+        )
+
+
+async def _migrate(settings: Settings) -> None:
+    from graphsvc.store.factory import open_store
+    from graphsvc.store.migrate import stored_version
+
+    async with open_store(settings) as gw:
+        print(f"graph version {await stored_version(gw)} ({gw.kind})", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Turning validated host and fabric facts into the graph, atomically."""

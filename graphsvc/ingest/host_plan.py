@@ -1,0 +1,232 @@
+"""Flattens one host's facts into the parameter map of ``ingest_host.cypher``.
+
+The query is static; everything host-specific travels as parameters. Device keys
+are namespaced by host (``host/nic/mlx5_0``) except GPU uuids, which hardware makes
+globally unique. NVLink domains come from the fabric clique when the host reports
+one (NVL72), else from the connected components of the host's NVLink graph.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime
+from typing import Any
+
+from topo_facts import HostFacts, PeerType
+
+
+def numa_uuid(host: str, index: int) -> str:
+    return f"{host}/numa/{index}"
+
+
+def pcie_uuid(host: str, bus_id: str) -> str:
+    return f"{host}/pcie/{bus_id}"
+
+
+def nvswitch_uuid(host: str, switch_id: str) -> str:
+    return f"{host}/nvswitch/{switch_id}"
+
+
+def nic_uuid(host: str, name: str) -> str:
+    return f"{host}/nic/{name}"
+
+
+def _props(**values: Any) -> dict[str, Any]:
+    """SET n += map removes keys mapped to null; we want absent facts simply absent."""
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def _epoch(ts: datetime) -> float:
+    return ts.timestamp()
+
+
+def host_params(facts: HostFacts, *, received_at: float) -> dict[str, Any]:
+    h = facts.hostname
+    rack = facts.rack or f"{h}-rack"
+    params: dict[str, Any] = {
+        "host": {
+            "name": h,
+            "cluster": facts.cluster,
+            "props": _props(
+                name=h,
+                cluster=facts.cluster,
+                rack=facts.rack,
+                scalable_unit=facts.scalable_unit,
+                collected_at=_epoch(facts.collected_at),
+                received_at=received_at,
+                collector_version=facts.collector_version,
+                fact_version=facts.fact_version,
+                cpu_model=facts.cpu_model,
+                gpu_count=len(facts.gpus),
+                nic_count=len(facts.nics),
+            ),
+        },
+        "rack": {"uuid": f"{facts.cluster}/{rack}", "name": rack},
+    }
+    numa = [
+        {
+            "uuid": numa_uuid(h, n.index),
+            "props": _props(uuid=numa_uuid(h, n.index), host=h, index=n.index, cpus=n.cpus,
+                            memory_mib=n.memory_mib),
+        }
+        for n in facts.numa_nodes
+    ]  # fmt: skip
+    numa_ids = {n.index for n in facts.numa_nodes}
+    switches = [
+        {
+            "uuid": pcie_uuid(h, s.bus_id),
+            "props": _props(uuid=pcie_uuid(h, s.bus_id), host=h, bus_id=s.bus_id,
+                            generation=s.generation, width=s.width, numa_node=s.numa_node),
+        }
+        for s in facts.pcie_switches
+    ]  # fmt: skip
+    nvswitches = [
+        {
+            "uuid": nvswitch_uuid(h, s.id),
+            "props": _props(uuid=nvswitch_uuid(h, s.id), host=h, id=s.id,
+                            pci_bus_id=s.pci_bus_id, location=s.location),
+        }
+        for s in facts.nvswitches
+    ]  # fmt: skip
+    domains, gpu_domain = _domains(facts)
+    gpus = []
+    for g in facts.gpus:
+        gpus.append(
+            {
+                "uuid": g.uuid,
+                "props": _props(
+                    uuid=g.uuid, host=h, index=g.index, model=g.model, memory_mib=g.memory_mib,
+                    pci_bus_id=g.pci_bus_id, numa_node=g.numa_node,
+                    compute_capability=g.compute_capability, mig_mode=g.mig_mode,
+                    health=g.health.value, health_reasons=list(g.health_reasons),
+                    ecc_uncorrected=g.ecc_uncorrected, retired_pages=g.retired_pages,
+                    temperature_c=g.temperature_c, power_w=g.power_w,
+                    utilization_pct=g.utilization_pct, memory_used_mib=g.memory_used_mib,
+                    nvlink_domain=gpu_domain.get(g.uuid),
+                ),
+            }
+        )  # fmt: skip
+    nics = [
+        {
+            "uuid": nic_uuid(h, n.name),
+            "props": _props(uuid=nic_uuid(h, n.name), host=h, name=n.name, netdev=n.netdev,
+                            guid=n.guid, pci_bus_id=n.pci_bus_id, rate_gbps=n.rate_gbps,
+                            state=n.state.value, link_layer=n.link_layer.value,
+                            numa_node=n.numa_node, rail=n.rail),
+        }
+        for n in facts.nics
+    ]  # fmt: skip
+
+    gpu_links: dict[tuple[str, str], dict[str, Any]] = {}
+    switch_links: list[dict[str, Any]] = []
+    for g in facts.gpus:
+        for link in g.nvlinks:
+            props = _props(links=link.links, bandwidth_gbps=link.bandwidth_gbps,
+                           generation=link.generation)  # fmt: skip
+            if link.peer_type is PeerType.NVSWITCH:
+                switch_links.append({"src": g.uuid, "dst": nvswitch_uuid(h, link.peer_id), "props": props})
+                continue
+            # Both GPUs report the same pair; keep one edge, from the smaller uuid.
+            a, b = sorted((g.uuid, link.peer_id))
+            known = gpu_links.get((a, b))
+            if known is None or link.links > known["props"]["links"]:
+                gpu_links[(a, b)] = {"src": a, "dst": b, "props": props}
+
+    def chain(src: str, path: list[str]) -> list[dict[str, str]]:
+        return [{"src": src, "dst": pcie_uuid(h, path[0])}] if path else []
+
+    nic_by_name = {n.name: nic_uuid(h, n.name) for n in facts.nics}
+    params.update(
+        numa_nodes=numa,
+        pcie_switches=switches,
+        nvswitches=nvswitches,
+        gpus=gpus,
+        nics=nics,
+        domains=domains,
+        gpu_nvlinks=list(gpu_links.values()),
+        switch_nvlinks=switch_links,
+        gpu_pcie=[e for g in facts.gpus for e in chain(g.uuid, list(g.pcie_path))],
+        nic_pcie=[e for n in facts.nics for e in chain(nic_uuid(h, n.name), list(n.pcie_path))],
+        switch_pcie=[
+            {"src": pcie_uuid(h, s.bus_id), "dst": pcie_uuid(h, s.parent)}
+            for s in facts.pcie_switches
+            if s.parent is not None
+        ],
+        gpu_numa=[
+            {"src": g.uuid, "dst": numa_uuid(h, g.numa_node)}
+            for g in facts.gpus
+            if g.numa_node is not None and g.numa_node in numa_ids
+        ],
+        nic_numa=[
+            {"src": nic_uuid(h, n.name), "dst": numa_uuid(h, n.numa_node)}
+            for n in facts.nics
+            if n.numa_node is not None and n.numa_node in numa_ids
+        ],
+        gpu_domains=[{"src": uuid, "dst": dom} for uuid, dom in gpu_domain.items()],
+        gpu_nics=[
+            {"src": a.gpu_uuid, "dst": nic_by_name[a.nic], "via": a.via} for a in facts.gpu_nic_affinity
+        ],
+    )
+    params["gpu_uuids"] = [g.uuid for g in facts.gpus]
+    params["keep_uuids"] = [
+        *(n["uuid"] for n in numa),
+        *(s["uuid"] for s in switches),
+        *(s["uuid"] for s in nvswitches),
+        *params["gpu_uuids"],
+        *(n["uuid"] for n in nics),
+    ]
+    return params
+
+
+def _domains(facts: HostFacts) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """NVLink domains of this host's GPUs: fabric cliques first, else NVLink components."""
+    h = facts.hostname
+    gpu_domain: dict[str, str] = {}
+    kinds: dict[str, str] = {}
+    for g in facts.gpus:
+        if g.nvlink_domain:
+            gpu_domain[g.uuid] = g.nvlink_domain
+            kinds[g.nvlink_domain] = "fabric-clique"
+    # Union-find over GPUs joined by a direct link or a shared NVSwitch.
+    parent: dict[str, str] = {g.uuid: g.uuid for g in facts.gpus}
+
+    def find(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    def union(a: str, b: str) -> None:
+        parent[find(a)] = find(b)
+
+    by_switch: dict[str, list[str]] = defaultdict(list)
+    for g in facts.gpus:
+        for link in g.nvlinks:
+            if link.peer_type is PeerType.GPU:
+                union(g.uuid, link.peer_id)
+            else:
+                by_switch[link.peer_id].append(g.uuid)
+    switch_kind = False
+    for members in by_switch.values():
+        switch_kind = True
+        for other in members[1:]:
+            union(members[0], other)
+    groups: dict[str, list[str]] = defaultdict(list)
+    for g in facts.gpus:
+        if g.uuid not in gpu_domain and (g.nvlinks or False):
+            groups[find(g.uuid)].append(g.uuid)
+    ordered = sorted(groups.values(), key=lambda members: min(members))
+    index_of = {g.uuid: g.index for g in facts.gpus}
+    for members in ordered:
+        if len(members) < 2:
+            continue
+        first = min(index_of[m] for m in members)
+        dom = f"{h}/nvlink/{first}"
+        kinds[dom] = "nvswitch" if switch_kind else "direct"
+        for m in members:
+            gpu_domain[m] = dom
+    domains = [
+        {"uuid": dom, "props": {"uuid": dom, "kind": kind, "cluster": facts.cluster}}
+        for dom, kind in sorted(kinds.items())
+    ]
+    return domains, gpu_domain

@@ -1,0 +1,141 @@
+"""Applies validated facts to the graph through the gateway.
+
+Validation (pydantic, in topo_facts) happens before anything is written; the
+write itself is one statement, so a host's facts land whole or not at all.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from topo_facts import FabricFacts, HostFacts
+
+from graphsvc.ingest.host_plan import host_params, nic_uuid
+from graphsvc.store.gateway import Gateway
+
+log = logging.getLogger(__name__)
+
+
+class IngestRejected(Exception):
+    """Facts that are valid on their own but conflict with the graph (a 409 or 422)."""
+
+    def __init__(self, status: int, field: str, message: str, detail: Any = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.field = field
+        self.message = message
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class HostIngestResult:
+    host: str
+    applied: bool
+    gpus: int
+    nics: int
+    received_at: float
+    reason: str | None = None
+
+
+async def ingest_host(gateway: Gateway, facts: HostFacts) -> HostIngestResult:
+    received_at = time.time()
+    params = host_params(facts, received_at=received_at)
+    before = await gateway.read("host_domains", {"host": facts.hostname})
+    rows = await gateway.write("ingest_host", params)
+    if not rows:
+        return await _explain_host_refusal(gateway, facts, received_at)
+    old_domains = set(before[0]["uuids"]) if before else set()
+    new_domains = {d["uuid"] for d in params["domains"]}
+    if old_domains - new_domains:
+        await gateway.write("prune_nvlink_domains", {"uuids": sorted(old_domains - new_domains)})
+    log.debug("ingest host=%s gpus=%d nics=%d", facts.hostname, len(facts.gpus), len(facts.nics))
+    return HostIngestResult(facts.hostname, True, len(facts.gpus), len(facts.nics), received_at)
+
+
+async def _explain_host_refusal(gateway: Gateway, facts: HostFacts, received_at: float) -> HostIngestResult:
+    rows = await gateway.read(
+        "ingest_host_blockers",
+        {"host": facts.hostname, "gpu_uuids": [g.uuid for g in facts.gpus]},
+    )
+    row = rows[0] if rows else {}
+    taken = [t for t in row.get("taken", []) if t.get("uuid") is not None]
+    if taken:
+        raise IngestRejected(
+            409,
+            "gpus.uuid",
+            f"{len(taken)} GPU uuid(s) already belong to another host",
+            detail=taken[:20],
+        )
+    stored = row.get("stored_collected_at")
+    if stored is not None and stored > facts.collected_at.timestamp():
+        # Replayed or reordered facts: the graph already holds newer ones. Not an error.
+        return HostIngestResult(
+            facts.hostname, False, len(facts.gpus), len(facts.nics), received_at,
+            reason="stored facts are newer (collected_at)",
+        )  # fmt: skip
+    raise IngestRejected(409, "host", "the host changed concurrently; retry")
+
+
+@dataclass(frozen=True)
+class FabricIngestResult:
+    cluster: str
+    switches: int
+    links: int
+
+
+async def ingest_fabric(gateway: Gateway, facts: FabricFacts) -> FabricIngestResult:
+    nic_keys = [nic_uuid(u.host, u.nic) for u in facts.nic_uplinks]
+    params: dict[str, Any] = {
+        "cluster": facts.cluster,
+        "nic_uuids": nic_keys,
+        "switch_names": [s.name for s in facts.switches],
+        "switches": [
+            {
+                "name": s.name,
+                "props": {
+                    k: v
+                    for k, v in {
+                        "name": s.name,
+                        "tier": s.tier.value,
+                        "cluster": facts.cluster,
+                        "scalable_unit": s.scalable_unit,
+                        "rail": s.rail,
+                        "model": s.model,
+                    }.items()
+                    if v is not None
+                },
+            }
+            for s in facts.switches
+        ],
+        "nic_uplinks": [
+            {
+                "nic": key,
+                "switch": u.switch,
+                "props": {"links": u.links, "bandwidth_gbps": u.bandwidth_gbps},
+            }
+            for key, u in zip(nic_keys, facts.nic_uplinks, strict=True)
+        ],
+        "switch_uplinks": [
+            {
+                "lower": u.lower,
+                "upper": u.upper,
+                "props": {"links": u.links, "bandwidth_gbps": u.bandwidth_gbps},
+            }
+            for u in facts.switch_uplinks
+        ],
+    }
+    rows = await gateway.write("ingest_fabric", params)
+    if not rows:
+        missing = (await gateway.read("missing_nics", {"nic_uuids": nic_keys}))[0]["missing"]
+        raise IngestRejected(
+            422,
+            "nic_uplinks",
+            f"{len(missing)} cabled NIC(s) are not in the graph; ingest their hosts first",
+            detail=missing[:20],
+        )
+    row = rows[0]
+    log.info("ingest fabric cluster=%s switches=%d links=%d", facts.cluster, row["switches"], row["links"])
+    return FabricIngestResult(facts.cluster, int(row["switches"]), int(row["links"]))

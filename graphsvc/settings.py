@@ -1,0 +1,47 @@
+"""Service settings: flags override ``GRAPHSVC_*`` environment variables, which override defaults."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="GRAPHSVC_", extra="ignore")
+
+    store: str = Field(
+        default="embedded",
+        description="'embedded', falkordb://host:port, or neo4j://, bolt://, neo4j+s:// URIs",
+    )
+    data_dir: Path = Field(default=Path(".graphsvc"), description="Embedded store data directory")
+    graph: str = Field(default="topology", pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+    neo4j_user: str = "neo4j"
+    neo4j_password: SecretStr = SecretStr("")
+    neo4j_database: str = "neo4j"
+    falkordb_password: SecretStr = SecretStr("")
+    appendfsync: str = Field(default="always", pattern=r"^(always|everysec|no)$")
+    redis_server: str | None = None
+    falkordb_module: str | None = None
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=0, le=65535)
+    max_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024, le=512 * 1024 * 1024)
+    max_fabric_body_bytes: int = Field(default=64 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024)
+    query_timeout_s: float = Field(default=10.0, gt=0, le=600)
+    stale_after_s: float = Field(default=300.0, gt=0)
+
+    @field_validator("store")
+    @classmethod
+    def _known_store(cls, value: str) -> str:
+        if value == "embedded" or value.split("://", 1)[0] in STORE_SCHEMES:
+            return value
+        raise ValueError(
+            f"unknown store {value!r}: use 'embedded', falkordb://host:port, or a neo4j:// / bolt:// URI"
+        )
+
+
+STORE_SCHEMES = frozenset(
+    {"falkordb", "redis", "neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc"}
+)

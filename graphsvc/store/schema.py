@@ -1,0 +1,109 @@
+"""The declared graph model (``schema/graph.toml``) and what is derived from it."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+from graphsvc.resources import resource_dir
+
+PROPERTY_TYPES = frozenset({"string", "int", "float", "bool", "list<string>", "list<int>"})
+
+
+@dataclass(frozen=True)
+class NodeType:
+    label: str
+    key: str
+    properties: dict[str, str]
+    required: tuple[str, ...]
+    indexes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RelType:
+    name: str
+    sources: tuple[str, ...]
+    targets: tuple[str, ...]
+    properties: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GraphSchema:
+    version: int
+    nodes: dict[str, NodeType]
+    relationships: dict[str, RelType]
+
+    @property
+    def property_keys(self) -> list[str]:
+        keys: set[str] = set()
+        for n in self.nodes.values():
+            keys.update(n.properties)
+        for r in self.relationships.values():
+            keys.update(r.properties)
+        return sorted(keys)
+
+    def neo4j_ddl(self) -> list[str]:
+        """Statements that make a Neo4j 5 database match the schema; safe to repeat."""
+        out: list[str] = []
+        for n in self.nodes.values():
+            low = n.label.lower()
+            out.append(
+                f"CREATE CONSTRAINT {low}_{n.key}_unique IF NOT EXISTS "
+                f"FOR (n:{n.label}) REQUIRE n.{n.key} IS UNIQUE"
+            )
+            for prop in n.indexes:
+                out.append(f"CREATE INDEX {low}_{prop} IF NOT EXISTS FOR (n:{n.label}) ON (n.{prop})")
+        return out
+
+    def falkordb_indexes(self) -> list[tuple[str, str]]:
+        """(label, property) pairs needing an exact-match index; keys first (constraints need them)."""
+        pairs: list[tuple[str, str]] = []
+        for n in self.nodes.values():
+            pairs.append((n.label, n.key))
+            pairs.extend((n.label, p) for p in n.indexes)
+        return pairs
+
+    def unique_keys(self) -> list[tuple[str, str]]:
+        return [(n.label, n.key) for n in self.nodes.values()]
+
+
+def load_schema(path: Path | None = None) -> GraphSchema:
+    path = path or resource_dir("schema") / "graph.toml"
+    raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    nodes: dict[str, NodeType] = {}
+    for label, spec in raw["nodes"].items():
+        props = dict(spec.get("properties", {}))
+        key = spec["key"]
+        _check_props(label, props)
+        required = tuple(spec.get("required", [key]))
+        indexes = tuple(spec.get("indexes", []))
+        for p in (key, *required, *indexes):
+            if p not in props:
+                raise ValueError(f"schema: {label}.{p} is used but not declared")
+        nodes[label] = NodeType(label, key, props, required, indexes)
+    rels: dict[str, RelType] = {}
+    for name, spec in raw.get("relationships", {}).items():
+        props = dict(spec.get("properties", {}))
+        _check_props(name, props)
+        ends = (*spec["from"], *spec["to"])
+        unknown = [lbl for lbl in ends if lbl not in nodes]
+        if unknown:
+            raise ValueError(f"schema: relationship {name} names unknown labels {unknown}")
+        rels[name] = RelType(name, tuple(spec["from"]), tuple(spec["to"]), props)
+    return GraphSchema(int(raw["graph_version"]), nodes, rels)
+
+
+def _check_props(owner: str, props: dict[str, str]) -> None:
+    for prop, typ in props.items():
+        if typ not in PROPERTY_TYPES:
+            raise ValueError(f"schema: {owner}.{prop} has unknown type {typ!r}")
+
+
+@cache
+def graph_schema() -> GraphSchema:
+    return load_schema()
+
+
+GRAPH_VERSION = graph_schema().version

@@ -1,0 +1,1 @@
+"""Synthetic clusters from NVIDIA reference architectures, fed through the real ingest path."""

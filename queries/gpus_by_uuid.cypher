@@ -1,0 +1,5 @@
+// GPUs by uuid with their host, for reservations and checks.
+MATCH (h:Host)-[:HAS_GPU]->(g:GPU)
+WHERE g.uuid IN $uuids
+RETURN g.uuid AS uuid, g.index AS index, g.model AS model, g.state AS state, h.name AS host
+ORDER BY host, index

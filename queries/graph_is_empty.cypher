@@ -1,0 +1,5 @@
+// Tells a fresh graph from one written before versioning existed.
+OPTIONAL MATCH (n)
+WITH n
+LIMIT 1
+RETURN n IS NOT NULL AS has_nodes

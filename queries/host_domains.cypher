@@ -1,0 +1,3 @@
+// The NVLink domains a host's GPUs belong to now (read before an ingest, to prune after).
+MATCH (:Host {name: $host})-[:HAS_GPU]->(:GPU)-[:IN_DOMAIN]->(d:NVLinkDomain)
+RETURN collect(DISTINCT d.uuid) AS uuids

@@ -1,0 +1,29 @@
+// Replaces one cluster's switch fabric in a single atomic statement.
+// Writes nothing and returns no row if a cabled NIC is not in the graph.
+OPTIONAL MATCH (n:NIC)
+WHERE n.uuid IN $nic_uuids
+WITH count(n) AS found
+WHERE found = size($nic_uuids)
+MERGE (c:Cluster {name: $cluster})
+WITH c
+OPTIONAL MATCH (old:Switch {cluster: $cluster})
+WHERE NOT old.name IN $switch_names
+DETACH DELETE old
+WITH DISTINCT c
+OPTIONAL MATCH (:Switch {cluster: $cluster})<-[cable:UPLINK]-()
+DELETE cable
+WITH DISTINCT c
+FOREACH (s IN $switches |
+  MERGE (x:Switch {name: s.name})
+  SET x += s.props)
+FOREACH (l IN $nic_uplinks |
+  MERGE (a:NIC {uuid: l.nic})
+  MERGE (b:Switch {name: l.switch})
+  CREATE (a)-[e:UPLINK]->(b)
+  SET e += l.props)
+FOREACH (l IN $switch_uplinks |
+  MERGE (a:Switch {name: l.lower})
+  MERGE (b:Switch {name: l.upper})
+  CREATE (a)-[e:UPLINK]->(b)
+  SET e += l.props)
+RETURN c.name AS cluster, size($switches) AS switches, size($nic_uplinks) + size($switch_uplinks) AS links

@@ -1,0 +1,97 @@
+// Replaces one host's facts in a single statement, so the write is atomic on
+// FalkorDB (one query) and Neo4j (one transaction): all of a host's facts or none.
+// Returns no row, and writes nothing, when the stored facts are newer
+// ($host.collected_at older) or a GPU uuid belongs to another host.
+// (Filters follow a projection, not an OPTIONAL MATCH variable directly: FalkorDB
+// would fold such a WHERE into the OPTIONAL MATCH instead of dropping the row.)
+OPTIONAL MATCH (prev:Host {name: $host.name})
+WITH coalesce(prev.collected_at, 0.0) AS stored_at
+WHERE stored_at <= $host.props.collected_at
+OPTIONAL MATCH (taken:GPU)
+WHERE taken.uuid IN $gpu_uuids AND taken.host <> $host.name
+WITH stored_at, count(taken) AS taken_count
+WHERE taken_count = 0
+MERGE (c:Cluster {name: $host.cluster})
+MERGE (r:Rack {uuid: $rack.uuid})
+SET r.name = $rack.name, r.cluster = $host.cluster
+MERGE (c)-[:HAS_RACK]->(r)
+MERGE (h:Host {name: $host.name})
+SET h += $host.props
+WITH r, h
+OPTIONAL MATCH (old_rack:Rack)-[old_home:HAS_HOST]->(h)
+WHERE old_rack.uuid <> $rack.uuid
+DELETE old_home
+WITH DISTINCT r, h
+MERGE (r)-[:HAS_HOST]->(h)
+WITH h
+OPTIONAL MATCH (h)-[:HAS_NUMA|HAS_GPU|HAS_NVSWITCH|HAS_PCIE_SWITCH|HAS_NIC]->(gone)
+WHERE NOT gone.uuid IN $keep_uuids
+DETACH DELETE gone
+WITH DISTINCT h
+OPTIONAL MATCH (h)-[:HAS_GPU|HAS_NIC|HAS_PCIE_SWITCH]->(dev)-[derived:NVLINK|PCIE_UPSTREAM|NUMA_AFFINITY|IN_DOMAIN|NIC_AFFINITY]->()
+DELETE derived
+WITH DISTINCT h
+FOREACH (n IN $numa_nodes |
+  MERGE (x:NUMANode {uuid: n.uuid})
+  SET x += n.props
+  MERGE (h)-[:HAS_NUMA]->(x))
+FOREACH (s IN $pcie_switches |
+  MERGE (x:PCIeSwitch {uuid: s.uuid})
+  SET x += s.props
+  MERGE (h)-[:HAS_PCIE_SWITCH]->(x))
+FOREACH (s IN $nvswitches |
+  MERGE (x:NVSwitch {uuid: s.uuid})
+  SET x += s.props
+  MERGE (h)-[:HAS_NVSWITCH]->(x))
+FOREACH (g IN $gpus |
+  MERGE (x:GPU {uuid: g.uuid})
+  ON CREATE SET x.state = 'free'
+  SET x += g.props
+  MERGE (h)-[:HAS_GPU]->(x))
+FOREACH (n IN $nics |
+  MERGE (x:NIC {uuid: n.uuid})
+  SET x += n.props
+  MERGE (h)-[:HAS_NIC]->(x))
+FOREACH (d IN $domains |
+  MERGE (x:NVLinkDomain {uuid: d.uuid})
+  SET x += d.props)
+FOREACH (l IN $gpu_nvlinks |
+  MERGE (a:GPU {uuid: l.src})
+  MERGE (b:GPU {uuid: l.dst})
+  CREATE (a)-[e:NVLINK]->(b)
+  SET e += l.props)
+FOREACH (l IN $switch_nvlinks |
+  MERGE (a:GPU {uuid: l.src})
+  MERGE (b:NVSwitch {uuid: l.dst})
+  CREATE (a)-[e:NVLINK]->(b)
+  SET e += l.props)
+FOREACH (l IN $gpu_pcie |
+  MERGE (a:GPU {uuid: l.src})
+  MERGE (b:PCIeSwitch {uuid: l.dst})
+  CREATE (a)-[:PCIE_UPSTREAM]->(b))
+FOREACH (l IN $nic_pcie |
+  MERGE (a:NIC {uuid: l.src})
+  MERGE (b:PCIeSwitch {uuid: l.dst})
+  CREATE (a)-[:PCIE_UPSTREAM]->(b))
+FOREACH (l IN $switch_pcie |
+  MERGE (a:PCIeSwitch {uuid: l.src})
+  MERGE (b:PCIeSwitch {uuid: l.dst})
+  CREATE (a)-[:PCIE_UPSTREAM]->(b))
+FOREACH (l IN $gpu_numa |
+  MERGE (a:GPU {uuid: l.src})
+  MERGE (b:NUMANode {uuid: l.dst})
+  CREATE (a)-[:NUMA_AFFINITY]->(b))
+FOREACH (l IN $nic_numa |
+  MERGE (a:NIC {uuid: l.src})
+  MERGE (b:NUMANode {uuid: l.dst})
+  CREATE (a)-[:NUMA_AFFINITY]->(b))
+FOREACH (l IN $gpu_domains |
+  MERGE (a:GPU {uuid: l.src})
+  MERGE (b:NVLinkDomain {uuid: l.dst})
+  CREATE (a)-[:IN_DOMAIN]->(b))
+FOREACH (l IN $gpu_nics |
+  MERGE (a:GPU {uuid: l.src})
+  MERGE (b:NIC {uuid: l.dst})
+  CREATE (a)-[e:NIC_AFFINITY]->(b)
+  SET e.via = l.via)
+RETURN h.name AS host

@@ -1,0 +1,6 @@
+// Which of the given NIC keys are not in the graph (explains a rejected fabric).
+UNWIND $nic_uuids AS wanted
+OPTIONAL MATCH (n:NIC {uuid: wanted})
+WITH wanted, count(n) AS found
+WHERE found = 0
+RETURN collect(wanted) AS missing

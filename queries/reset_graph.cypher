@@ -1,0 +1,3 @@
+// Deletes every node and relationship: tests and `graphsvc reset` only.
+MATCH (n)
+DETACH DELETE n

@@ -1,0 +1,4 @@
+// Hosts whose last facts arrived before the cutoff (epoch seconds).
+MATCH (h:Host)
+WHERE h.received_at < $cutoff
+RETURN count(h) AS stale

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Installs the service into .venv and runs it with the embedded store and a demo
+# cluster of 1,184 GPUs (H100 SuperPOD SUs, one GB200 NVL72 rack, A100 PCIe, L40S).
+# Extra args go to `graphsvc demo` (e.g. --port 9000, --profile superpod-h100:sus=2).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${PYTHON:-python3}"
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+# shellcheck disable=SC1091
+. .venv/bin/activate
+python -m pip install -q --disable-pip-version-check -e ./collectors -e .
+exec graphsvc demo "$@"

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs everything the tests need into .venv (and the Cypher linter with npm),
+# then runs ruff, mypy --strict and the whole pytest suite. Extra args go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    echo "== installing Node.js (needed for Neo4j's Cypher linter)"
+    apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null
+fi
+
+PY="${PYTHON:-python3}"
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+# shellcheck disable=SC1091
+. .venv/bin/activate
+echo "== installing the service, the collectors package and dev tools"
+python -m pip install -q --disable-pip-version-check -e ./collectors -e ".[dev]"
+echo "== installing Neo4j's Cypher linter (npm ci)"
+(cd tools/cypher-lint && npm ci --no-audit --no-fund --loglevel=error)
+
+echo "== ruff"
+ruff check .
+ruff format --check .
+echo "== mypy --strict"
+mypy .
+echo "== pytest"
+python -m pytest "$@"

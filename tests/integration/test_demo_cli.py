@@ -1,0 +1,53 @@
+"""`graphsvc demo` from a shell: after it loads, /healthz shows exactly the profile's counts."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from graphsvc.synthetic.clusters import build
+from tests.conftest import free_port
+
+pytestmark = pytest.mark.slow
+
+
+def test_demo_loads_the_declared_cluster(tmp_path: Path) -> None:
+    exe = shutil.which("graphsvc")
+    assert exe, "the graphsvc console script is not installed"
+    port = free_port()
+    expected = build("demo")
+    proc = subprocess.Popen(
+        [exe, "demo", "--port", str(port), "--data-dir", str(tmp_path / "data")],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ},
+    )  # fmt: skip
+    try:
+        health: dict[str, object] = {}
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
+            try:
+                health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).json()
+            except httpx.HTTPError:
+                health = {}
+            if health.get("hosts") == len(expected.hosts):
+                break
+            time.sleep(0.25)
+        assert health.get("hosts") == len(expected.hosts)
+        assert health["gpus"] == expected.gpu_count >= 1000
+        assert health["gpus_by_model"] == expected.gpus_by_model()
+        assert health["store"] == "embedded" and health["graph_version"] == 2
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    text = out.decode()
+    assert "loading 161 hosts / 1184 GPUs" in text
+    assert "hosts 161/161" in text  # progress output
+    assert proc.returncode in (0, 130)
+    assert not (tmp_path / "data" / "falkordb.sock").exists()  # store stopped cleanly

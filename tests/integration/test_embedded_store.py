@@ -1,0 +1,99 @@
+"""The embedded FalkorDB: start, stop, stale sockets, orphans, locks and clear errors."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from graphsvc.store.embedded import EmbeddedFalkorDB, EmbeddedOptions, _ping
+from graphsvc.store.errors import EmbeddedStoreError
+
+
+def _server(tmp_path: Path, **kw: object) -> EmbeddedFalkorDB:
+    return EmbeddedFalkorDB(EmbeddedOptions(data_dir=tmp_path / "data", **kw))  # type: ignore[arg-type]
+
+
+def test_start_and_stop_cleanly(tmp_path: Path) -> None:
+    s = _server(tmp_path)
+    s.start()
+    try:
+        assert _ping(s.socket_path) == "PONG"
+        assert (s.store_dir / "appendonlydir").is_dir()
+    finally:
+        s.stop()
+    assert _ping(s.socket_path) == ""
+
+
+def test_stale_socket_file_is_removed(tmp_path: Path) -> None:
+    s = _server(tmp_path)
+    s.data_dir.mkdir(parents=True)
+    s.socket_path.write_text("stale")  # a plain file where a socket was: nothing listens
+    s.start()
+    try:
+        assert _ping(s.socket_path) == "PONG"
+    finally:
+        s.stop()
+
+
+def test_orphaned_server_from_a_crash_is_replaced(tmp_path: Path) -> None:
+    first = _server(tmp_path)
+    first.start()
+    orphan = first.pid
+    assert orphan is not None
+    # Simulate a service killed with -9: its lock goes away, its redis-server lives on.
+    assert first._lock is not None
+    first._lock.close()
+    first._lock = None
+    first._proc = None
+    second = _server(tmp_path)
+    second.start()
+    try:
+        assert second.pid != orphan
+        assert _ping(second.socket_path) == "PONG"
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{orphan}").exists() and time.monotonic() < deadline:
+            try:
+                os.waitpid(orphan, os.WNOHANG)
+            except ChildProcessError:
+                break
+            time.sleep(0.05)
+    finally:
+        second.stop()
+
+
+def test_second_service_on_same_data_dir_is_a_clear_error(tmp_path: Path) -> None:
+    first = _server(tmp_path)
+    first.start()
+    try:
+        with pytest.raises(EmbeddedStoreError, match="in use by another graphsvc"):
+            _server(tmp_path).start()
+        assert _ping(first.socket_path) == "PONG"
+    finally:
+        first.stop()
+
+
+def test_missing_binary_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(EmbeddedStoreError, match="redis-server not found"):
+        _server(tmp_path, redis_server=str(tmp_path / "nope" / "redis-server")).start()
+
+
+def test_server_that_will_not_start_shows_its_log(tmp_path: Path) -> None:
+    fake = tmp_path / "fake-redis"
+    fake.write_text("#!/bin/sh\necho 'fatal: cannot start' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    with pytest.raises(EmbeddedStoreError, match="exited with code 3"):
+        _server(tmp_path, redis_server=str(fake)).start()
+
+
+def test_long_data_dir_gets_a_short_socket_path(tmp_path: Path) -> None:
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    s = EmbeddedFalkorDB(EmbeddedOptions(data_dir=deep))
+    assert len(str(s.socket_path)) <= 100
+    s.start()
+    try:
+        assert _ping(s.socket_path) == "PONG"
+    finally:
+        s.stop()

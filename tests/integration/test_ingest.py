@@ -1,0 +1,265 @@
+"""Fact ingest on the real embedded store: idempotent, atomic, hostile-input safe."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+
+from graphsvc.store.gateway import Gateway
+from graphsvc.synthetic.clusters import build
+from tests.helpers import a100, as_json, h100, l40, tray
+
+pytestmark = pytest.mark.asyncio
+
+
+async def put_host(client: httpx.AsyncClient, data: dict[str, Any]) -> httpx.Response:
+    return await client.put(f"/v1/hosts/{data['hostname']}/facts", json=data)
+
+
+async def snapshot(gw: Gateway) -> dict[str, Any]:
+    """Everything in the graph except reception time, in a comparable form."""
+    nodes = sorted(
+        json.dumps(
+            {k: v for k, v in r["props"].items() if k not in ("received_at", "migrated_at")}, sort_keys=True
+        )
+        + "|".join(sorted(r["labels"]))
+        for r in await gw.read("export_nodes", {"limit": 100_000})
+    )
+    rels = sorted(
+        json.dumps(r, sort_keys=True) for r in await gw.read("export_relationships", {"limit": 100_000})
+    )
+    return {"nodes": nodes, "rels": rels}
+
+
+async def test_same_facts_twice_change_nothing(client: httpx.AsyncClient, gateway: Gateway) -> None:
+    data = as_json(h100())
+    assert (await put_host(client, data)).status_code == 200
+    first = await snapshot(gateway)
+    second_resp = await put_host(client, data)
+    assert second_resp.status_code == 200 and second_resp.json()["applied"] is True
+    assert await snapshot(gateway) == first
+    assert len(first["nodes"]) > 8
+
+
+async def test_removed_gpu_and_nic_disappear(client: httpx.AsyncClient, gateway: Gateway) -> None:
+    data = as_json(h100())
+    await put_host(client, data)
+    gone_gpu = data["gpus"].pop(7)
+    gone_nic = data["nics"].pop(7)
+    data["gpu_nic_affinity"] = [a for a in data["gpu_nic_affinity"] if a["gpu_uuid"] != gone_gpu["uuid"]]
+    data["collected_at"] = "2030-01-01T00:00:00Z"
+    assert (await put_host(client, data)).status_code == 200
+    host = (await client.get("/v1/hosts/node-a")).json()
+    assert [g["index"] for g in host["gpus"]] == list(range(7))
+    assert gone_nic["name"] not in {n["name"] for n in host["nics"]}
+    rows = await gateway.read("gpus_by_uuid", {"uuids": [gone_gpu["uuid"]]})
+    assert rows == []
+
+
+async def test_invalid_device_writes_nothing(client: httpx.AsyncClient, gateway: Gateway) -> None:
+    good = as_json(h100("node-a"))
+    await put_host(client, good)
+    before = await snapshot(gateway)
+    bad = as_json(h100("node-a", seed=99))
+    bad["collected_at"] = "2030-01-01T00:00:00Z"
+    bad["gpus"][5]["nvlinks"][0]["peer_id"] = "ghost-switch"
+    resp = await put_host(client, bad)
+    assert resp.status_code == 422
+    assert resp.json()["fields"][0]["field"] == "gpus[5].nvlinks[0].peer_id"
+    assert await snapshot(gateway) == before
+    fresh = as_json(h100("node-b", seed=7))
+    fresh["gpus"][2]["memory_mib"] = -1
+    resp = await put_host(client, fresh)
+    assert resp.status_code == 422
+    assert resp.json()["fields"][0]["field"] == "gpus[2].memory_mib"
+    assert (await client.get("/v1/hosts/node-b")).status_code == 404
+
+
+async def test_gpu_owned_by_another_host_is_a_conflict(client: httpx.AsyncClient, gateway: Gateway) -> None:
+    a = as_json(h100("node-a", seed=1))
+    await put_host(client, a)
+    before = await snapshot(gateway)
+    b = as_json(h100("node-b", seed=2))
+    b["gpus"][0]["uuid"] = a["gpus"][0]["uuid"]
+    b["gpu_nic_affinity"][0]["gpu_uuid"] = a["gpus"][0]["uuid"]
+    resp = await put_host(client, b)
+    assert resp.status_code == 409
+    assert resp.json()["detail"][0]["host"] == "node-a"
+    assert await snapshot(gateway) == before
+
+
+async def test_older_facts_do_not_overwrite_newer(client: httpx.AsyncClient) -> None:
+    new = as_json(h100())
+    new["collected_at"] = "2030-01-02T00:00:00Z"
+    await put_host(client, new)
+    old = as_json(h100())
+    old["collected_at"] = "2030-01-01T00:00:00Z"
+    old["gpus"][0]["temperature_c"] = 99.0
+    resp = await put_host(client, old)
+    assert resp.status_code == 200 and resp.json()["applied"] is False
+    host = (await client.get("/v1/hosts/node-a")).json()
+    assert host["gpus"][0]["temperature_c"] == new["gpus"][0]["temperature_c"]
+
+
+async def test_url_and_body_host_must_agree(client: httpx.AsyncClient) -> None:
+    data = as_json(h100("node-a"))
+    resp = await client.put("/v1/hosts/node-b/facts", json=data)
+    assert resp.status_code == 422
+    assert resp.json()["fields"][0]["field"] == "hostname"
+
+
+HOSTILE = [
+    "x' }) MATCH (n) DETACH DELETE n //",
+    'quote"double',
+    "back`tick`",
+    "$param {a: 1}",
+    "MERGE (:Pwned)",
+    "\\u0000-escaped",
+]
+
+
+@pytest.mark.parametrize("evil", HOSTILE)
+async def test_hostile_strings_are_stored_verbatim(
+    client: httpx.AsyncClient, gateway: Gateway, evil: str
+) -> None:
+    data = as_json(h100())
+    data["gpus"][0]["uuid"] = "GPU-" + evil.replace(" ", "_")
+    data["gpu_nic_affinity"][0]["gpu_uuid"] = data["gpus"][0]["uuid"]
+    data["gpus"][1]["model"] = evil
+    data["cpu_model"] = evil + " 漢字 🚀"
+    data["nics"][0]["guid"] = evil.replace(" ", "_")
+    resp = await put_host(client, data)
+    assert resp.status_code == 200, resp.text
+    host = (await client.get("/v1/hosts/node-a")).json()
+    assert host["cpu_model"] == evil + " 漢字 🚀"
+    assert host["gpus"][0]["uuid"] == "GPU-" + evil.replace(" ", "_")
+    assert host["gpus"][1]["model"] == evil
+    assert host["nics"][0]["guid"] == evil.replace(" ", "_")
+    counts = (await gateway.read("health_counts"))[0]
+    assert counts["hosts"] == 1  # nothing was deleted or created by the payload
+
+
+@pytest.mark.parametrize("field", ["hostname", "cluster", "rack", "scalable_unit"])
+@pytest.mark.parametrize("evil", ["a'b", "a`b", "a b", "a/b", "a\nb", "名前"])
+async def test_hostile_names_are_rejected(
+    client: httpx.AsyncClient, gateway: Gateway, field: str, evil: str
+) -> None:
+    data = as_json(h100())
+    data[field] = evil
+    resp = await client.put("/v1/hosts/node-a/facts", json=data)
+    assert resp.status_code == 422
+    assert field in {f["field"] for f in resp.json()["fields"]}
+    assert (await gateway.read("health_counts"))[0]["hosts"] == 0
+
+
+async def test_control_characters_in_text_rejected(client: httpx.AsyncClient) -> None:
+    data = as_json(h100())
+    data["gpus"][0]["model"] = "H100\x1b[31m"
+    resp = await put_host(client, data)
+    assert resp.status_code == 422
+    assert resp.json()["fields"][0]["field"] == "gpus[0].model"
+
+
+async def test_10mb_payload_is_refused_before_parsing(client: httpx.AsyncClient, gateway: Gateway) -> None:
+    data = as_json(h100())
+    data["cpu_model"] = "x" * (10 * 1024 * 1024)
+    resp = await put_host(client, data)
+    assert resp.status_code == 413
+    assert "limit" in resp.json()["message"]
+
+    async def chunks() -> AsyncIterator[bytes]:
+        for _ in range(11):
+            yield b"x" * (1024 * 1024)
+
+    resp = await client.put(
+        "/v1/hosts/node-a/facts", content=chunks(), headers={"content-type": "application/json"}
+    )
+    assert resp.status_code == 413
+    assert (await gateway.read("health_counts"))[0]["hosts"] == 0
+
+
+async def test_huge_string_field_rejected_with_short_echo(client: httpx.AsyncClient) -> None:
+    data = as_json(h100())
+    data["gpus"][0]["model"] = "y" * 100_000
+    resp = await put_host(client, data)
+    assert resp.status_code == 422
+    assert len(resp.text) < 2000
+
+
+async def test_malformed_json_is_a_4xx(client: httpx.AsyncClient) -> None:
+    resp = await client.put(
+        "/v1/hosts/node-a/facts",
+        content=b'{"hostname": "node-a", ',
+        headers={"content-type": "application/json"},
+    )
+    assert resp.status_code == 422
+
+
+async def test_host_moves_rack(client: httpx.AsyncClient, gateway: Gateway) -> None:
+    data = as_json(h100(rack="rack-1"))
+    await put_host(client, data)
+    data["rack"] = "rack-9"
+    data["collected_at"] = "2030-01-01T00:00:00Z"
+    await put_host(client, data)
+    host = (await client.get("/v1/hosts/node-a")).json()
+    assert host["rack"] == "rack-9"
+    rows = await gateway.read("host_racks", {"name": "node-a"})
+    assert rows[0]["racks"] == ["rack-9"]
+
+
+async def test_nvl72_trays_share_one_domain(client: httpx.AsyncClient, gateway: Gateway) -> None:
+    for t in range(3):
+        assert (
+            await put_host(client, as_json(tray(f"tray-{t}", "c/rack/clique-0", seed=t)))
+        ).status_code == 200
+    rows = await gateway.read("nvlink_domains")
+    assert [(r["uuid"], r["members"]) for r in rows] == [("c/rack/clique-0", 12)]
+
+
+async def test_domain_pruned_when_host_loses_nvlink(client: httpx.AsyncClient, gateway: Gateway) -> None:
+    data = as_json(a100())
+    await put_host(client, data)
+    assert len(await gateway.read("nvlink_domains")) == 4
+    for g in data["gpus"]:
+        g["nvlinks"] = []
+    data["collected_at"] = "2030-01-01T00:00:00Z"
+    await put_host(client, data)
+    assert await gateway.read("nvlink_domains") == []
+
+
+async def test_fabric_ingest_and_replace(client: httpx.AsyncClient, gateway: Gateway) -> None:
+    cluster = build("a100-pcie:hosts=3")
+    for h in cluster.hosts:
+        await put_host(client, as_json(h))
+    fabric = json.loads(cluster.fabric().model_dump_json())
+    resp = await client.put("/v1/fabric", json=fabric)
+    assert resp.status_code == 200, resp.text
+    host = (await client.get("/v1/hosts/a100-pcie-001")).json()
+    assert {n["leaf"] for n in host["nics"]} == {"a100-pcie-leaf0"}
+    # same fabric again: same graph
+    before = await snapshot(gateway)
+    assert (await client.put("/v1/fabric", json=fabric)).status_code == 200
+    assert await snapshot(gateway) == before
+    # a fabric naming a NIC the graph does not have is refused whole
+    fabric["nic_uplinks"].append(
+        {"host": "ghost", "nic": "mlx5_0", "switch": "a100-pcie-leaf0", "bandwidth_gbps": 25}
+    )
+    fabric["switches"].append({"name": "extra-leaf", "tier": "leaf"})
+    resp = await client.put("/v1/fabric", json=fabric)
+    assert resp.status_code == 422
+    assert resp.json()["detail"] == ["ghost/nic/mlx5_0"]
+    assert await snapshot(gateway) == before
+
+
+async def test_healthz_counts(client: httpx.AsyncClient) -> None:
+    for facts in (h100(), a100(), l40()):
+        await put_host(client, as_json(facts))
+    body = (await client.get("/healthz")).json()
+    assert body["store"] == "embedded"
+    assert body["graph_version"] == 2
+    assert (body["hosts"], body["gpus"]) == (3, 20)
+    assert body["gpus_by_model"] == {"NVIDIA H100 80GB HBM3": 8, "NVIDIA A100 80GB PCIe": 8, "NVIDIA L40S": 4}

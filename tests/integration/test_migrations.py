@@ -1,0 +1,75 @@
+"""The migration runner brings an older graph forward and refuses a newer one."""
+
+from __future__ import annotations
+
+import pytest
+
+from graphsvc.ingest.service import ingest_host
+from graphsvc.store.errors import GraphVersionError
+from graphsvc.store.gateway import Gateway
+from graphsvc.store.migrate import migrate, stored_version
+from graphsvc.store.queries import QueryRegistry, default_registry
+from graphsvc.store.schema import GRAPH_VERSION, graph_schema
+from tests.helpers import h100
+
+
+def test_graph_version_matches_the_newest_migration() -> None:
+    numbers = [n for n, _ in default_registry().migrations()]
+    assert max([1, *numbers]) == GRAPH_VERSION
+    assert numbers == sorted(set(numbers))
+
+
+async def test_fresh_graph_starts_at_current_version(gateway: Gateway) -> None:
+    assert await stored_version(gateway) == GRAPH_VERSION
+    report = await migrate(gateway)
+    assert report.applied == ()
+
+
+async def test_v1_graph_is_brought_forward(gateway: Gateway) -> None:
+    await ingest_host(gateway, h100())
+    # Make it look like a version-1 graph: GPUs without state, hosts without gpu_count.
+    await gateway.backend.run(
+        _adhoc("MATCH (g:GPU) REMOVE g.state WITH count(g) AS n MATCH (h:Host) REMOVE h.gpu_count"),
+        {}, write=True, timeout_s=10,
+    )  # fmt: skip
+    await gateway.write("meta_set_version", {"version": 1, "now": 0.0})
+    report = await migrate(gateway)
+    assert (report.from_version, report.to_version) == (1, GRAPH_VERSION)
+    assert report.applied == ("migrations/0002_gpu_state_default",)
+    host = await gateway.read("host_detail", {"name": "node-a"})
+    assert {g["state"] for g in host[0]["gpus"]} == {"free"}
+    assert await stored_version(gateway) == GRAPH_VERSION
+    again = await migrate(gateway)
+    assert again.applied == ()
+
+
+async def test_unversioned_graph_with_data_counts_as_v1(gateway: Gateway) -> None:
+    await ingest_host(gateway, h100())
+    await gateway.backend.run(_adhoc("MATCH (m:GraphMeta) DELETE m"), {}, write=True, timeout_s=10)
+    report = await migrate(gateway)
+    assert report.from_version == 1 and report.to_version == GRAPH_VERSION
+
+
+async def test_newer_graph_is_refused(gateway: Gateway) -> None:
+    await gateway.write("meta_set_version", {"version": GRAPH_VERSION + 1, "now": 0.0})
+    with pytest.raises(GraphVersionError, match="newer than this service"):
+        await migrate(gateway)
+
+
+def test_ddl_covers_every_label() -> None:
+    ddl = "\n".join(graph_schema().neo4j_ddl())
+    for label, node in graph_schema().nodes.items():
+        assert f"FOR (n:{label}) REQUIRE n.{node.key} IS UNIQUE" in ddl
+
+
+def _adhoc(text: str):  # type: ignore[no-untyped-def]
+    """A test-only statement that sets up an old graph shape; production code has no such path."""
+    from graphsvc.store.queries import NamedQuery
+
+    return NamedQuery("test/adhoc", text, default_registry().root)
+
+
+def test_registry_rejects_unknown_names(tmp_path: object) -> None:
+    with pytest.raises(KeyError, match="no query named"):
+        default_registry()["nope"]
+    assert isinstance(default_registry(), QueryRegistry)

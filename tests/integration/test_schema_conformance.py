@@ -1,0 +1,45 @@
+"""What ingest writes is what schema/graph.toml declares: labels, keys, types, relationship ends."""
+
+from __future__ import annotations
+
+from graphsvc.ingest.service import ingest_fabric, ingest_host
+from graphsvc.store.gateway import Gateway
+from graphsvc.store.schema import graph_schema
+from graphsvc.synthetic.clusters import build
+
+PY_TYPES = {
+    "string": (str,),
+    "int": (int,),
+    "float": (float, int),
+    "bool": (bool,),
+    "list<string>": (list,),
+    "list<int>": (list,),
+}
+
+
+async def test_stored_graph_conforms_to_declared_schema(gateway: Gateway) -> None:
+    cluster = build("demo:sus=1,nvl72_racks=1,a100_hosts=2,l40s_hosts=2")
+    for host in cluster.hosts:
+        await ingest_host(gateway, host)
+    await ingest_fabric(gateway, cluster.fabric())
+    schema = graph_schema()
+    seen_labels: set[str] = set()
+    for row in await gateway.read("export_nodes", {"limit": 1_000_000}):
+        (label,) = row["labels"]
+        seen_labels.add(label)
+        node = schema.nodes[label]
+        for prop, value in row["props"].items():
+            assert prop in node.properties, f"{label}.{prop} is not declared"
+            assert isinstance(value, PY_TYPES[node.properties[prop]]), f"{label}.{prop}={value!r}"
+        missing = [p for p in node.required if p not in row["props"]]
+        assert not missing, f"{label} lacks required {missing}"
+    assert seen_labels == set(schema.nodes)
+    seen_types: set[str] = set()
+    for row in await gateway.read("export_relationships", {"limit": 1_000_000}):
+        rel = schema.relationships[row["type"]]
+        seen_types.add(row["type"])
+        assert row["from_labels"][0] in rel.sources and row["to_labels"][0] in rel.targets, row
+        for prop, value in row["props"].items():
+            assert prop in rel.properties, f"{row['type']}.{prop} is not declared"
+            assert isinstance(value, PY_TYPES[rel.properties[prop]])
+    assert seen_types == set(schema.relationships)
