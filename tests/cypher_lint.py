@@ -57,9 +57,14 @@ def lint(queries: dict[str, str]) -> dict[str, list[Diagnostic]]:
         "queries": [{"name": n, "text": t} for n, t in queries.items()],
     }
     proc = subprocess.run(
-        [node, "lint.mjs"], cwd=LINT_DIR, input=json.dumps(payload), capture_output=True, text=True,
-        timeout=300, check=False,
-    )  # fmt: skip
+        [node, "lint.mjs"],
+        cwd=LINT_DIR,
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"cypher linter failed: {proc.stderr[-2000:]}")
     return {item["name"]: [Diagnostic(**d) for d in item["diagnostics"]] for item in json.loads(proc.stdout)}

@@ -129,8 +129,8 @@ class GPUFact(_Strict):
     uuid: Ident
     index: int = Field(ge=0, lt=MAX_GPUS_PER_HOST)
     model: Text
-    memory_mib: int = Field(ge=0, le=16 * 1024 * 1024)
-    pci_bus_id: PciBusId
+    memory_mib: int | None = Field(default=None, ge=0, le=16 * 1024 * 1024)
+    pci_bus_id: PciBusId | None = Field(default=None, description="Unknown in nvidia-smi topo -m imports")
     numa_node: int | None = Field(default=None, ge=0, lt=4096)
     compute_capability: str | None = Field(default=None, pattern=r"^\d{1,2}\.\d{1,2}$")
     mig_mode: bool | None = None
@@ -198,7 +198,7 @@ class HostFacts(_Strict):
         nvsw = _unique(problems, "nvswitches", [s.id for s in self.nvswitches], "id")
         gpus = _unique(problems, "gpus", [g.uuid for g in self.gpus], "uuid")
         _unique(problems, "gpus", [g.index for g in self.gpus], "index")
-        _unique(problems, "gpus", [g.pci_bus_id for g in self.gpus], "pci_bus_id")
+        _unique(problems, "gpus", [g.pci_bus_id for g in self.gpus if g.pci_bus_id], "pci_bus_id")
         nics = _unique(problems, "nics", [n.name for n in self.nics], "name")
 
         for i, s in enumerate(self.pcie_switches):
@@ -257,6 +257,57 @@ def _check_acyclic(problems: list[str], switches: list[PCIeSwitchFact]) -> None:
                 break
             seen.add(cur)
             cur = parent[cur]
+
+
+class GPUMetrics(_Strict):
+    """The fast-changing part of a GPU's facts, sent more often than the full facts."""
+
+    uuid: Ident
+    health: Health = Health.UNKNOWN
+    health_reasons: list[Text] = Field(default_factory=list, max_length=32)
+    ecc_uncorrected: int | None = Field(default=None, ge=0)
+    retired_pages: int | None = Field(default=None, ge=0)
+    temperature_c: float | None = Field(default=None, ge=-50, le=200)
+    power_w: float | None = Field(default=None, ge=0, le=10_000)
+    utilization_pct: float | None = Field(default=None, ge=0, le=100)
+    memory_used_mib: int | None = Field(default=None, ge=0)
+
+
+class HostMetrics(_Strict):
+    hostname: HostName
+    collected_at: datetime
+    gpus: list[GPUMetrics] = Field(default_factory=list, max_length=MAX_GPUS_PER_HOST)
+
+    @model_validator(mode="after")
+    def _check(self) -> Self:
+        if self.collected_at.tzinfo is None:
+            raise ValueError("collected_at: must carry a timezone (UTC recommended)")
+        problems: list[str] = []
+        _unique(problems, "gpus", [g.uuid for g in self.gpus], "uuid")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @staticmethod
+    def of(facts: HostFacts) -> HostMetrics:
+        return HostMetrics(
+            hostname=facts.hostname,
+            collected_at=facts.collected_at,
+            gpus=[
+                GPUMetrics(
+                    uuid=g.uuid,
+                    health=g.health,
+                    health_reasons=g.health_reasons,
+                    ecc_uncorrected=g.ecc_uncorrected,
+                    retired_pages=g.retired_pages,
+                    temperature_c=g.temperature_c,
+                    power_w=g.power_w,
+                    utilization_pct=g.utilization_pct,
+                    memory_used_mib=g.memory_used_mib,
+                )
+                for g in facts.gpus
+            ],
+        )
 
 
 class FabricSwitch(_Strict):

@@ -54,9 +54,12 @@ def install_error_handlers(app: FastAPI) -> None:
     async def rejected(_: Request, exc: IngestRejected) -> JSONResponse:
         return JSONResponse(
             status_code=exc.status,
-            content={"error": exc.message, "fields": [{"field": exc.field, "message": exc.message}],
-                     "detail": exc.detail},
-        )  # fmt: skip
+            content={
+                "error": exc.message,
+                "fields": [{"field": exc.field, "message": exc.message}],
+                "detail": exc.detail,
+            },
+        )
 
     @app.exception_handler(StoreTimeoutError)
     async def timed_out(_: Request, exc: StoreTimeoutError) -> JSONResponse:

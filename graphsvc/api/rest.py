@@ -7,14 +7,16 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Request
 from pydantic import BaseModel
-from topo_facts import FabricFacts, HostFacts
+from topo_facts import FabricFacts, HostFacts, HostMetrics
 
 from graphsvc.ingest.service import (
     FabricIngestResult,
     HostIngestResult,
     IngestRejected,
+    MetricsIngestResult,
     ingest_fabric,
     ingest_host,
+    ingest_metrics,
 )
 from graphsvc.store.gateway import Gateway
 from graphsvc.store.migrate import stored_version
@@ -50,6 +52,16 @@ async def put_host_facts(name: HostPath, facts: HostFacts, gw: GatewayDep) -> Ho
             422, "hostname", f"body hostname {facts.hostname!r} does not match the URL {name!r}"
         )
     return await ingest_host(gw, facts)
+
+
+@router.put("/v1/hosts/{name}/metrics", tags=["ingest"])
+async def put_host_metrics(name: HostPath, metrics: HostMetrics, gw: GatewayDep) -> MetricsIngestResult:
+    """Update the fast-changing GPU metrics of a host already known from its full facts."""
+    if metrics.hostname != name:
+        raise IngestRejected(
+            422, "hostname", f"body hostname {metrics.hostname!r} does not match the URL {name!r}"
+        )
+    return await ingest_metrics(gw, metrics)
 
 
 @router.put("/v1/fabric", tags=["ingest"])

@@ -66,28 +66,36 @@ def host_params(facts: HostFacts, *, received_at: float) -> dict[str, Any]:
     numa = [
         {
             "uuid": numa_uuid(h, n.index),
-            "props": _props(uuid=numa_uuid(h, n.index), host=h, index=n.index, cpus=n.cpus,
-                            memory_mib=n.memory_mib),
+            "props": _props(
+                uuid=numa_uuid(h, n.index), host=h, index=n.index, cpus=n.cpus, memory_mib=n.memory_mib
+            ),
         }
         for n in facts.numa_nodes
-    ]  # fmt: skip
+    ]
     numa_ids = {n.index for n in facts.numa_nodes}
     switches = [
         {
             "uuid": pcie_uuid(h, s.bus_id),
-            "props": _props(uuid=pcie_uuid(h, s.bus_id), host=h, bus_id=s.bus_id,
-                            generation=s.generation, width=s.width, numa_node=s.numa_node),
+            "props": _props(
+                uuid=pcie_uuid(h, s.bus_id),
+                host=h,
+                bus_id=s.bus_id,
+                generation=s.generation,
+                width=s.width,
+                numa_node=s.numa_node,
+            ),
         }
         for s in facts.pcie_switches
-    ]  # fmt: skip
+    ]
     nvswitches = [
         {
             "uuid": nvswitch_uuid(h, s.id),
-            "props": _props(uuid=nvswitch_uuid(h, s.id), host=h, id=s.id,
-                            pci_bus_id=s.pci_bus_id, location=s.location),
+            "props": _props(
+                uuid=nvswitch_uuid(h, s.id), host=h, id=s.id, pci_bus_id=s.pci_bus_id, location=s.location
+            ),
         }
         for s in facts.nvswitches
-    ]  # fmt: skip
+    ]
     domains, gpu_domain = _domains(facts)
     gpus = []
     for g in facts.gpus:
@@ -95,34 +103,52 @@ def host_params(facts: HostFacts, *, received_at: float) -> dict[str, Any]:
             {
                 "uuid": g.uuid,
                 "props": _props(
-                    uuid=g.uuid, host=h, index=g.index, model=g.model, memory_mib=g.memory_mib,
-                    pci_bus_id=g.pci_bus_id, numa_node=g.numa_node,
-                    compute_capability=g.compute_capability, mig_mode=g.mig_mode,
-                    health=g.health.value, health_reasons=list(g.health_reasons),
-                    ecc_uncorrected=g.ecc_uncorrected, retired_pages=g.retired_pages,
-                    temperature_c=g.temperature_c, power_w=g.power_w,
-                    utilization_pct=g.utilization_pct, memory_used_mib=g.memory_used_mib,
+                    uuid=g.uuid,
+                    host=h,
+                    index=g.index,
+                    model=g.model,
+                    memory_mib=g.memory_mib,
+                    pci_bus_id=g.pci_bus_id,
+                    numa_node=g.numa_node,
+                    compute_capability=g.compute_capability,
+                    mig_mode=g.mig_mode,
+                    health=g.health.value,
+                    health_reasons=list(g.health_reasons),
+                    ecc_uncorrected=g.ecc_uncorrected,
+                    retired_pages=g.retired_pages,
+                    temperature_c=g.temperature_c,
+                    power_w=g.power_w,
+                    utilization_pct=g.utilization_pct,
+                    memory_used_mib=g.memory_used_mib,
                     nvlink_domain=gpu_domain.get(g.uuid),
                 ),
             }
-        )  # fmt: skip
+        )
     nics = [
         {
             "uuid": nic_uuid(h, n.name),
-            "props": _props(uuid=nic_uuid(h, n.name), host=h, name=n.name, netdev=n.netdev,
-                            guid=n.guid, pci_bus_id=n.pci_bus_id, rate_gbps=n.rate_gbps,
-                            state=n.state.value, link_layer=n.link_layer.value,
-                            numa_node=n.numa_node, rail=n.rail),
+            "props": _props(
+                uuid=nic_uuid(h, n.name),
+                host=h,
+                name=n.name,
+                netdev=n.netdev,
+                guid=n.guid,
+                pci_bus_id=n.pci_bus_id,
+                rate_gbps=n.rate_gbps,
+                state=n.state.value,
+                link_layer=n.link_layer.value,
+                numa_node=n.numa_node,
+                rail=n.rail,
+            ),
         }
         for n in facts.nics
-    ]  # fmt: skip
+    ]
 
     gpu_links: dict[tuple[str, str], dict[str, Any]] = {}
     switch_links: list[dict[str, Any]] = []
     for g in facts.gpus:
         for link in g.nvlinks:
-            props = _props(links=link.links, bandwidth_gbps=link.bandwidth_gbps,
-                           generation=link.generation)  # fmt: skip
+            props = _props(links=link.links, bandwidth_gbps=link.bandwidth_gbps, generation=link.generation)
             if link.peer_type is PeerType.NVSWITCH:
                 switch_links.append({"src": g.uuid, "dst": nvswitch_uuid(h, link.peer_id), "props": props})
                 continue

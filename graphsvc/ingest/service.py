@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from topo_facts import FabricFacts, HostFacts
+from topo_facts import FabricFacts, HostFacts, HostMetrics
 
 from graphsvc.ingest.host_plan import host_params, nic_uuid
 from graphsvc.store.gateway import Gateway
@@ -73,9 +73,13 @@ async def _explain_host_refusal(gateway: Gateway, facts: HostFacts, received_at:
     if stored is not None and stored > facts.collected_at.timestamp():
         # Replayed or reordered facts: the graph already holds newer ones. Not an error.
         return HostIngestResult(
-            facts.hostname, False, len(facts.gpus), len(facts.nics), received_at,
+            facts.hostname,
+            False,
+            len(facts.gpus),
+            len(facts.nics),
+            received_at,
             reason="stored facts are newer (collected_at)",
-        )  # fmt: skip
+        )
     raise IngestRejected(409, "host", "the host changed concurrently; retry")
 
 
@@ -139,3 +143,35 @@ async def ingest_fabric(gateway: Gateway, facts: FabricFacts) -> FabricIngestRes
     row = rows[0]
     log.info("ingest fabric cluster=%s switches=%d links=%d", facts.cluster, row["switches"], row["links"])
     return FabricIngestResult(facts.cluster, int(row["switches"]), int(row["links"]))
+
+
+@dataclass(frozen=True)
+class MetricsIngestResult:
+    host: str
+    applied: bool
+    gpus: int
+    reason: str | None = None
+
+
+async def ingest_metrics(gateway: Gateway, metrics: HostMetrics) -> MetricsIngestResult:
+    by_uuid = {
+        m.uuid: {k: v for k, v in m.model_dump(mode="json", exclude={"uuid"}).items() if v is not None}
+        for m in metrics.gpus
+    }
+    rows = await gateway.write(
+        "update_gpu_metrics",
+        {
+            "host": metrics.hostname,
+            "collected_at": metrics.collected_at.timestamp(),
+            "received_at": time.time(),
+            "metrics": by_uuid,
+        },
+    )
+    if rows:
+        return MetricsIngestResult(metrics.hostname, True, len(rows[0]["updated"]))
+    fresh = await gateway.read("host_freshness", {"host": metrics.hostname})
+    if not fresh:
+        raise IngestRejected(
+            404, "hostname", f"no host named {metrics.hostname!r}; send its full facts first"
+        )
+    return MetricsIngestResult(metrics.hostname, False, 0, reason="newer facts or metrics are stored")

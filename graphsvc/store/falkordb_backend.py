@@ -133,9 +133,16 @@ class FalkorBackend:
             if (label, prop) in constraints:
                 continue
             await conn.execute_command(
-                "GRAPH.CONSTRAINT", "CREATE", self.graph_name, "UNIQUE", "NODE", label,
-                "PROPERTIES", 1, prop,
-            )  # fmt: skip
+                "GRAPH.CONSTRAINT",
+                "CREATE",
+                self.graph_name,
+                "UNIQUE",
+                "NODE",
+                label,
+                "PROPERTIES",
+                1,
+                prop,
+            )
         await self._wait_constraints(schema)
 
     async def _existing_indexes(self) -> set[tuple[str, str]]:

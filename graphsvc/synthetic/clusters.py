@@ -87,15 +87,25 @@ def add_superpod_h100(cluster: SyntheticCluster, sus: int, *, seed: int, prefix:
         su_name = f"{prefix}-su{su}"
         nodes = 31 if su == 1 else 32
         hosts = [
-            dgx_h100(HostSpec(f"{su_name}-n{n:02d}", cluster.name, f"{su_name}-r{(n - 1) // 4 + 1:02d}",
-                              su_name, _seed(seed, f"{su_name}-n{n:02d}")))
+            dgx_h100(
+                HostSpec(
+                    f"{su_name}-n{n:02d}",
+                    cluster.name,
+                    f"{su_name}-r{(n - 1) // 4 + 1:02d}",
+                    su_name,
+                    _seed(seed, f"{su_name}-n{n:02d}"),
+                )
+            )
             for n in range(1, nodes + 1)
-        ]  # fmt: skip
+        ]
         rails: dict[int, list[str]] = {}
         for rail in range(8):
             leaf = f"{su_name}-leaf-r{rail}"
-            cluster.switches.append(FabricSwitch(name=leaf, tier=SwitchTier.LEAF, scalable_unit=su_name,
-                                                 rail=rail, model="NVIDIA QM9700"))  # fmt: skip
+            cluster.switches.append(
+                FabricSwitch(
+                    name=leaf, tier=SwitchTier.LEAF, scalable_unit=su_name, rail=rail, model="NVIDIA QM9700"
+                )
+            )
             rails[rail] = [leaf]
             leaves.append(leaf)
         cluster.hosts.extend(hosts)
@@ -143,8 +153,11 @@ def add_nvl72(cluster: SyntheticCluster, racks: int, *, seed: int, prefix: str =
             rails[rail] = []
             for k in range(math.ceil(len(su_trays) / 32)):
                 leaf = f"{su}-leaf-r{rail}-{k}"
-                cluster.switches.append(FabricSwitch(name=leaf, tier=SwitchTier.LEAF, scalable_unit=su,
-                                                     rail=rail, model="NVIDIA QM9700"))  # fmt: skip
+                cluster.switches.append(
+                    FabricSwitch(
+                        name=leaf, tier=SwitchTier.LEAF, scalable_unit=su, rail=rail, model="NVIDIA QM9700"
+                    )
+                )
                 rails[rail].append(leaf)
                 leaves.append(leaf)
         _cable_hosts(cluster, su_trays, rails)
@@ -156,10 +169,17 @@ def add_pcie_hosts(
     cluster: SyntheticCluster, builder: HostBuilder, count: int, *, seed: int, prefix: str
 ) -> list[str]:
     hosts = [
-        builder(HostSpec(f"{prefix}-{n:03d}", cluster.name, f"{prefix}-r{(n - 1) // 8 + 1:02d}", None,
-                         _seed(seed, f"{prefix}-{n:03d}")))
+        builder(
+            HostSpec(
+                f"{prefix}-{n:03d}",
+                cluster.name,
+                f"{prefix}-r{(n - 1) // 8 + 1:02d}",
+                None,
+                _seed(seed, f"{prefix}-{n:03d}"),
+            )
+        )
         for n in range(1, count + 1)
-    ]  # fmt: skip
+    ]
     leaves = [f"{prefix}-leaf{k}" for k in range(math.ceil(count / 32))]
     for leaf in leaves:
         cluster.switches.append(FabricSwitch(name=leaf, tier=SwitchTier.LEAF, model="generic"))

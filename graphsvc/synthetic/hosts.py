@@ -260,8 +260,11 @@ def _pcie_host(
         peers[b].append((a, n))
     half = max(1, gpus_per_host // 2)
     for s in range((gpus_per_host + 1) // 2):
-        switches.append(PCIeSwitchFact(bus_id=_bus(0x10 + 0x20 * s), generation=4, width=16,
-                                       numa_node=min(1, (2 * s) // half)))  # fmt: skip
+        switches.append(
+            PCIeSwitchFact(
+                bus_id=_bus(0x10 + 0x20 * s), generation=4, width=16, numa_node=min(1, (2 * s) // half)
+            )
+        )
     for i in range(gpus_per_host):
         switch = switches[i // 2]
         gpus.append(
@@ -329,38 +332,72 @@ def _pcie_host(
 def a100_pcie(spec: HostSpec) -> HostFacts:
     """8x A100 80GB PCIe, NVLink bridges join (0,1), (2,3), ...: 12 NVLink3 links per pair."""
     return _pcie_host(
-        spec, model="NVIDIA A100 80GB PCIe", memory=81920, cc="8.0", gpus_per_host=8,
-        pairs=[(i, i + 1, 12) for i in range(0, 8, 2)], link_gbps=NVLINK3_GBPS_PER_LINK,
-        generation=3, nic_count=2, nic_rate=200, link_layer=LinkLayer.INFINIBAND,
-    )  # fmt: skip
+        spec,
+        model="NVIDIA A100 80GB PCIe",
+        memory=81920,
+        cc="8.0",
+        gpus_per_host=8,
+        pairs=[(i, i + 1, 12) for i in range(0, 8, 2)],
+        link_gbps=NVLINK3_GBPS_PER_LINK,
+        generation=3,
+        nic_count=2,
+        nic_rate=200,
+        link_layer=LinkLayer.INFINIBAND,
+    )
 
 
 def l40s(spec: HostSpec) -> HostFacts:
     """4x L40S: no NVLink at all; one 200 Gb/s RoCE NIC."""
     return _pcie_host(
-        spec, model="NVIDIA L40S", memory=46068, cc="8.9", gpus_per_host=4, pairs=[],
-        link_gbps=0, generation=None, nic_count=1, nic_rate=200, link_layer=LinkLayer.ETHERNET,
-    )  # fmt: skip
+        spec,
+        model="NVIDIA L40S",
+        memory=46068,
+        cc="8.9",
+        gpus_per_host=4,
+        pairs=[],
+        link_gbps=0,
+        generation=None,
+        nic_count=1,
+        nic_rate=200,
+        link_layer=LinkLayer.ETHERNET,
+    )
 
 
 # DGX-1 (V100) hybrid cube-mesh: two fully connected quads plus i <-> i+4, 6 links per GPU.
 DGX1_CUBE_MESH = [
-    (0, 1, 1), (0, 2, 1), (0, 3, 2), (0, 4, 2),
-    (1, 2, 2), (1, 3, 1), (1, 5, 2),
-    (2, 3, 1), (2, 6, 2),
+    (0, 1, 1),
+    (0, 2, 1),
+    (0, 3, 2),
+    (0, 4, 2),
+    (1, 2, 2),
+    (1, 3, 1),
+    (1, 5, 2),
+    (2, 3, 1),
+    (2, 6, 2),
     (3, 7, 2),
-    (4, 5, 1), (4, 6, 1), (4, 7, 2),
-    (5, 6, 2), (5, 7, 1),
+    (4, 5, 1),
+    (4, 6, 1),
+    (4, 7, 2),
+    (5, 6, 2),
+    (5, 7, 1),
     (6, 7, 1),
-]  # fmt: skip
+]
 
 
 def dgx1_v100(spec: HostSpec) -> HostFacts:
     return _pcie_host(
-        spec, model="Tesla V100-SXM2-32GB", memory=32768, cc="7.0", gpus_per_host=8,
-        pairs=DGX1_CUBE_MESH, link_gbps=NVLINK2_GBPS_PER_LINK, generation=2, nic_count=4,
-        nic_rate=100, link_layer=LinkLayer.INFINIBAND,
-    )  # fmt: skip
+        spec,
+        model="Tesla V100-SXM2-32GB",
+        memory=32768,
+        cc="7.0",
+        gpus_per_host=8,
+        pairs=DGX1_CUBE_MESH,
+        link_gbps=NVLINK2_GBPS_PER_LINK,
+        generation=2,
+        nic_count=4,
+        nic_rate=100,
+        link_layer=LinkLayer.INFINIBAND,
+    )
 
 
 HostBuilder = Callable[[HostSpec], HostFacts]

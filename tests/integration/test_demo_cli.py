@@ -25,8 +25,11 @@ def test_demo_loads_the_declared_cluster(tmp_path: Path) -> None:
     expected = build("demo")
     proc = subprocess.Popen(
         [exe, "demo", "--port", str(port), "--data-dir", str(tmp_path / "data")],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ},
-    )  # fmt: skip
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ},
+    )
     try:
         health: dict[str, object] = {}
         deadline = time.monotonic() + 300

@@ -263,3 +263,25 @@ async def test_healthz_counts(client: httpx.AsyncClient) -> None:
     assert body["graph_version"] == 2
     assert (body["hosts"], body["gpus"]) == (3, 20)
     assert body["gpus_by_model"] == {"NVIDIA H100 80GB HBM3": 8, "NVIDIA A100 80GB PCIe": 8, "NVIDIA L40S": 4}
+
+
+async def test_metrics_update_only_what_changes_fast(client: httpx.AsyncClient) -> None:
+    data = as_json(h100())
+    data["collected_at"] = "2030-01-01T00:00:00Z"
+    await put_host(client, data)
+    metrics = {
+        "hostname": "node-a",
+        "collected_at": "2030-01-01T00:00:10Z",
+        "gpus": [{"uuid": data["gpus"][0]["uuid"], "temperature_c": 91.5, "health": "degraded"}],
+    }
+    resp = await client.put("/v1/hosts/node-a/metrics", json=metrics)
+    assert resp.status_code == 200
+    assert (resp.json()["applied"], resp.json()["gpus"]) == (True, 1)
+    gpu = (await client.get("/v1/hosts/node-a")).json()["gpus"][0]
+    assert (gpu["temperature_c"], gpu["health"]) == (91.5, "degraded")
+    assert gpu["memory_mib"] == data["gpus"][0]["memory_mib"]
+    # older metrics are ignored, unknown hosts are a 404
+    metrics["collected_at"] = "2029-12-31T00:00:00Z"
+    assert (await client.put("/v1/hosts/node-a/metrics", json=metrics)).json()["applied"] is False
+    metrics["hostname"] = "nobody"
+    assert (await client.put("/v1/hosts/nobody/metrics", json=metrics)).status_code == 404

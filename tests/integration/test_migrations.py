@@ -30,8 +30,10 @@ async def test_v1_graph_is_brought_forward(gateway: Gateway) -> None:
     # Make it look like a version-1 graph: GPUs without state, hosts without gpu_count.
     await gateway.backend.run(
         _adhoc("MATCH (g:GPU) REMOVE g.state WITH count(g) AS n MATCH (h:Host) REMOVE h.gpu_count"),
-        {}, write=True, timeout_s=10,
-    )  # fmt: skip
+        {},
+        write=True,
+        timeout_s=10,
+    )
     await gateway.write("meta_set_version", {"version": 1, "now": 0.0})
     report = await migrate(gateway)
     assert (report.from_version, report.to_version) == (1, GRAPH_VERSION)

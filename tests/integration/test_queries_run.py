@@ -47,6 +47,14 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "export_relationships": {"limit": 10},
     "migrations/0002_gpu_state_default": {},
     "reset_graph": {},
+    "update_gpu_metrics": {
+        "host": FIRST.hostname,
+        "collected_at": time.time() + 1,
+        "received_at": time.time(),
+        "metrics": {FIRST.gpus[0].uuid: {"temperature_c": 50.0}},
+    },
+    "host_freshness": {"host": FIRST.hostname},
+    "host_gpu_nics": {"host": FIRST.hostname},
 }
 
 

@@ -1,0 +1,243 @@
+"""A thin, plain-data face over NVML, so that recorded answers replay through the same parsing code.
+
+``RealNvml`` calls ``pynvml`` (the ``nvidia-ml-py`` package) and converts ctypes
+structs to plain values; ``RecordingNvml`` wraps it and keeps every answer;
+``ReplayNvml`` answers from such a recording. ``topo_collector.nvml`` turns any of
+them into facts, so tests exercise the real parsing on real (or realistic) answers.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+NVML_ERROR_INVALID_ARGUMENT = 2
+NVML_ERROR_NOT_SUPPORTED = 3
+NVML_ERROR_LIBRARY_NOT_FOUND = 12
+NVML_ERROR_DRIVER_NOT_LOADED = 9
+NVLINK_MAX_LINKS = 36
+NVLINK_REMOTE_GPU = 0
+NVLINK_REMOTE_SWITCH = 2
+
+_T = TypeVar("_T")
+
+
+class NvmlError(Exception):
+    def __init__(self, code: int, message: str = "") -> None:
+        super().__init__(message or f"NVML error {code}")
+        self.code = code
+
+
+class NvmlApi(Protocol):
+    def init(self) -> None: ...
+    def shutdown(self) -> None: ...
+    def driver_version(self) -> str: ...
+    def device_count(self) -> int: ...
+    def uuid(self, i: int) -> str: ...
+    def name(self, i: int) -> str: ...
+    def memory(self, i: int) -> dict[str, int]: ...
+    def pci_bus_id(self, i: int) -> str: ...
+    def numa_node(self, i: int) -> int: ...
+    def compute_capability(self, i: int) -> list[int]: ...
+    def mig_mode(self, i: int) -> int: ...
+    def temperature(self, i: int) -> int: ...
+    def power_mw(self, i: int) -> int: ...
+    def utilization(self, i: int) -> int: ...
+    def ecc_uncorrected(self, i: int) -> int: ...
+    def retired_pages(self, i: int) -> int: ...
+    def remapped_rows(self, i: int) -> dict[str, int]: ...
+    def nvlink_state(self, i: int, link: int) -> int: ...
+    def nvlink_version(self, i: int, link: int) -> int: ...
+    def nvlink_remote_pci(self, i: int, link: int) -> str: ...
+    def nvlink_remote_type(self, i: int, link: int) -> int: ...
+    def fabric_info(self, i: int) -> dict[str, Any]: ...
+
+
+METHODS = [name for name in NvmlApi.__dict__ if not name.startswith("_")]
+
+
+class RealNvml:
+    """Calls the NVIDIA driver through pynvml; every NVMLError becomes NvmlError(code)."""
+
+    def __init__(self) -> None:
+        import pynvml
+
+        self._nv: Any = pynvml
+        self._handles: dict[int, Any] = {}
+
+    def _call(self, fn: Callable[..., _T], *args: Any) -> _T:
+        try:
+            return fn(*args)
+        except self._nv.NVMLError as exc:
+            raise NvmlError(int(getattr(exc, "value", -1)), str(exc)) from None
+        except (OSError, AttributeError) as exc:  # missing library or an old driver's missing symbol
+            raise NvmlError(NVML_ERROR_LIBRARY_NOT_FOUND, str(exc)) from None
+
+    def _h(self, i: int) -> Any:
+        if i not in self._handles:
+            self._handles[i] = self._call(self._nv.nvmlDeviceGetHandleByIndex, i)
+        return self._handles[i]
+
+    def init(self) -> None:
+        self._call(self._nv.nvmlInit)
+
+    def shutdown(self) -> None:
+        self._handles.clear()
+        self._call(self._nv.nvmlShutdown)
+
+    def driver_version(self) -> str:
+        return _text(self._call(self._nv.nvmlSystemGetDriverVersion))
+
+    def device_count(self) -> int:
+        return int(self._call(self._nv.nvmlDeviceGetCount))
+
+    def uuid(self, i: int) -> str:
+        return _text(self._call(self._nv.nvmlDeviceGetUUID, self._h(i)))
+
+    def name(self, i: int) -> str:
+        return _text(self._call(self._nv.nvmlDeviceGetName, self._h(i)))
+
+    def memory(self, i: int) -> dict[str, int]:
+        info = self._call(self._nv.nvmlDeviceGetMemoryInfo, self._h(i))
+        return {"total": int(info.total), "used": int(info.used)}
+
+    def pci_bus_id(self, i: int) -> str:
+        return _text(self._call(self._nv.nvmlDeviceGetPciInfo, self._h(i)).busId)
+
+    def numa_node(self, i: int) -> int:
+        return int(self._call(self._nv.nvmlDeviceGetNumaNodeId, self._h(i)))
+
+    def compute_capability(self, i: int) -> list[int]:
+        major, minor = self._call(self._nv.nvmlDeviceGetCudaComputeCapability, self._h(i))
+        return [int(major), int(minor)]
+
+    def mig_mode(self, i: int) -> int:
+        current, _pending = self._call(self._nv.nvmlDeviceGetMigMode, self._h(i))
+        return int(current)
+
+    def temperature(self, i: int) -> int:
+        return int(self._call(self._nv.nvmlDeviceGetTemperature, self._h(i), self._nv.NVML_TEMPERATURE_GPU))
+
+    def power_mw(self, i: int) -> int:
+        return int(self._call(self._nv.nvmlDeviceGetPowerUsage, self._h(i)))
+
+    def utilization(self, i: int) -> int:
+        return int(self._call(self._nv.nvmlDeviceGetUtilizationRates, self._h(i)).gpu)
+
+    def ecc_uncorrected(self, i: int) -> int:
+        nv = self._nv
+        return int(
+            self._call(
+                nv.nvmlDeviceGetTotalEccErrors,
+                self._h(i),
+                nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
+                nv.NVML_VOLATILE_ECC,
+            )
+        )
+
+    def retired_pages(self, i: int) -> int:
+        nv = self._nv
+        pages = self._call(
+            nv.nvmlDeviceGetRetiredPages, self._h(i), nv.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR
+        )
+        return len(pages)
+
+    def remapped_rows(self, i: int) -> dict[str, int]:
+        corr, unc, pending, failure = self._call(self._nv.nvmlDeviceGetRemappedRows, self._h(i))
+        return {
+            "correctable": int(corr),
+            "uncorrectable": int(unc),
+            "pending": int(pending),
+            "failure": int(failure),
+        }
+
+    def nvlink_state(self, i: int, link: int) -> int:
+        return int(self._call(self._nv.nvmlDeviceGetNvLinkState, self._h(i), link))
+
+    def nvlink_version(self, i: int, link: int) -> int:
+        return int(self._call(self._nv.nvmlDeviceGetNvLinkVersion, self._h(i), link))
+
+    def nvlink_remote_pci(self, i: int, link: int) -> str:
+        return _text(self._call(self._nv.nvmlDeviceGetNvLinkRemotePciInfo, self._h(i), link).busId)
+
+    def nvlink_remote_type(self, i: int, link: int) -> int:
+        return int(self._call(self._nv.nvmlDeviceGetNvLinkRemoteDeviceType, self._h(i), link))
+
+    def fabric_info(self, i: int) -> dict[str, Any]:
+        nv = self._nv
+        info = nv.c_nvmlGpuFabricInfo_t()
+        self._call(nv.nvmlDeviceGetGpuFabricInfo, self._h(i), info)
+        return {
+            "cluster_uuid": _uuid_from_bytes(bytes(info.clusterUuid)),
+            "clique_id": int(info.cliqueId),
+            "state": int(info.state),
+            "status": int(info.status),
+        }
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _uuid_from_bytes(raw: bytes) -> str:
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+
+def _key(method: str, args: tuple[Any, ...]) -> str:
+    return f"{method}({','.join(str(a) for a in args)})"
+
+
+class RecordingNvml:
+    """Wraps an NvmlApi and keeps every answer (or error code), to be saved as a fixture."""
+
+    def __init__(self, inner: NvmlApi) -> None:
+        self.inner = inner
+        self.calls: dict[str, Any] = {}
+
+    def __getattr__(self, method: str) -> Callable[..., Any]:
+        fn = getattr(self.inner, method)
+
+        def call(*args: Any) -> Any:
+            try:
+                value = fn(*args)
+            except NvmlError as exc:
+                self.calls[_key(method, args)] = {"nvml_error": exc.code}
+                raise
+            self.calls[_key(method, args)] = value
+            return value
+
+        return call
+
+    def save(self, path: Path, meta: dict[str, Any]) -> None:
+        path.write_text(json.dumps({"meta": meta, "calls": self.calls}, indent=1, sort_keys=True))
+
+
+class ReplayNvml:
+    """Answers NVML calls from a recording; a call it lacks is NOT_SUPPORTED, as on an older driver."""
+
+    def __init__(self, calls: dict[str, Any]) -> None:
+        self.calls = calls
+
+    @classmethod
+    def load(cls, path: Path) -> ReplayNvml:
+        return cls(json.loads(path.read_text())["calls"])
+
+    def __getattr__(self, method: str) -> Callable[..., Any]:
+        if method not in METHODS:
+            raise AttributeError(method)
+
+        def call(*args: Any) -> Any:
+            key = _key(method, args)
+            if key not in self.calls:
+                if method in ("init", "shutdown"):
+                    return None
+                raise NvmlError(NVML_ERROR_NOT_SUPPORTED, f"{key} not in recording")
+            value = self.calls[key]
+            if isinstance(value, dict) and "nvml_error" in value:
+                raise NvmlError(int(value["nvml_error"]))
+            return value
+
+        return call

@@ -1,0 +1,3 @@
+// When a host's facts and metrics were collected (explains an ignored metrics update).
+MATCH (h:Host {name: $host})
+RETURN h.collected_at AS collected_at, h.metrics_at AS metrics_at

@@ -1,0 +1,109 @@
+"""The NVML path, tested by replaying recorded NVML answers through the real parsing code."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from topo_collector.collect import build_host_facts
+from topo_collector.nvml import RACK_SWITCH_ID, read_metrics, read_nvml
+from topo_collector.nvml_api import RecordingNvml, ReplayNvml
+from topo_collector.sysfs import SysfsInventory
+from topo_facts import Health, PeerType
+
+from graphsvc.ingest.host_plan import host_params
+
+RECORDINGS = Path(__file__).resolve().parents[1] / "fixtures" / "nvml"
+
+
+def replay(name: str) -> ReplayNvml:
+    return ReplayNvml.load(RECORDINGS / f"{name}.json")
+
+
+def test_hgx_h100_board() -> None:
+    inv = read_nvml(replay("hgx-h100"))
+    assert inv.driver_version == "550.90.07"
+    assert len(inv.gpus) == 8
+    g0 = inv.gpus[0]
+    assert (g0.model, g0.memory_mib, g0.pci_bus_id, g0.compute_capability) == (
+        "NVIDIA H100 80GB HBM3",
+        81920,
+        "0000:1b:00.0",
+        "9.0",
+    )
+    assert (g0.temperature_c, g0.power_w, g0.utilization_pct, g0.mig_mode) == (40, 120.0, 0, False)
+    assert [s.id for s in inv.nvswitches] == ["0000:05:00.0", "0000:06:00.0", "0000:07:00.0", "0000:08:00.0"]
+    for g in inv.gpus:
+        assert [(link.peer_id[5:7], link.links) for link in g.nvlinks] == [
+            ("05", 5),
+            ("06", 5),
+            ("07", 4),
+            ("08", 4),
+        ]
+        assert all(link.peer_type is PeerType.NVSWITCH and link.generation == 4 for link in g.nvlinks)
+        assert sum(link.bandwidth_gbps for link in g.nvlinks) == 900.0
+        assert g.nvlink_domain is None
+    assert [g.numa_node for g in inv.gpus] == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert inv.gpus[0].health is Health.OK
+    assert inv.gpus[7].health is Health.DEGRADED
+    assert inv.gpus[7].ecc_uncorrected == 2
+    assert any("pending" in r for r in inv.gpus[7].health_reasons)
+
+
+def test_nvl72_tray_reports_its_fabric_clique() -> None:
+    inv = read_nvml(replay("gb200-tray"))
+    assert len(inv.gpus) == 4
+    assert {g.nvlink_domain for g in inv.gpus} == {"5e1c2b3a-9f8e-4d7c-8b6a-112233445566/32766"}
+    assert [s.id for s in inv.nvswitches] == [RACK_SWITCH_ID]
+    assert inv.nvswitches[0].location == "rack"
+    for g in inv.gpus:
+        (link,) = g.nvlinks
+        assert (link.links, link.bandwidth_gbps, link.generation) == (18, 1800.0, 5)
+    facts = build_host_facts("tray-1", inv, SysfsInventory(), cluster="c")
+    params = host_params(facts, received_at=0)
+    assert [d["props"]["kind"] for d in params["domains"]] == ["fabric-clique"]
+
+
+def test_a100_bridged_pairs() -> None:
+    inv = read_nvml(replay("a100-pcie"))
+    assert inv.nvswitches == []
+    uuids = [g.uuid for g in inv.gpus]
+    peers = [[(link.peer_id, link.links) for link in g.nvlinks] for g in inv.gpus]
+    assert peers == [[(uuids[1], 12)], [(uuids[0], 12)], [(uuids[3], 12)], [(uuids[2], 12)]]
+    facts = build_host_facts("a100-1", inv, SysfsInventory())
+    assert sorted(len(v) for v in _members(host_params(facts, received_at=0)).values()) == [2, 2]
+
+
+def _members(params: dict[str, object]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for link in params["gpu_domains"]:  # type: ignore[attr-defined]
+        out.setdefault(link["dst"], []).append(link["src"])
+    return out
+
+
+def test_metrics_come_from_the_same_answers() -> None:
+    metrics = read_metrics(replay("hgx-h100"))
+    assert [m.temperature_c for m in metrics] == [40, 41, 42, 43, 44, 45, 46, 47]
+    assert metrics[7].health is Health.DEGRADED
+
+
+def test_recording_round_trip(tmp_path: Path) -> None:
+    recorder = RecordingNvml(replay("gb200-tray"))
+    first = read_nvml(recorder)
+    out = tmp_path / "rec.json"
+    recorder.save(out, {"host": "test"})
+    assert json.loads(out.read_text())["meta"] == {"host": "test"}
+    second = read_nvml(ReplayNvml.load(out))
+    assert [g.model_dump() for g in second.gpus] == [g.model_dump() for g in first.gpus]
+
+
+def test_missing_answers_degrade_to_missing_facts() -> None:
+    calls = {"device_count()": 1, "uuid(0)": "GPU-x", "name(0)": "NVIDIA Old GPU"}
+    (gpu,) = read_nvml(ReplayNvml(calls)).gpus
+    assert (gpu.uuid, gpu.model, gpu.memory_mib, gpu.nvlinks, gpu.health) == (
+        "GPU-x",
+        "NVIDIA Old GPU",
+        None,
+        [],
+        Health.UNKNOWN,
+    )
