@@ -59,9 +59,7 @@ def main() -> None:
     results["sysfs only (pyudev)"] = measure(read_sysfs, runs)
     for f in sorted(TOPOLOGY.glob("*.*")):
         if f.suffix in (".xml", ".txt"):
-            results[f"import {f.name}"] = measure(
-                lambda f=f: import_file(f, ImportOptions(host="bench")), runs
-            )
+            results[f"import {f.name}"] = measure(lambda f=f: import_file(f, ImportOptions(host="bench")), runs)
     results["process max RSS MiB"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     out = ROOT / "docs" / "benchmarks" / "collector.json"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -65,6 +65,14 @@ def _parser() -> argparse.ArgumentParser:
     load.add_argument("--server", default="http://127.0.0.1:8000")
     load.add_argument("--cluster", default="default")
 
+    place = sub.add_parser("place", help='ask a running service where a job fits, e.g. "8xH100 nvlink=full-mesh"')
+    place.add_argument("request", help="the compact text form: COUNTxMODEL then options (see docs/placement.md)")
+    place.add_argument("--server", default="http://127.0.0.1:8000")
+    place.add_argument("--json", action="store_true", help="print the GraphQL result as JSON")
+
+    export = sub.add_parser("export-schema", help="write the GraphQL schema (SDL) to a file or stdout")
+    export.add_argument("out", nargs="?", type=Path)
+
     migrate = sub.add_parser("migrate", help="bring the stored graph to this version and exit")
     _store_options(migrate)
     return parser
@@ -79,6 +87,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     logging.getLogger("httpx").setLevel(logging.WARNING)
     try:
+        if args.command == "demo":
+            os.environ.setdefault("GRAPHSVC_DEV_MODE", "true")
         if args.command == "serve":
             asyncio.run(_serve(_settings(args)))
         elif args.command == "demo":
@@ -86,6 +96,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "load":
             cluster = build(args.profile, cluster=args.cluster)
             asyncio.run(push_cluster(args.server, cluster))
+        elif args.command == "place":
+            return asyncio.run(_place(args.server, args.request, as_json=args.json))
+        elif args.command == "export-schema":
+            from graphsvc.api.graphql.schema import schema
+
+            text = schema.as_str() + "\n"
+            if args.out:
+                args.out.write_text(text)
+            else:
+                print(text, end="")
         elif args.command == "migrate":
             asyncio.run(_migrate(_settings(args)))
     except KeyboardInterrupt:
@@ -181,6 +201,44 @@ async def push_cluster(url: str, cluster: SyntheticCluster, *, concurrency: int 
             f"done in {time.monotonic() - started:.1f}s",
             file=sys.stderr,
         )
+
+
+PLACE_QUERY = """
+query Place($text: String!) {
+  placementText(text: $text) {
+    request searchedUnits elapsedMs
+    candidates { rank score bottleneckGbps maxIbHops asOf reason
+                 fragmentation { largestFreeBlockBefore largestFreeBlockAfter }
+                 hosts { name } gpus { uuid index host { name } } }
+    infeasible { constraint message nearestFeasible }
+  }
+}
+"""
+
+
+async def _place(server: str, text: str, *, as_json: bool) -> int:
+    import json
+
+    async with httpx.AsyncClient(base_url=server, timeout=60) as client:
+        resp = await client.post("/graphql", json={"query": PLACE_QUERY, "variables": {"text": text}})
+    body = resp.json()
+    if resp.status_code != 200 or body.get("errors"):
+        raise RuntimeError(f"the service answered HTTP {resp.status_code}: {json.dumps(body)[:500]}")
+    result = body["data"]["placementText"]
+    if as_json:
+        print(json.dumps(result, indent=2))
+        return 0 if result["candidates"] else 2
+    print(f"{result['request']}  ({result['searchedUnits']} units read, {result['elapsedMs']:.1f} ms)")
+    for c in result["candidates"]:
+        gpus = ", ".join(f"{g['host']['name']}:{g['index']}" for g in c["gpus"][:16])
+        more = " ..." if len(c["gpus"]) > 16 else ""
+        print(f"#{c['rank']} score {c['score']}  bottleneck {c['bottleneckGbps']} GB/s  hops {c['maxIbHops']}")
+        print(f"   GPUs: {gpus}{more}")
+        print(f"   {c['reason']}")
+    for r in result["infeasible"]:
+        nearest = f"  nearest feasible: {r['nearestFeasible']}" if r["nearestFeasible"] else ""
+        print(f"infeasible [{r['constraint']}]: {r['message']}{nearest}")
+    return 0 if result["candidates"] else 2
 
 
 async def _migrate(settings: Settings) -> None:

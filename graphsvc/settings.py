@@ -31,17 +31,14 @@ class Settings(BaseSettings):
     max_fabric_body_bytes: int = Field(default=64 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024)
     query_timeout_s: float = Field(default=10.0, gt=0, le=600)
     stale_after_s: float = Field(default=300.0, gt=0)
+    dev_mode: bool = Field(default=False, description="GraphiQL at /graphql; `graphsvc demo` turns it on")
 
     @field_validator("store")
     @classmethod
     def _known_store(cls, value: str) -> str:
         if value == "embedded" or value.split("://", 1)[0] in STORE_SCHEMES:
             return value
-        raise ValueError(
-            f"unknown store {value!r}: use 'embedded', falkordb://host:port, or a neo4j:// / bolt:// URI"
-        )
+        raise ValueError(f"unknown store {value!r}: use 'embedded', falkordb://host:port, or a neo4j:// / bolt:// URI")
 
 
-STORE_SCHEMES = frozenset(
-    {"falkordb", "redis", "neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc"}
-)
+STORE_SCHEMES = frozenset({"falkordb", "redis", "neo4j", "neo4j+s", "neo4j+ssc", "bolt", "bolt+s", "bolt+ssc"})

@@ -1,5 +1,6 @@
 // Replaces one cluster's switch fabric in a single atomic statement.
-// Writes nothing and returns no row if a cabled NIC is not in the graph.
+// Writes nothing and returns no row if a cabled NIC is not in the graph. Each cabled host
+// learns the leaves its NICs reach and its pod (leaves that share spines), for hop counts.
 OPTIONAL MATCH (n:NIC)
 WHERE n.uuid IN $nic_uuids
 WITH count(n) AS found
@@ -13,6 +14,9 @@ WITH DISTINCT c
 OPTIONAL MATCH (:Switch {cluster: $cluster})<-[cable:UPLINK]-()
 DELETE cable
 WITH DISTINCT c
+OPTIONAL MATCH (placed:Host {cluster: $cluster})
+SET placed.leaves = [], placed.pod = NULL
+WITH DISTINCT c
 FOREACH (s IN $switches |
   MERGE (x:Switch {name: s.name})
   SET x += s.props)
@@ -21,6 +25,9 @@ FOREACH (l IN $nic_uplinks |
   MERGE (b:Switch {name: l.switch})
   CREATE (a)-[e:UPLINK]->(b)
   SET e += l.props)
+FOREACH (x IN $host_fabric |
+  MERGE (h:Host {name: x.host})
+  SET h.leaves = x.leaves, h.pod = x.pod)
 FOREACH (l IN $switch_uplinks |
   MERGE (a:Switch {name: l.lower})
   MERGE (b:Switch {name: l.upper})

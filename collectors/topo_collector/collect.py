@@ -104,8 +104,7 @@ def build_host_facts(
         gpus.append(gpu.model_copy(update={"pcie_path": path, "numa_node": numa}))
     nics = nics_from_sysfs(sysfs)
     nics = [
-        n if n.numa_node is None or n.numa_node in numa_ids else n.model_copy(update={"numa_node": None})
-        for n in nics
+        n if n.numa_node is None or n.numa_node in numa_ids else n.model_copy(update={"numa_node": None}) for n in nics
     ]
     bridges: dict[str, PCIeSwitchFact] = {}
     for path in [g.pcie_path for g in gpus] + [n.pcie_path for n in nics]:
@@ -125,9 +124,7 @@ def build_host_facts(
         collected_at=collected_at or datetime.now(UTC),
         collector_version=f"topo-collector/{__version__}{driver}",
         cpu_model=sysfs.cpu_model,
-        numa_nodes=[
-            NUMANodeFact(index=n.index, cpus=n.cpus or None, memory_mib=n.memory_mib) for n in sysfs.numa
-        ],
+        numa_nodes=[NUMANodeFact(index=n.index, cpus=n.cpus or None, memory_mib=n.memory_mib) for n in sysfs.numa],
         gpus=gpus,
         nvswitches=nvml.nvswitches if nvml else [],
         pcie_switches=sorted(bridges.values(), key=lambda s: s.bus_id),

@@ -33,9 +33,7 @@ def _candidates(nics: list[NICFact]) -> list[NICFact]:
     return sorted(rdma or nics, key=lambda n: natural(n.name))
 
 
-def nearest_nic(
-    gpu: GPUFact, nics: list[NICFact], taken: dict[str, int] | None = None
-) -> GPUNICAffinity | None:
+def nearest_nic(gpu: GPUFact, nics: list[NICFact], taken: dict[str, int] | None = None) -> GPUNICAffinity | None:
     """Deepest shared switch wins; among equals, the NIC serving fewest GPUs so far (1:1 pairing)."""
     taken = taken if taken is not None else {}
     best: tuple[int, int, NICFact] | None = None

@@ -139,9 +139,7 @@ class RealNvml:
 
     def retired_pages(self, i: int) -> int:
         nv = self._nv
-        pages = self._call(
-            nv.nvmlDeviceGetRetiredPages, self._h(i), nv.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR
-        )
+        pages = self._call(nv.nvmlDeviceGetRetiredPages, self._h(i), nv.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR)
         return len(pages)
 
     def remapped_rows(self, i: int) -> dict[str, int]:

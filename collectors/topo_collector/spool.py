@@ -33,9 +33,7 @@ class SpoolEntry:
 
 
 class Spool:
-    def __init__(
-        self, directory: Path, *, max_entries: int = 1000, max_bytes: int = 256 * 1024 * 1024
-    ) -> None:
+    def __init__(self, directory: Path, *, max_entries: int = 1000, max_bytes: int = 256 * 1024 * 1024) -> None:
         self.dir = directory
         self.dir.mkdir(parents=True, exist_ok=True)
         self.rejected_dir = directory / "rejected"

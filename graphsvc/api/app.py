@@ -6,9 +6,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from strawberry.fastapi import GraphQLRouter
 
 import graphsvc
 from graphsvc.api.errors import install_error_handlers
+from graphsvc.api.graphql.context import get_context
+from graphsvc.api.graphql.schema import schema
 from graphsvc.api.limits import BodySizeLimit
 from graphsvc.api.rest import router
 from graphsvc.settings import Settings
@@ -41,6 +44,10 @@ def create_app(settings: Settings | None = None, *, gateway: Gateway | None = No
         app.state.gateway = gateway
     install_error_handlers(app)
     app.include_router(router)
+    app.include_router(
+        GraphQLRouter(schema, context_getter=get_context, graphql_ide="graphiql" if settings.dev_mode else None),
+        prefix="/graphql",
+    )
 
     def limit_for(path: str) -> int:
         return settings.max_fabric_body_bytes if path == "/v1/fabric" else settings.max_body_bytes

@@ -48,9 +48,7 @@ class Health(BaseModel):
 async def put_host_facts(name: HostPath, facts: HostFacts, gw: GatewayDep) -> HostIngestResult:
     """Replace everything the graph knows about one host; devices missing from the facts are removed."""
     if facts.hostname != name:
-        raise IngestRejected(
-            422, "hostname", f"body hostname {facts.hostname!r} does not match the URL {name!r}"
-        )
+        raise IngestRejected(422, "hostname", f"body hostname {facts.hostname!r} does not match the URL {name!r}")
     return await ingest_host(gw, facts)
 
 
@@ -58,9 +56,7 @@ async def put_host_facts(name: HostPath, facts: HostFacts, gw: GatewayDep) -> Ho
 async def put_host_metrics(name: HostPath, metrics: HostMetrics, gw: GatewayDep) -> MetricsIngestResult:
     """Update the fast-changing GPU metrics of a host already known from its full facts."""
     if metrics.hostname != name:
-        raise IngestRejected(
-            422, "hostname", f"body hostname {metrics.hostname!r} does not match the URL {name!r}"
-        )
+        raise IngestRejected(422, "hostname", f"body hostname {metrics.hostname!r} does not match the URL {name!r}")
     return await ingest_metrics(gw, metrics)
 
 

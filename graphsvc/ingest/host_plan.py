@@ -66,9 +66,7 @@ def host_params(facts: HostFacts, *, received_at: float) -> dict[str, Any]:
     numa = [
         {
             "uuid": numa_uuid(h, n.index),
-            "props": _props(
-                uuid=numa_uuid(h, n.index), host=h, index=n.index, cpus=n.cpus, memory_mib=n.memory_mib
-            ),
+            "props": _props(uuid=numa_uuid(h, n.index), host=h, index=n.index, cpus=n.cpus, memory_mib=n.memory_mib),
         }
         for n in facts.numa_nodes
     ]
@@ -90,9 +88,7 @@ def host_params(facts: HostFacts, *, received_at: float) -> dict[str, Any]:
     nvswitches = [
         {
             "uuid": nvswitch_uuid(h, s.id),
-            "props": _props(
-                uuid=nvswitch_uuid(h, s.id), host=h, id=s.id, pci_bus_id=s.pci_bus_id, location=s.location
-            ),
+            "props": _props(uuid=nvswitch_uuid(h, s.id), host=h, id=s.id, pci_bus_id=s.pci_bus_id, location=s.location),
         }
         for s in facts.nvswitches
     ]
@@ -121,6 +117,7 @@ def host_params(facts: HostFacts, *, received_at: float) -> dict[str, Any]:
                     utilization_pct=g.utilization_pct,
                     memory_used_mib=g.memory_used_mib,
                     nvlink_domain=gpu_domain.get(g.uuid),
+                    nvswitch_gbps=sum(link.bandwidth_gbps for link in g.nvlinks if link.peer_type is PeerType.NVSWITCH),
                 ),
             }
         )
@@ -189,9 +186,7 @@ def host_params(facts: HostFacts, *, received_at: float) -> dict[str, Any]:
             if n.numa_node is not None and n.numa_node in numa_ids
         ],
         gpu_domains=[{"src": uuid, "dst": dom} for uuid, dom in gpu_domain.items()],
-        gpu_nics=[
-            {"src": a.gpu_uuid, "dst": nic_by_name[a.nic], "via": a.via} for a in facts.gpu_nic_affinity
-        ],
+        gpu_nics=[{"src": a.gpu_uuid, "dst": nic_by_name[a.nic], "via": a.via} for a in facts.gpu_nic_affinity],
     )
     params["gpu_uuids"] = [g.uuid for g in facts.gpus]
     params["keep_uuids"] = [

@@ -13,6 +13,7 @@ from typing import Any
 
 from topo_facts import FabricFacts, HostFacts, HostMetrics
 
+from graphsvc.ingest.fabric_plan import host_positions
 from graphsvc.ingest.host_plan import host_params, nic_uuid
 from graphsvc.store.gateway import Gateway
 
@@ -28,6 +29,21 @@ class IngestRejected(Exception):
         self.field = field
         self.message = message
         self.detail = detail
+
+
+async def recount(gateway: Gateway, hosts: list[str]) -> None:
+    """Bring the free-GPU counters of these hosts, their NVLink domains and leaves up to date.
+
+    Each step recomputes from the GPUs themselves, so running it again (after a crash
+    between steps, say) only repeats the same answer.
+    """
+    rows = await gateway.write("recount_hosts", {"hosts": hosts})
+    domains = sorted({d for r in rows for d in r["domains"]})
+    leaves = sorted({leaf for r in rows for leaf in r["leaves"]})
+    if domains:
+        await gateway.write("recount_domains", {"uuids": domains})
+    if leaves:
+        await gateway.write("recount_leaves", {"names": leaves})
 
 
 @dataclass(frozen=True)
@@ -51,6 +67,7 @@ async def ingest_host(gateway: Gateway, facts: HostFacts) -> HostIngestResult:
     new_domains = {d["uuid"] for d in params["domains"]}
     if old_domains - new_domains:
         await gateway.write("prune_nvlink_domains", {"uuids": sorted(old_domains - new_domains)})
+    await recount(gateway, [facts.hostname])
     log.debug("ingest host=%s gpus=%d nics=%d", facts.hostname, len(facts.gpus), len(facts.nics))
     return HostIngestResult(facts.hostname, True, len(facts.gpus), len(facts.nics), received_at)
 
@@ -131,6 +148,7 @@ async def ingest_fabric(gateway: Gateway, facts: FabricFacts) -> FabricIngestRes
             for u in facts.switch_uplinks
         ],
     }
+    params["host_fabric"] = host_positions(facts)
     rows = await gateway.write("ingest_fabric", params)
     if not rows:
         missing = (await gateway.read("missing_nics", {"nic_uuids": nic_keys}))[0]["missing"]
@@ -140,6 +158,8 @@ async def ingest_fabric(gateway: Gateway, facts: FabricFacts) -> FabricIngestRes
             f"{len(missing)} cabled NIC(s) are not in the graph; ingest their hosts first",
             detail=missing[:20],
         )
+    leaves = [s.name for s in facts.switches if s.tier.value == "leaf"]
+    await gateway.write("recount_leaves", {"names": leaves})
     row = rows[0]
     log.info("ingest fabric cluster=%s switches=%d links=%d", facts.cluster, row["switches"], row["links"])
     return FabricIngestResult(facts.cluster, int(row["switches"]), int(row["links"]))
@@ -171,7 +191,5 @@ async def ingest_metrics(gateway: Gateway, metrics: HostMetrics) -> MetricsInges
         return MetricsIngestResult(metrics.hostname, True, len(rows[0]["updated"]))
     fresh = await gateway.read("host_freshness", {"host": metrics.hostname})
     if not fresh:
-        raise IngestRejected(
-            404, "hostname", f"no host named {metrics.hostname!r}; send its full facts first"
-        )
+        raise IngestRejected(404, "hostname", f"no host named {metrics.hostname!r}; send its full facts first")
     return MetricsIngestResult(metrics.hostname, False, 0, reason="newer facts or metrics are stored")

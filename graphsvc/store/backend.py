@@ -20,9 +20,7 @@ class Backend(Protocol):
 
     async def ping(self) -> None: ...
 
-    async def run(
-        self, query: NamedQuery, params: Mapping[str, Any], *, write: bool, timeout_s: float
-    ) -> list[Row]:
+    async def run(self, query: NamedQuery, params: Mapping[str, Any], *, write: bool, timeout_s: float) -> list[Row]:
         """Run one statement as one atomic transaction and return its rows as dicts."""
         ...
 

@@ -39,7 +39,8 @@ class EmbeddedOptions:
     appendfsync: str = "always"
     query_timeout_ms: int = 10_000
     max_query_timeout_ms: int = 60_000
-    start_timeout_s: float = 120.0
+    start_timeout_s: float = 600.0
+    aof_rewrite_min_size: str = "4mb"
     redis_server: str | None = None
     module: str | None = None
     extra_module_args: list[str] = field(default_factory=list)
@@ -128,9 +129,7 @@ class EmbeddedFalkorDB:
             _terminate(old_pid, timeout_s=30.0)
         if self.socket_path.exists():
             if _socket_answers(self.socket_path):
-                raise EmbeddedStoreError(
-                    f"socket {self.socket_path} is served by a process this service does not own"
-                )
+                raise EmbeddedStoreError(f"socket {self.socket_path} is served by a process this service does not own")
             log.info("embedded store: removing stale socket %s", self.socket_path)
             self.socket_path.unlink()
         self.pid_file.unlink(missing_ok=True)
@@ -191,8 +190,7 @@ class EmbeddedFalkorDB:
             if code is not None:
                 err = self._proc.stderr.read().decode(errors="replace") if self._proc.stderr else ""
                 raise EmbeddedStoreError(
-                    f"redis-server exited with code {code} while starting; "
-                    f"log tail:\n{self._log_tail()}{err[-2000:]}"
+                    f"redis-server exited with code {code} while starting; log tail:\n{self._log_tail()}{err[-2000:]}"
                 )
             state = _ping(self.socket_path)
             if state == "PONG":
@@ -203,9 +201,11 @@ class EmbeddedFalkorDB:
                 last_note = time.monotonic()
             time.sleep(0.05)
         raise EmbeddedStoreError(
-            f"redis-server did not become ready in {self.opts.start_timeout_s:.0f}s; "
-            f"log tail:\n{self._log_tail()}"
+            f"redis-server did not become ready in {self.opts.start_timeout_s:.0f}s; log tail:\n{self._log_tail()}"
         )
+
+    def _log_bytes(self) -> int:
+        return sum(p.stat().st_size for p in (self.store_dir / "appendonlydir").glob("*.incr.aof"))
 
     def _log_tail(self) -> str:
         try:
@@ -214,10 +214,25 @@ class EmbeddedFalkorDB:
             return ""
         return "\n".join(lines) + "\n"
 
+    def compact(self, timeout_s: float = 120.0) -> bool:
+        """Rewrite the append-only log into a snapshot, so the next start loads fast."""
+        if _command(self.socket_path, "BGREWRITEAOF") is None:
+            return False
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            info = _command(self.socket_path, "INFO", "persistence") or ""
+            if "aof_rewrite_in_progress:0" in info and "aof_rewrite_scheduled:0" in info:
+                return True
+            time.sleep(0.1)
+        return False
+
     def stop(self, timeout_s: float = 30.0) -> None:
-        """SIGTERM makes redis fsync the AOF and exit; escalate only if it hangs."""
+        """Compact the log, then SIGTERM (redis fsyncs the AOF and exits); escalate only if it hangs."""
         proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
+            if self._log_bytes() > 1024 * 1024:
+                log.info("embedded store: compacting the append-only log before stopping")
+                self.compact()
             proc.send_signal(signal.SIGTERM)
             try:
                 proc.wait(timeout=timeout_s)
@@ -232,6 +247,38 @@ class EmbeddedFalkorDB:
                 fcntl.flock(self._lock, fcntl.LOCK_UN)
             self._lock.close()
             self._lock = None
+
+
+def _command(path: Path, *args: str) -> str | None:
+    """One RESP command over the socket; the reply as text (bulk or simple), None on failure."""
+    payload = f"*{len(args)}\r\n".encode() + b"".join(
+        f"${len(a.encode())}\r\n".encode() + a.encode() + b"\r\n" for a in args
+    )
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(5.0)
+            s.connect(str(path))
+            s.sendall(payload)
+            reply = b""
+            while True:
+                chunk = s.recv(65536)
+                reply += chunk
+                if not chunk or _complete(reply):
+                    break
+    except OSError:
+        return None
+    if reply.startswith(b"-"):
+        return None
+    return reply.decode(errors="replace")
+
+
+def _complete(reply: bytes) -> bool:
+    if reply.startswith((b"+", b"-", b":")):
+        return reply.endswith(b"\r\n")
+    if reply.startswith(b"$"):
+        header, _, rest = reply.partition(b"\r\n")
+        return len(rest) >= int(header[1:]) + 2
+    return True
 
 
 def _read_pid(path: Path) -> int | None:

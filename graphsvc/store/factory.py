@@ -34,9 +34,7 @@ def build_backend(settings: Settings, embedded: EmbeddedFalkorDB | None) -> Back
     if kind == "falkordb":
         url = urlsplit(settings.store)
         password = url.password or settings.falkordb_password.get_secret_value() or None
-        return FalkorBackend(
-            settings.graph, host=url.hostname or "127.0.0.1", port=url.port or 6379, password=password
-        )
+        return FalkorBackend(settings.graph, host=url.hostname or "127.0.0.1", port=url.port or 6379, password=password)
     return Neo4jBackend(
         settings.store,
         user=settings.neo4j_user,

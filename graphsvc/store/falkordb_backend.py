@@ -24,8 +24,13 @@ from graphsvc.store.schema import GraphSchema
 log = logging.getLogger(__name__)
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
 def _plain(value: Any) -> Any:
     """FalkorDB hands back OrderedDicts and Node objects; callers want plain data."""
+    if type(value) in _SCALARS:
+        return value
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -71,9 +76,7 @@ class FalkorBackend:
                 connection_class=UnixDomainSocketConnection, path=self._socket, **common
             )
         else:
-            self._pool = BlockingConnectionPool(
-                connection_class=Connection, host=self._host, port=self._port, **common
-            )
+            self._pool = BlockingConnectionPool(connection_class=Connection, host=self._host, port=self._port, **common)
         self._db = FalkorDB(connection_pool=self._pool)
         await self.ping()
 
@@ -94,9 +97,7 @@ class FalkorBackend:
         except (redis_errors.ConnectionError, OSError) as exc:
             raise StoreUnavailableError(f"FalkorDB is unreachable: {exc}") from exc
 
-    async def run(
-        self, query: NamedQuery, params: Mapping[str, Any], *, write: bool, timeout_s: float
-    ) -> list[Row]:
+    async def run(self, query: NamedQuery, params: Mapping[str, Any], *, write: bool, timeout_s: float) -> list[Row]:
         graph = self._database().select_graph(self.graph_name)
         timeout_ms = max(1, int(timeout_s * 1000))
         try:
@@ -148,9 +149,7 @@ class FalkorBackend:
     async def _existing_indexes(self) -> set[tuple[str, str]]:
         graph = self._database().select_graph(self.graph_name)
         try:
-            result = await graph.ro_query(
-                "CALL db.indexes() YIELD label, properties RETURN label, properties"
-            )
+            result = await graph.ro_query("CALL db.indexes() YIELD label, properties RETURN label, properties")
         except redis_errors.ResponseError:
             return set()
         return {(row[0], p) for row in result.result_set for p in row[1]}
@@ -159,16 +158,11 @@ class FalkorBackend:
         graph = self._database().select_graph(self.graph_name)
         try:
             result = await graph.ro_query(
-                "CALL db.constraints() YIELD type, label, properties, status "
-                "RETURN type, label, properties, status"
+                "CALL db.constraints() YIELD type, label, properties, status RETURN type, label, properties, status"
             )
         except redis_errors.ResponseError:
             return {}
-        return {
-            (row[1], row[2][0]): row[3]
-            for row in result.result_set
-            if row[0] == "UNIQUE" and len(row[2]) == 1
-        }
+        return {(row[1], row[2][0]): row[3] for row in result.result_set if row[0] == "UNIQUE" and len(row[2]) == 1}
 
     async def _wait_constraints(self, schema: GraphSchema, timeout_s: float = 60.0) -> None:
         """Constraints build in the background; writes must not start before they hold."""

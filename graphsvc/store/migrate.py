@@ -50,12 +50,16 @@ async def migrate(gateway: Gateway, schema: GraphSchema | None = None) -> Migrat
         )
     start = current
     applied: list[str] = []
+    steps: dict[int, list[str]] = {}
     for number, query in gateway.registry.migrations():
+        steps.setdefault(number, []).append(query.name)
+    for number in sorted(steps):
         if current < number <= schema.version:
-            log.info("migrating graph %d -> %d with %s", number - 1, number, query.name)
-            await gateway.write(query.name)
+            for name in steps[number]:
+                log.info("migrating graph %d -> %d with %s", number - 1, number, name)
+                await gateway.write(name)
+                applied.append(name)
             await gateway.write("meta_set_version", {"version": number, "now": time.time()})
-            applied.append(query.name)
             current = number
     if current != schema.version:
         raise GraphVersionError(f"no migration brings the graph from version {current} to {schema.version}")

@@ -59,9 +59,7 @@ class Neo4jBackend:
         except (neo4j_errors.ServiceUnavailable, neo4j_errors.AuthError, OSError) as exc:
             raise StoreUnavailableError(f"Neo4j is unreachable: {exc}") from exc
 
-    async def run(
-        self, query: NamedQuery, params: Mapping[str, Any], *, write: bool, timeout_s: float
-    ) -> list[Row]:
+    async def run(self, query: NamedQuery, params: Mapping[str, Any], *, write: bool, timeout_s: float) -> list[Row]:
         args = dict(params)
 
         @neo4j.unit_of_work(timeout=timeout_s, metadata={"query": query.name})

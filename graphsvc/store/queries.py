@@ -64,12 +64,13 @@ class QueryRegistry:
         return list(self._queries)
 
     def migrations(self) -> list[tuple[int, NamedQuery]]:
+        """(N, query) pairs in order; migration N may be several files, NNNN_1_..., NNNN_2_..."""
         out: list[tuple[int, NamedQuery]] = []
         for q in self._queries.values():
             if q.name.startswith("migrations/"):
                 number = int(q.name.split("/", 1)[1].split("_", 1)[0])
                 out.append((number, q))
-        return sorted(out, key=lambda item: item[0])
+        return sorted(out, key=lambda item: (item[0], item[1].name))
 
 
 @cache

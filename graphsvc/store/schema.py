@@ -50,8 +50,7 @@ class GraphSchema:
         for n in self.nodes.values():
             low = n.label.lower()
             out.append(
-                f"CREATE CONSTRAINT {low}_{n.key}_unique IF NOT EXISTS "
-                f"FOR (n:{n.label}) REQUIRE n.{n.key} IS UNIQUE"
+                f"CREATE CONSTRAINT {low}_{n.key}_unique IF NOT EXISTS FOR (n:{n.label}) REQUIRE n.{n.key} IS UNIQUE"
             )
             for prop in n.indexes:
                 out.append(f"CREATE INDEX {low}_{prop} IF NOT EXISTS FOR (n:{n.label}) ON (n.{prop})")

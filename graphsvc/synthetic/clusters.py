@@ -56,9 +56,7 @@ def _seed(seed: int, name: str) -> int:
     return zlib.crc32(f"{seed}:{name}".encode())
 
 
-def _cable_hosts(
-    cluster: SyntheticCluster, hosts: list[HostFacts], leaves_for_rail: dict[int, list[str]]
-) -> None:
+def _cable_hosts(cluster: SyntheticCluster, hosts: list[HostFacts], leaves_for_rail: dict[int, list[str]]) -> None:
     """NIC with rail r of the k-th host goes to leaf k // 32 of rail r."""
     for k, host in enumerate(hosts):
         for nic in host.nics:
@@ -66,9 +64,7 @@ def _cable_hosts(
             leaves = leaves_for_rail[rail % len(leaves_for_rail)]
             leaf = leaves[min(k // 32, len(leaves) - 1)]
             gbps = (nic.rate_gbps or 400) / 8
-            cluster.nic_uplinks.append(
-                NICUplink(host=host.hostname, nic=nic.name, switch=leaf, bandwidth_gbps=gbps)
-            )
+            cluster.nic_uplinks.append(NICUplink(host=host.hostname, nic=nic.name, switch=leaf, bandwidth_gbps=gbps))
 
 
 def _full_bipartite(cluster: SyntheticCluster, lower: list[str], upper: list[str], cables: int) -> None:
@@ -102,9 +98,7 @@ def add_superpod_h100(cluster: SyntheticCluster, sus: int, *, seed: int, prefix:
         for rail in range(8):
             leaf = f"{su_name}-leaf-r{rail}"
             cluster.switches.append(
-                FabricSwitch(
-                    name=leaf, tier=SwitchTier.LEAF, scalable_unit=su_name, rail=rail, model="NVIDIA QM9700"
-                )
+                FabricSwitch(name=leaf, tier=SwitchTier.LEAF, scalable_unit=su_name, rail=rail, model="NVIDIA QM9700")
             )
             rails[rail] = [leaf]
             leaves.append(leaf)
@@ -154,9 +148,7 @@ def add_nvl72(cluster: SyntheticCluster, racks: int, *, seed: int, prefix: str =
             for k in range(math.ceil(len(su_trays) / 32)):
                 leaf = f"{su}-leaf-r{rail}-{k}"
                 cluster.switches.append(
-                    FabricSwitch(
-                        name=leaf, tier=SwitchTier.LEAF, scalable_unit=su, rail=rail, model="NVIDIA QM9700"
-                    )
+                    FabricSwitch(name=leaf, tier=SwitchTier.LEAF, scalable_unit=su, rail=rail, model="NVIDIA QM9700")
                 )
                 rails[rail].append(leaf)
                 leaves.append(leaf)
@@ -165,9 +157,7 @@ def add_nvl72(cluster: SyntheticCluster, racks: int, *, seed: int, prefix: str =
     return leaves
 
 
-def add_pcie_hosts(
-    cluster: SyntheticCluster, builder: HostBuilder, count: int, *, seed: int, prefix: str
-) -> list[str]:
+def add_pcie_hosts(cluster: SyntheticCluster, builder: HostBuilder, count: int, *, seed: int, prefix: str) -> list[str]:
     hosts = [
         builder(
             HostSpec(

@@ -261,9 +261,7 @@ def _pcie_host(
     half = max(1, gpus_per_host // 2)
     for s in range((gpus_per_host + 1) // 2):
         switches.append(
-            PCIeSwitchFact(
-                bus_id=_bus(0x10 + 0x20 * s), generation=4, width=16, numa_node=min(1, (2 * s) // half)
-            )
+            PCIeSwitchFact(bus_id=_bus(0x10 + 0x20 * s), generation=4, width=16, numa_node=min(1, (2 * s) // half))
         )
     for i in range(gpus_per_host):
         switch = switches[i // 2]

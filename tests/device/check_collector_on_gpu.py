@@ -73,9 +73,7 @@ def main(out: Path) -> int:
             direct = [x.links for x in mine.nvlinks if x.peer_type is PeerType.GPU and x.peer_id == peer.uuid]
             lanes = direct[0] if direct else switch_lanes
             if lanes != link.links:
-                problems.append(
-                    f"GPU {g.index}-{peer_index}: topo -m NV{link.links}, collector {lanes} lanes"
-                )
+                problems.append(f"GPU {g.index}-{peer_index}: topo -m NV{link.links}, collector {lanes} lanes")
     report = {
         "host": facts.hostname,
         "gpus": len(facts.gpus),

@@ -41,9 +41,7 @@ def test_the_gate_fails_on_a_deliberately_broken_query(tmp_path: Path) -> None:
 def test_linter_catches_deprecations_and_names_the_schema_lacks() -> None:
     results = lint(
         {
-            "old_subquery": (
-                "MATCH (h:Host) CALL { WITH h MATCH (h)-[:HAS_GPU]->(g) RETURN count(g) AS n } RETURN n"
-            ),
+            "old_subquery": ("MATCH (h:Host) CALL { WITH h MATCH (h)-[:HAS_GPU]->(g) RETURN count(g) AS n } RETURN n"),
             "typo_label": "MATCH (g:GUP) RETURN g.uuid AS uuid",
             "typo_type": "MATCH (h:Host)-[:HAS_GPUS]->(g:GPU) RETURN g.uuid AS uuid",
             "typo_property": "MATCH (g:GPU) RETURN g.uid AS uuid",

@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from graphsvc.store.schema import GRAPH_VERSION
 from graphsvc.synthetic.clusters import build
 from tests.conftest import free_port
 
@@ -45,7 +46,24 @@ def test_demo_loads_the_declared_cluster(tmp_path: Path) -> None:
         assert health.get("hosts") == len(expected.hosts)
         assert health["gpus"] == expected.gpu_count >= 1000
         assert health["gpus_by_model"] == expected.gpus_by_model()
-        assert health["store"] == "embedded" and health["graph_version"] == 2
+        assert health["store"] == "embedded" and health["graph_version"] == GRAPH_VERSION
+        url = f"http://127.0.0.1:{port}"
+        place = subprocess.run(
+            [exe, "place", "8xH100 nvlink=full-mesh ib-hops<=1", "--server", url],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert place.returncode == 0, place.stderr
+        assert "#1 score" in place.stdout and "all in one NVLink domain" in place.stdout
+        nope = subprocess.run(
+            [exe, "place", "2xL40S nvlink=any", "--server", url],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert nope.returncode == 2 and "infeasible [nvlink]" in nope.stdout
+        graphiql = httpx.get(f"{url}/graphql", headers={"accept": "text/html"}, timeout=10)
+        assert graphiql.status_code == 200 and "graphiql" in graphiql.text.lower()  # demo runs in dev mode
     finally:
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=60)

@@ -97,3 +97,19 @@ def test_long_data_dir_gets_a_short_socket_path(tmp_path: Path) -> None:
         assert _ping(s.socket_path) == "PONG"
     finally:
         s.stop()
+
+
+async def test_clean_stop_compacts_the_log_and_restart_keeps_the_graph(tmp_path: Path) -> None:
+    from graphsvc.settings import Settings
+    from graphsvc.store.factory import open_store
+    from tests.cluster_helpers import load
+
+    settings = Settings(data_dir=tmp_path / "data", appendfsync="no")
+    async with open_store(settings) as gw:
+        cluster = await load(gw, "superpod-h100:sus=2")
+    aof = tmp_path / "data" / "falkordb" / "appendonlydir"
+    assert sum(p.stat().st_size for p in aof.glob("*.incr.aof")) < 1024 * 1024  # replay stays short
+    assert any(p.stat().st_size > 0 for p in aof.glob("*.base.rdb"))
+    async with open_store(settings) as gw:
+        counts = (await gw.read("health_counts"))[0]
+    assert counts["hosts"] == len(cluster.hosts)

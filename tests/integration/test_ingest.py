@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from graphsvc.store.gateway import Gateway
+from graphsvc.store.schema import GRAPH_VERSION
 from graphsvc.synthetic.clusters import build
 from tests.helpers import a100, as_json, h100, l40, tray
 
@@ -23,15 +24,11 @@ async def put_host(client: httpx.AsyncClient, data: dict[str, Any]) -> httpx.Res
 async def snapshot(gw: Gateway) -> dict[str, Any]:
     """Everything in the graph except reception time, in a comparable form."""
     nodes = sorted(
-        json.dumps(
-            {k: v for k, v in r["props"].items() if k not in ("received_at", "migrated_at")}, sort_keys=True
-        )
+        json.dumps({k: v for k, v in r["props"].items() if k not in ("received_at", "migrated_at")}, sort_keys=True)
         + "|".join(sorted(r["labels"]))
         for r in await gw.read("export_nodes", {"limit": 100_000})
     )
-    rels = sorted(
-        json.dumps(r, sort_keys=True) for r in await gw.read("export_relationships", {"limit": 100_000})
-    )
+    rels = sorted(json.dumps(r, sort_keys=True) for r in await gw.read("export_relationships", {"limit": 100_000}))
     return {"nodes": nodes, "rels": rels}
 
 
@@ -123,9 +120,7 @@ HOSTILE = [
 
 
 @pytest.mark.parametrize("evil", HOSTILE)
-async def test_hostile_strings_are_stored_verbatim(
-    client: httpx.AsyncClient, gateway: Gateway, evil: str
-) -> None:
+async def test_hostile_strings_are_stored_verbatim(client: httpx.AsyncClient, gateway: Gateway, evil: str) -> None:
     data = as_json(h100())
     data["gpus"][0]["uuid"] = "GPU-" + evil.replace(" ", "_")
     data["gpu_nic_affinity"][0]["gpu_uuid"] = data["gpus"][0]["uuid"]
@@ -145,9 +140,7 @@ async def test_hostile_strings_are_stored_verbatim(
 
 @pytest.mark.parametrize("field", ["hostname", "cluster", "rack", "scalable_unit"])
 @pytest.mark.parametrize("evil", ["a'b", "a`b", "a b", "a/b", "a\nb", "名前"])
-async def test_hostile_names_are_rejected(
-    client: httpx.AsyncClient, gateway: Gateway, field: str, evil: str
-) -> None:
+async def test_hostile_names_are_rejected(client: httpx.AsyncClient, gateway: Gateway, field: str, evil: str) -> None:
     data = as_json(h100())
     data[field] = evil
     resp = await client.put("/v1/hosts/node-a/facts", json=data)
@@ -175,9 +168,7 @@ async def test_10mb_payload_is_refused_before_parsing(client: httpx.AsyncClient,
         for _ in range(11):
             yield b"x" * (1024 * 1024)
 
-    resp = await client.put(
-        "/v1/hosts/node-a/facts", content=chunks(), headers={"content-type": "application/json"}
-    )
+    resp = await client.put("/v1/hosts/node-a/facts", content=chunks(), headers={"content-type": "application/json"})
     assert resp.status_code == 413
     assert (await gateway.read("health_counts"))[0]["hosts"] == 0
 
@@ -213,9 +204,7 @@ async def test_host_moves_rack(client: httpx.AsyncClient, gateway: Gateway) -> N
 
 async def test_nvl72_trays_share_one_domain(client: httpx.AsyncClient, gateway: Gateway) -> None:
     for t in range(3):
-        assert (
-            await put_host(client, as_json(tray(f"tray-{t}", "c/rack/clique-0", seed=t)))
-        ).status_code == 200
+        assert (await put_host(client, as_json(tray(f"tray-{t}", "c/rack/clique-0", seed=t)))).status_code == 200
     rows = await gateway.read("nvlink_domains")
     assert [(r["uuid"], r["members"]) for r in rows] == [("c/rack/clique-0", 12)]
 
@@ -245,9 +234,7 @@ async def test_fabric_ingest_and_replace(client: httpx.AsyncClient, gateway: Gat
     assert (await client.put("/v1/fabric", json=fabric)).status_code == 200
     assert await snapshot(gateway) == before
     # a fabric naming a NIC the graph does not have is refused whole
-    fabric["nic_uplinks"].append(
-        {"host": "ghost", "nic": "mlx5_0", "switch": "a100-pcie-leaf0", "bandwidth_gbps": 25}
-    )
+    fabric["nic_uplinks"].append({"host": "ghost", "nic": "mlx5_0", "switch": "a100-pcie-leaf0", "bandwidth_gbps": 25})
     fabric["switches"].append({"name": "extra-leaf", "tier": "leaf"})
     resp = await client.put("/v1/fabric", json=fabric)
     assert resp.status_code == 422
@@ -260,7 +247,7 @@ async def test_healthz_counts(client: httpx.AsyncClient) -> None:
         await put_host(client, as_json(facts))
     body = (await client.get("/healthz")).json()
     assert body["store"] == "embedded"
-    assert body["graph_version"] == 2
+    assert body["graph_version"] == GRAPH_VERSION
     assert (body["hosts"], body["gpus"]) == (3, 20)
     assert body["gpus_by_model"] == {"NVIDIA H100 80GB HBM3": 8, "NVIDIA A100 80GB PCIe": 8, "NVIDIA L40S": 4}
 

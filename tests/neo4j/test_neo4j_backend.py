@@ -67,9 +67,7 @@ async def test_ingest_is_idempotent_and_atomic(neo: Gateway) -> None:
     await ingest_host(neo, facts)
     first = await neo.read("export_relationships", {"limit": 100_000})
     await ingest_host(neo, facts)
-    assert sorted(map(str, await neo.read("export_relationships", {"limit": 100_000}))) == sorted(
-        map(str, first)
-    )
+    assert sorted(map(str, await neo.read("export_relationships", {"limit": 100_000}))) == sorted(map(str, first))
     other: dict[str, Any] = as_json(h100("node-b", seed=3))
     other["gpus"][0]["uuid"] = facts.gpus[0].uuid
     other["gpu_nic_affinity"][0]["gpu_uuid"] = facts.gpus[0].uuid

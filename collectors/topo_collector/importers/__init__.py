@@ -20,9 +20,7 @@ def detect_format(text: str) -> str:
         return "nccl"
     if "GPU0" in head:
         return "nvidia-smi-topo"
-    raise ValueError(
-        "unrecognised format: expected NCCL topology XML, hwloc XML or `nvidia-smi topo -m` text"
-    )
+    raise ValueError("unrecognised format: expected NCCL topology XML, hwloc XML or `nvidia-smi topo -m` text")
 
 
 def import_file(path: Path, opts: ImportOptions, fmt: str | None = None) -> HostFacts:

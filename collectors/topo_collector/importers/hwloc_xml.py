@@ -80,9 +80,7 @@ def parse_hwloc_xml(text: str, opts: ImportOptions) -> HostFacts:
             elif kind == "Bridge":
                 bus = child.get("pci_busid")
                 if bus:
-                    st.switches[bus] = PCIeSwitchFact(
-                        bus_id=bus, parent=path[0] if path else None, numa_node=numa
-                    )
+                    st.switches[bus] = PCIeSwitchFact(bus_id=bus, parent=path[0] if path else None, numa_node=numa)
                     walk(child, numa, [bus, *path])
                 else:
                     walk(child, numa, path)

@@ -1,0 +1,1 @@
+"""GraphQL API: browsing the topology and asking for placements."""

@@ -1,0 +1,74 @@
+"""GraphQL inputs, and their translation to the placement request."""
+
+from __future__ import annotations
+
+import strawberry
+
+from graphsvc.api.graphql.types import NVLinkMode, Packing
+from graphsvc.placement.request import NVLinkRequirement, PlacementRequest
+from graphsvc.placement.request import Packing as PackingPref
+
+
+@strawberry.input(description="Soft preferences: they rank candidates, never exclude one.")
+class PlacementPreferences:
+    hosts: list[str] = strawberry.field(default_factory=list, description="Prefer these hosts")
+    packing: Packing = Packing.BEST_FIT
+    cooler_gpus: bool = True
+
+
+@strawberry.input(description="What a job needs. Hard constraints exclude; preferences only rank.")
+class PlacementRequestInput:
+    gpus: int
+    model: str | None = strawberry.field(default=None, description="Substring of the GPU model, e.g. H100")
+    min_memory_gib: float | None = strawberry.field(name="minMemoryGiB", default=None)
+    nvlink: NVLinkMode = NVLinkMode.NONE
+    gpus_per_host: int | None = None
+    max_ib_hops: int | None = None
+    same_nvlink_domain: bool = False
+    rail_aligned: bool = False
+    gpu_nic_affinity: bool = False
+    max_temperature_c: float | None = None
+    exclude_unhealthy: bool = True
+    exclude_hosts: list[str] = strawberry.field(default_factory=list)
+    limit: int = 3
+    preferences: PlacementPreferences | None = None
+
+    def to_request(self) -> PlacementRequest:
+        prefs = self.preferences or PlacementPreferences()
+        return PlacementRequest(
+            gpus=self.gpus,
+            model=self.model,
+            min_memory_gib=self.min_memory_gib,
+            nvlink=NVLinkRequirement(self.nvlink.value),
+            gpus_per_host=self.gpus_per_host,
+            max_ib_hops=self.max_ib_hops,
+            same_nvlink_domain=self.same_nvlink_domain,
+            rail_aligned=self.rail_aligned,
+            gpu_nic_affinity=self.gpu_nic_affinity,
+            max_temperature_c=self.max_temperature_c,
+            exclude_unhealthy=self.exclude_unhealthy,
+            exclude_hosts=tuple(self.exclude_hosts),
+            limit=self.limit,
+            prefer_hosts=tuple(prefs.hosts),
+            packing=PackingPref(prefs.packing.value),
+            prefer_cool=prefs.cooler_gpus,
+        )
+
+
+@strawberry.input
+class HostFilter:
+    cluster: str | None = None
+    rack: str | None = None
+    scalable_unit: str | None = None
+    model: str | None = None
+    min_free_gpus: int = 0
+    stale_only: bool = False
+
+
+@strawberry.input
+class GPUFilter:
+    model: str | None = None
+    state: str | None = None
+    health: str | None = None
+    host: str | None = None
+    min_memory_gib: float | None = strawberry.field(name="minMemoryGiB", default=None)

@@ -1,0 +1,83 @@
+"""Placement resolvers: structured and text requests, same engine, typed answers."""
+
+from __future__ import annotations
+
+from graphsvc.api.graphql.browse import gpu_from_row
+from graphsvc.api.graphql.types import (
+    Fragmentation,
+    HostRef,
+    InfeasibleReason,
+    PlacementCandidate,
+    PlacementResult,
+)
+from graphsvc.placement.engine import PlacementEngine
+from graphsvc.placement.model import PlacementResult as EngineResult
+from graphsvc.placement.request import PlacementRequest, RequestError, format_request, parse_request
+
+
+def _invalid(text: str, err: RequestError) -> PlacementResult:
+    return PlacementResult(
+        request=text,
+        candidates=[],
+        infeasible=[InfeasibleReason(constraint=err.field, message=err.message, nearest_feasible=None)],
+        searched_units=0,
+        elapsed_ms=0.0,
+    )
+
+
+def to_graphql(req: PlacementRequest, result: EngineResult) -> PlacementResult:
+    candidates = []
+    for rank, c in enumerate(result.candidates, start=1):
+        hosts = {h.name: h for h in c.hosts}
+        candidates.append(
+            PlacementCandidate(
+                rank=rank,
+                gpus=[
+                    gpu_from_row(
+                        {
+                            "uuid": g.uuid,
+                            "index": g.index,
+                            "model": g.model,
+                            "memory_mib": g.memory_mib,
+                            "state": g.state,
+                            "health": g.health,
+                            "temperature_c": g.temperature_c,
+                            "utilization_pct": g.utilization_pct,
+                            "domain": g.domain,
+                        },
+                        g.host,
+                        hosts[g.host].rack if g.host in hosts else None,
+                        hosts[g.host].scalable_unit if g.host in hosts else None,
+                    )
+                    for g in c.gpus
+                ],
+                hosts=[HostRef(name=h.name, rack=h.rack, scalable_unit=h.scalable_unit) for h in c.hosts],
+                score=c.score,
+                bottleneck_gbps=c.bottleneck_gbps,
+                max_ib_hops=c.max_ib_hops,
+                rank_order=c.rank_order,
+                fragmentation=Fragmentation(
+                    largest_free_block_before=c.fragmentation_before, largest_free_block_after=c.fragmentation_after
+                ),
+                reason=c.reason,
+                as_of=c.as_of_s,
+            )
+        )
+    return PlacementResult(
+        request=format_request(req),
+        candidates=candidates,
+        infeasible=[
+            InfeasibleReason(constraint=r.constraint, message=r.message, nearest_feasible=r.nearest_feasible)
+            for r in result.infeasible
+        ],
+        searched_units=result.searched_units,
+        elapsed_ms=round(result.elapsed_ms, 3),
+    )
+
+
+async def place(engine: PlacementEngine, build: PlacementRequest | None, text: str = "") -> PlacementResult:
+    try:
+        req = (build if build is not None else parse_request(text)).validated()
+    except RequestError as err:
+        return _invalid(text, err)
+    return to_graphql(req, await engine.place(req))

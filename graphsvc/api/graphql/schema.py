@@ -1,0 +1,108 @@
+"""The GraphQL schema: the root Query composed from the browsing and placement resolvers.
+
+Limits are on by default (depth, aliases, tokens, page sizes). Errors the code expects
+(bad input, nothing fits, not found) are typed results; anything else is masked to
+"Unexpected error." for the caller and logged with its trace by strawberry's logger.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import strawberry
+from graphql.error import GraphQLError
+from strawberry.extensions import (
+    MaskErrors,
+    MaxAliasesLimiter,
+    MaxTokensLimiter,
+    ParserCache,
+    QueryDepthLimiter,
+    ValidationCache,
+)
+
+from graphsvc.api.graphql import browse
+from graphsvc.api.graphql.context import Info
+from graphsvc.api.graphql.inputs import GPUFilter, HostFilter, PlacementRequestInput
+from graphsvc.api.graphql.placement import place
+from graphsvc.api.graphql.types import (
+    ClusterSummary,
+    Fabric,
+    FabricPath,
+    GPUConnection,
+    Host,
+    HostConnection,
+    PlacementResult,
+)
+
+log = logging.getLogger("graphsvc.graphql")
+
+MAX_DEPTH = 10
+MAX_ALIASES = 15
+MAX_TOKENS = 2000
+
+
+@strawberry.type
+class Query:
+    @strawberry.field(description="GPUs by model, state and health; NVLink domains; stale hosts.")
+    async def cluster_summary(self, info: Info) -> ClusterSummary:
+        ctx = info.context
+        return await browse.cluster_summary(ctx.gateway, ctx.settings.stale_after_s)
+
+    @strawberry.field(description="Hosts by name, filtered, paginated (first <= 500).")
+    async def hosts(
+        self, info: Info, filter: HostFilter | None = None, first: int = 100, after: str | None = None
+    ) -> HostConnection:
+        ctx = info.context
+        return await browse.hosts_page(ctx.gateway, filter, first, after, ctx.settings.stale_after_s)
+
+    @strawberry.field(description="GPUs by uuid, filtered, paginated (first <= 500).")
+    async def gpus(
+        self, info: Info, filter: GPUFilter | None = None, first: int = 100, after: str | None = None
+    ) -> GPUConnection:
+        return await browse.gpus_page(info.context.gateway, filter, first, after)
+
+    @strawberry.field(description="One host: GPUs, NVLink matrix, PCIe/NUMA placement, NICs. Null if unknown.")
+    async def host(self, info: Info, name: str) -> Host | None:
+        ctx = info.context
+        return await browse.host_detail(ctx.gateway, name, ctx.settings.stale_after_s)
+
+    @strawberry.field(description="A cluster's switches with their uplinks, paginated by name.")
+    async def fabric(
+        self, info: Info, cluster: str = "default", tier: str | None = None, first: int = 200, after: str | None = None
+    ) -> Fabric:
+        return await browse.fabric(info.context.gateway, cluster, tier, first, after)
+
+    @strawberry.field(description="Switch hops and bottleneck bandwidth between two hosts. Null if either is unknown.")
+    async def fabric_path(self, info: Info, from_host: str, to_host: str) -> FabricPath | None:
+        return await browse.fabric_path(info.context.gateway, from_host, to_host)
+
+    @strawberry.field(description="Ranked places where a job can run, each with its reason; or why none fits.")
+    async def placement(self, info: Info, request: PlacementRequestInput) -> PlacementResult:
+        return await place(info.context.engine, request.to_request())
+
+    @strawberry.field(description='The same from the compact text form, e.g. "8xH100 nvlink=full-mesh ib-hops<=1".')
+    async def placement_text(self, info: Info, text: str) -> PlacementResult:
+        return await place(info.context.engine, None, text=text)
+
+
+def _mask(error: GraphQLError) -> bool:
+    """Mask what the code did not mean to say; keep GraphQL's own validation messages."""
+    original = error.original_error
+    if original is None:
+        return False
+    log.error("unexpected error in %s", error.path, exc_info=original)
+    return True
+
+
+schema = strawberry.Schema(
+    query=Query,
+    extensions=[
+        lambda: QueryDepthLimiter(max_depth=MAX_DEPTH),
+        lambda: MaxAliasesLimiter(max_alias_count=MAX_ALIASES),
+        lambda: MaxTokensLimiter(max_token_count=MAX_TOKENS),
+        lambda: MaskErrors(should_mask_error=_mask),
+        # Schedulers send the same few query documents again and again.
+        lambda: ParserCache(maxsize=256),
+        lambda: ValidationCache(maxsize=256),
+    ],
+)

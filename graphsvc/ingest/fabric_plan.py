@@ -1,0 +1,56 @@
+"""Where each host sits in the fabric: the leaves its NICs reach and its pod.
+
+Hops between two hosts follow from these: a shared leaf is 1 switch hop; leaves that
+share a spine (one pod) are 3 (leaf-spine-leaf); different pods meet at the core, 5.
+Computing this once per fabric change keeps it off the placement path.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from topo_facts import FabricFacts, SwitchTier
+
+
+def host_positions(facts: FabricFacts) -> list[dict[str, object]]:
+    tiers = {s.name: s.tier for s in facts.switches}
+    spines_of: dict[str, set[str]] = defaultdict(set)
+    for up in facts.switch_uplinks:
+        if tiers.get(up.lower) is SwitchTier.LEAF and tiers.get(up.upper) is SwitchTier.SPINE:
+            spines_of[up.lower].add(up.upper)
+    # Pods: leaves joined through shared spines (union-find over leaves).
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    by_spine: dict[str, list[str]] = defaultdict(list)
+    for leaf, uplinked in spines_of.items():
+        find(leaf)
+        for spine in uplinked:
+            by_spine[spine].append(leaf)
+    for under in by_spine.values():
+        for other in under[1:]:
+            parent[find(other)] = find(under[0])
+    pod_name: dict[str, str] = {}
+    members: dict[str, list[str]] = defaultdict(list)
+    for leaf in list(parent):
+        members[find(leaf)].append(leaf)
+    for group in members.values():
+        spines = sorted({s for leaf in group for s in spines_of[leaf]})
+        name = f"pod:{spines[0]}" if spines else f"pod:{min(group)}"
+        for leaf in group:
+            pod_name[leaf] = name
+    host_leaves: dict[str, set[str]] = defaultdict(set)
+    for cable in facts.nic_uplinks:
+        host_leaves[cable.host].add(cable.switch)
+    out: list[dict[str, object]] = []
+    for host, reached in sorted(host_leaves.items()):
+        ordered = sorted(reached)
+        pods = sorted(pod_name.get(leaf, f"pod:{leaf}") for leaf in ordered)
+        out.append({"host": host, "leaves": ordered, "pod": pods[0]})
+    return out

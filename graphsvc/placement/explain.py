@@ -1,0 +1,152 @@
+"""Words for placements: why a candidate ranks where it does, and why nothing fits.
+
+Infeasibility is diagnosed by relaxing one hard constraint at a time: the constraints
+whose relaxation alone makes the request feasible are the ones that failed, and the
+relaxed request is the nearest feasible one. When no single relaxation helps, the
+request is shrunk to the largest GPU count that fits with every constraint kept.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from graphsvc.placement.model import Candidate, InfeasibleReason
+from graphsvc.placement.request import NVLinkRequirement, PlacementRequest, format_request
+
+if TYPE_CHECKING:
+    from graphsvc.placement.engine import PlacementEngine
+
+
+def describe(req: PlacementRequest, c: Candidate, leftover: int) -> str:
+    hosts = [h.name for h in c.hosts]
+    model = c.gpus[0].model if c.gpus else "GPU"
+    where = (
+        f"on {hosts[0]}"
+        if len(hosts) == 1
+        else f"across {len(hosts)} hosts ({', '.join(hosts[:4])}{', ...' if len(hosts) > 4 else ''})"
+    )
+    domains = {g.domain for g in c.gpus}
+    if len(domains) == 1 and None not in domains:
+        link = "all in one NVLink domain"
+    elif None in domains and len(domains) == 1:
+        link = "without NVLink"
+    else:
+        link = f"in {len(domains - {None})} NVLink domains"
+    bw = f"bottleneck {c.bottleneck_gbps:g} GB/s" if c.bottleneck_gbps is not None else "a single GPU"
+    hop = (
+        f", at most {c.max_ib_hops} IB switch hop{'s' if c.max_ib_hops != 1 else ''} between hosts"
+        if len(hosts) > 1
+        else ""
+    )
+    fit = (
+        "uses every free GPU it touches (no fragment left)"
+        if leftover == 0
+        else f"leaves {leftover} free GPU{'s' if leftover != 1 else ''} beside it"
+    )
+    temps = [g.temperature_c for g in c.gpus if g.temperature_c is not None]
+    heat = f" GPUs run {min(temps):g}-{max(temps):g} °C." if temps else ""
+    unhealthy = [g for g in c.gpus if (g.health or "ok") not in ("ok", "unknown")]
+    health = f" {len(unhealthy)} GPU(s) are not healthy." if unhealthy else " All healthy."
+    return (
+        f"{len(c.gpus)} free {model} {where}, {link}, {bw}{hop}. Best fit: it {fit}; "
+        f"the largest free block goes from {c.fragmentation_before} to {c.fragmentation_after}.{heat}{health} "
+        f"Facts are {c.as_of_s:.0f} s old."
+    )
+
+
+_RELAXATIONS: list[tuple[str, str, dict[str, object]]] = [
+    ("nvlink", "the NVLink requirement", {"nvlink": NVLinkRequirement.NONE, "same_nvlink_domain": False}),
+    ("maxIbHops", "the IB hop limit", {"max_ib_hops": None}),
+    ("railAligned", "rail alignment", {"rail_aligned": False}),
+    ("gpuNicAffinity", "GPU-NIC affinity", {"gpu_nic_affinity": False}),
+    ("gpusPerHost", "the per-host split", {"gpus_per_host": None}),
+    ("maxTemperatureC", "the temperature limit", {"max_temperature_c": None}),
+    ("minMemoryGiB", "the memory minimum", {"min_memory_gib": None}),
+    ("excludeUnhealthy", "excluding unhealthy GPUs", {"exclude_unhealthy": False}),
+    ("excludeHosts", "the excluded hosts", {"exclude_hosts": ()}),
+]
+
+
+def _changes(req: PlacementRequest, changes: dict[str, object]) -> bool:
+    return any(getattr(req, k) != v for k, v in changes.items())
+
+
+async def diagnose(engine: PlacementEngine, req: PlacementRequest) -> list[InfeasibleReason]:
+    async def feasible(r: PlacementRequest) -> bool:
+        return bool((await engine.place(r.with_(limit=1), explain_infeasible=False)).candidates)
+
+    reasons: list[InfeasibleReason] = []
+    if req.nvlink is NVLinkRequirement.FULL_MESH:
+        softer = req.with_(nvlink=NVLinkRequirement.ANY)
+        if await feasible(softer):
+            reasons.append(
+                InfeasibleReason(
+                    "nvlink",
+                    f"{req.gpus} GPUs are free in one NVLink domain, but no {req.gpus} of them are all directly "
+                    "NVLink-connected (full mesh)",
+                    format_request(softer),
+                )
+            )
+    for field, words, changes in _RELAXATIONS:
+        if not _changes(req, changes):
+            continue
+        relaxed = req.with_(**changes)
+        if any(r.constraint == field for r in reasons):
+            continue
+        if await feasible(relaxed):
+            reasons.append(
+                InfeasibleReason(field, f"nothing fits with {words} ({_value(req, field)}); without it it does",
+                                 format_request(relaxed))
+            )  # fmt: skip
+    largest = await _largest_feasible(req, feasible)
+    model = req.model or "matching"
+    if largest == 0 and not reasons:
+        reasons.append(
+            InfeasibleReason(
+                "model" if req.model else "gpus",
+                f"no free {model} GPU meets the per-GPU constraints (model, memory, health, temperature)",
+                None,
+            )
+        )
+    elif 0 < largest < req.gpus:
+        shrunk = req.with_(gpus=largest, gpus_per_host=_per_host_for(req, largest))
+        reasons.append(
+            InfeasibleReason(
+                "gpus",
+                f"at most {largest} {model} GPUs fit these constraints now (asked {req.gpus})",
+                format_request(shrunk),
+            )
+        )
+    if not reasons:
+        reasons.append(InfeasibleReason("gpus", f"no placement for {req.gpus} GPUs was found within the search budget"))
+    return reasons
+
+
+def _value(req: PlacementRequest, field: str) -> str:
+    attr = {
+        "nvlink": "nvlink", "maxIbHops": "max_ib_hops", "railAligned": "rail_aligned",
+        "gpuNicAffinity": "gpu_nic_affinity", "gpusPerHost": "gpus_per_host",
+        "maxTemperatureC": "max_temperature_c", "minMemoryGiB": "min_memory_gib",
+        "excludeUnhealthy": "exclude_unhealthy", "excludeHosts": "exclude_hosts",
+    }[field]  # fmt: skip
+    value = getattr(req, attr)
+    return value.value if isinstance(value, NVLinkRequirement) else str(value)
+
+
+def _per_host_for(req: PlacementRequest, n: int) -> int | None:
+    if req.gpus_per_host is None:
+        return None
+    return req.gpus_per_host if n % req.gpus_per_host == 0 else None
+
+
+async def _largest_feasible(req: PlacementRequest, feasible) -> int:  # type: ignore[no-untyped-def]
+    """Binary search on the GPU count, every other constraint kept (per-host counts step by the split)."""
+    step = req.gpus_per_host or 1
+    lo, hi = 0, (req.gpus - 1) // step
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if await feasible(req.with_(gpus=mid * step)):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo * step

@@ -1,0 +1,130 @@
+"""What placement reads from the graph (hosts, GPUs, links) and what it answers (candidates, reasons)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# PCIe 4.0 x16, one direction, GB/s: the path between GPUs of one host without NVLink.
+PCIE_GBPS = 32.0
+# GB/s of a NIC of unknown speed (100 Gb/s Ethernet).
+DEFAULT_NIC_GBPS = 12.5
+SWITCHED_KINDS = frozenset({"nvswitch", "fabric-clique"})
+
+
+@dataclass
+class Gpu:
+    uuid: str
+    index: int
+    host: str
+    model: str
+    memory_mib: int | None
+    state: str
+    health: str | None
+    temperature_c: float | None
+    utilization_pct: float | None
+    domain: str | None
+    domain_kind: str | None
+    nic: str | None
+    rail: int | None
+    nic_rate_gbps: float | None
+    via: str | None
+    leaf: str | None
+    # Filled from NVLink edges: total GB/s to switches, direct GB/s per peer uuid.
+    switch_gbps: float = 0.0
+    direct: dict[str, float] = field(default_factory=dict)
+
+    @staticmethod
+    def from_row(host: str, row: dict[str, Any]) -> Gpu:
+        return Gpu(
+            uuid=row["uuid"],
+            index=int(row["index"]),
+            host=host,
+            model=row.get("model") or "",
+            memory_mib=row.get("memory_mib"),
+            state=row.get("state") or "free",
+            health=row.get("health"),
+            temperature_c=row.get("temperature_c"),
+            utilization_pct=row.get("utilization_pct"),
+            domain=row.get("domain"),
+            domain_kind=row.get("domain_kind"),
+            nic=row.get("nic"),
+            rail=row.get("rail"),
+            nic_rate_gbps=row.get("nic_rate_gbps"),
+            via=row.get("via"),
+            leaf=row.get("leaf"),
+            switch_gbps=float(row.get("nvswitch_gbps") or 0.0),
+        )
+
+    @property
+    def nic_gbps(self) -> float:
+        return (self.nic_rate_gbps / 8) if self.nic_rate_gbps else DEFAULT_NIC_GBPS
+
+
+def nvlink_gbps(a: Gpu, b: Gpu) -> float | None:
+    """GB/s of the direct NVLink path between two GPUs, or None when they have none."""
+    if b.uuid in a.direct:
+        return a.direct[b.uuid]
+    if a.domain is not None and a.domain == b.domain and a.domain_kind in SWITCHED_KINDS:
+        if a.domain_kind == "nvswitch" and a.host != b.host:
+            return None
+        return min(a.switch_gbps, b.switch_gbps) or None
+    return None
+
+
+@dataclass
+class Host:
+    name: str
+    rack: str | None
+    scalable_unit: str | None
+    leaves: list[str]
+    pod: str | None
+    received_at: float | None
+    gpus: list[Gpu]
+
+    @property
+    def free(self) -> list[Gpu]:
+        return [g for g in self.gpus if g.state == "free"]
+
+
+def hops(a: Host, b: Host) -> int | None:
+    """Switches crossed between two hosts' NICs: shared leaf 1, same pod 3, across pods 5."""
+    if a.name == b.name:
+        return 0
+    if not a.leaves or not b.leaves:
+        return None
+    if set(a.leaves) & set(b.leaves):
+        return 1
+    if a.pod is not None and a.pod == b.pod:
+        return 3
+    return 5
+
+
+@dataclass
+class Candidate:
+    gpus: list[Gpu]
+    hosts: list[Host]
+    score: float
+    bottleneck_gbps: float | None
+    max_ib_hops: int
+    rank_order: list[str]
+    fragmentation_before: int
+    fragmentation_after: int
+    reason: str
+    as_of_s: float
+    sort_key: tuple[float, ...] = ()
+
+
+@dataclass
+class InfeasibleReason:
+    constraint: str
+    message: str
+    nearest_feasible: str | None = None
+
+
+@dataclass
+class PlacementResult:
+    candidates: list[Candidate]
+    infeasible: list[InfeasibleReason]
+    searched_units: int
+    elapsed_ms: float

@@ -1,0 +1,224 @@
+"""The placement request, its validation, and the compact text form.
+
+Text form (one function parses it for the CLI and for GraphQL)::
+
+    8xH100 nvlink=full-mesh ib-hops<=1
+    16xGB200 nvlink=full-mesh
+    32xH100 per-host=8 rail-aligned ib-hops<=1 mem>=80 temp<=85
+    4 nvlink=any exclude=node-a,node-b limit=5 packing=spread allow-unhealthy
+
+Semantics: ``nvlink`` applies to the whole set of GPUs, or to each host's share when
+``per-host`` is given. ``full-mesh`` means every pair of chosen GPUs is directly
+NVLink-connected (through a shared NVSwitch, the same NVL72 clique, or a direct link);
+``any`` means all chosen GPUs are in one NVLink domain; ``none`` asks nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+MAX_GPUS = 4096
+MAX_LIMIT = 20
+
+
+class NVLinkRequirement(StrEnum):
+    NONE = "none"
+    ANY = "any"
+    FULL_MESH = "full-mesh"
+
+
+class Packing(StrEnum):
+    BEST_FIT = "best-fit"
+    SPREAD = "spread"
+
+
+class RequestError(ValueError):
+    """A request that cannot be understood or can never be met, naming the field at fault."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+@dataclass(frozen=True)
+class PlacementRequest:
+    gpus: int
+    model: str | None = None
+    min_memory_gib: float | None = None
+    nvlink: NVLinkRequirement = NVLinkRequirement.NONE
+    gpus_per_host: int | None = None
+    max_ib_hops: int | None = None
+    same_nvlink_domain: bool = False
+    rail_aligned: bool = False
+    gpu_nic_affinity: bool = False
+    max_temperature_c: float | None = None
+    exclude_unhealthy: bool = True
+    exclude_hosts: tuple[str, ...] = ()
+    limit: int = 3
+    # Soft preferences: they order candidates, never exclude one.
+    prefer_hosts: tuple[str, ...] = ()
+    packing: Packing = Packing.BEST_FIT
+    prefer_cool: bool = True
+
+    def validated(self) -> PlacementRequest:
+        if not 1 <= self.gpus <= MAX_GPUS:
+            raise RequestError("gpus", f"must be between 1 and {MAX_GPUS}")
+        if self.gpus_per_host is not None:
+            if self.gpus_per_host < 1:
+                raise RequestError("gpusPerHost", "must be at least 1")
+            if self.gpus % self.gpus_per_host:
+                raise RequestError(
+                    "gpusPerHost", f"{self.gpus} GPUs cannot be split evenly {self.gpus_per_host} a host"
+                )
+        if self.max_ib_hops is not None and not 0 <= self.max_ib_hops <= 16:
+            raise RequestError("maxIbHops", "must be between 0 and 16")
+        if self.min_memory_gib is not None and self.min_memory_gib < 0:
+            raise RequestError("minMemoryGiB", "must not be negative")
+        if not 1 <= self.limit <= MAX_LIMIT:
+            raise RequestError("limit", f"must be between 1 and {MAX_LIMIT}")
+        if self.model is not None and (not self.model.strip() or len(self.model) > 128):
+            raise RequestError("model", "must be 1 to 128 characters")
+        if len(self.exclude_hosts) > 10_000 or len(self.prefer_hosts) > 1000:
+            raise RequestError("excludeHosts", "too many hosts listed")
+        return self
+
+    @property
+    def needs_one_domain(self) -> bool:
+        """The whole set must sit in one NVLink domain (possibly spanning hosts, as on NVL72).
+
+        A single GPU has no pair to connect: NVLink requirements hold for it vacuously.
+        """
+        wants_nvlink = self.nvlink is not NVLinkRequirement.NONE or self.same_nvlink_domain
+        return self.gpus_per_host is None and self.gpus > 1 and wants_nvlink
+
+    def with_(self, **changes: object) -> PlacementRequest:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+_COUNT = re.compile(r"^(\d+)(?:x(.+))?$", re.IGNORECASE)
+_OPTION = re.compile(r"^([a-z][a-z-]*)\s*(<=|>=|=)\s*(.+)$", re.IGNORECASE)
+
+
+def parse_request(text: str) -> PlacementRequest:
+    """Parse the compact text form; errors name the token at fault."""
+    if len(text) > 4096:
+        raise RequestError("text", "longer than 4096 characters")
+    tokens = text.split()
+    if not tokens:
+        raise RequestError("text", "empty request; start with a GPU count such as 8xH100")
+    m = _COUNT.match(tokens[0])
+    if not m:
+        raise RequestError("text", f"{tokens[0]!r}: start with a GPU count such as 8 or 8xH100")
+    values: dict[str, object] = {"gpus": int(m.group(1))}
+    if m.group(2):
+        values["model"] = m.group(2)
+    for token in tokens[1:]:
+        _apply(token, values)
+    try:
+        return PlacementRequest(**values).validated()  # type: ignore[arg-type]
+    except TypeError as exc:  # pragma: no cover - guarded by _apply
+        raise RequestError("text", str(exc)) from None
+
+
+_FLAGS = {
+    "same-domain": ("same_nvlink_domain", True),
+    "same-nvlink-domain": ("same_nvlink_domain", True),
+    "rail-aligned": ("rail_aligned", True),
+    "gpu-nic-affinity": ("gpu_nic_affinity", True),
+    "nic-affinity": ("gpu_nic_affinity", True),
+    "allow-unhealthy": ("exclude_unhealthy", False),
+    "no-prefer-cool": ("prefer_cool", False),
+}
+
+
+def _number(token: str, raw: str, unit: str = "") -> float:
+    cleaned = raw.lower().removesuffix(unit.lower()) if unit else raw
+    try:
+        return float(cleaned)
+    except ValueError:
+        raise RequestError("text", f"{token!r}: {raw!r} is not a number") from None
+
+
+def _apply(token: str, values: dict[str, object]) -> None:
+    low = token.lower()
+    if low in _FLAGS:
+        key, value = _FLAGS[low]
+        values[key] = value
+        return
+    m = _OPTION.match(token)
+    if not m:
+        raise RequestError("text", f"{token!r}: unknown option (see `graphsvc place --help`)")
+    key, op, raw = m.group(1).lower(), m.group(2), m.group(3)
+
+    def need(*ops: str) -> None:
+        if op not in ops:
+            raise RequestError("text", f"{token!r}: use {' or '.join(ops)} with {key}")
+
+    if key == "nvlink":
+        need("=")
+        try:
+            values["nvlink"] = NVLinkRequirement(raw.lower().replace("_", "-").replace("fullmesh", "full-mesh"))
+        except ValueError:
+            raise RequestError("text", f"{token!r}: nvlink is none, any or full-mesh") from None
+    elif key in ("ib-hops", "max-ib-hops", "hops"):
+        need("<=", "=")
+        values["max_ib_hops"] = int(_number(token, raw))
+    elif key in ("per-host", "gpus-per-host"):
+        need("=")
+        values["gpus_per_host"] = int(_number(token, raw))
+    elif key in ("mem", "min-mem", "memory"):
+        need(">=", "=")
+        values["min_memory_gib"] = _number(token, raw, "gib")
+    elif key in ("temp", "max-temp", "temperature"):
+        need("<=", "=")
+        values["max_temperature_c"] = _number(token, raw, "c")
+    elif key == "model":
+        need("=")
+        values["model"] = raw
+    elif key in ("exclude", "exclude-hosts"):
+        need("=")
+        values["exclude_hosts"] = tuple(h for h in raw.split(",") if h)
+    elif key in ("prefer", "prefer-hosts"):
+        need("=")
+        values["prefer_hosts"] = tuple(h for h in raw.split(",") if h)
+    elif key == "limit":
+        need("=")
+        values["limit"] = int(_number(token, raw))
+    elif key == "packing":
+        need("=")
+        try:
+            values["packing"] = Packing(raw.lower())
+        except ValueError:
+            raise RequestError("text", f"{token!r}: packing is best-fit or spread") from None
+    else:
+        raise RequestError("text", f"{token!r}: unknown option {key!r}")
+
+
+def format_request(req: PlacementRequest) -> str:
+    """The canonical text form; parse_request(format_request(r)) == r."""
+    parts = [f"{req.gpus}x{req.model}" if req.model else str(req.gpus)]
+    if req.nvlink is not NVLinkRequirement.NONE:
+        parts.append(f"nvlink={req.nvlink.value}")
+    if req.gpus_per_host is not None:
+        parts.append(f"per-host={req.gpus_per_host}")
+    if req.max_ib_hops is not None:
+        parts.append(f"ib-hops<={req.max_ib_hops}")
+    if req.min_memory_gib is not None:
+        parts.append(f"mem>={req.min_memory_gib:g}")
+    if req.max_temperature_c is not None:
+        parts.append(f"temp<={req.max_temperature_c:g}")
+    for flag, (key, value) in _FLAGS.items():
+        if getattr(req, key) == value and flag not in ("same-domain", "nic-affinity"):
+            parts.append(flag)
+    if req.exclude_hosts:
+        parts.append("exclude=" + ",".join(req.exclude_hosts))
+    if req.prefer_hosts:
+        parts.append("prefer=" + ",".join(req.prefer_hosts))
+    if req.packing is not Packing.BEST_FIT:
+        parts.append(f"packing={req.packing.value}")
+    if req.limit != 3:
+        parts.append(f"limit={req.limit}")
+    return " ".join(parts)

@@ -1,0 +1,161 @@
+"""Choosing GPUs inside one host or one NVLink domain: eligibility, cliques, bottlenecks.
+
+Full mesh means every pair directly NVLink-connected, i.e. a clique in the NVLink graph.
+In a switched domain (an HGX board, an NVL72 rack) every member pair is connected, so any
+k members form one; on direct-attached NVLink (bridged pairs, the DGX-1 cube-mesh) a
+k-clique may not exist even with k GPUs free, and a small exact search finds it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from graphsvc.placement.model import PCIE_GBPS, SWITCHED_KINDS, Gpu, nvlink_gbps
+from graphsvc.placement.request import NVLinkRequirement, PlacementRequest
+
+UNHEALTHY = frozenset({"failed", "degraded"})
+MAX_CLIQUE_SEARCH_NODES = 32
+
+
+def eligible(gpu: Gpu, req: PlacementRequest) -> bool:
+    """Every per-GPU hard constraint; unknown telemetry passes, unknown memory does not."""
+    if gpu.state != "free":
+        return False
+    if req.model and req.model.lower() not in gpu.model.lower():
+        return False
+    if req.min_memory_gib is not None and (gpu.memory_mib is None or gpu.memory_mib < req.min_memory_gib * 1024):
+        return False
+    if req.exclude_unhealthy and (gpu.health or "").lower() in UNHEALTHY:
+        return False
+    too_hot = req.max_temperature_c is not None and (gpu.temperature_c or 0.0) > req.max_temperature_c
+    if too_hot:
+        return False
+    return not (req.gpu_nic_affinity and gpu.via != "pcie-switch")
+
+
+def pair_gbps(a: Gpu, b: Gpu) -> float:
+    """Bandwidth between two GPUs: NVLink if direct, else PCIe in a host, else the slower NIC."""
+    nv = nvlink_gbps(a, b)
+    if nv is not None:
+        return nv
+    if a.host == b.host:
+        return PCIE_GBPS
+    return min(a.nic_gbps, b.nic_gbps)
+
+
+def bottleneck(gpus: list[Gpu]) -> float | None:
+    if len(gpus) < 2:
+        return None
+    worst = float("inf")
+    # Hosts' GPUs share their NICs' path; pairs inside a switched domain are uniform.
+    for i, a in enumerate(gpus):
+        for b in gpus[i + 1 :]:
+            worst = min(worst, pair_gbps(a, b))
+    return worst
+
+
+def is_full_mesh(gpus: list[Gpu]) -> bool:
+    return all(nvlink_gbps(a, b) is not None for i, a in enumerate(gpus) for b in gpus[i + 1 :])
+
+
+def same_domain(gpus: list[Gpu]) -> bool:
+    return len({g.domain for g in gpus}) == 1 and gpus[0].domain is not None
+
+
+def _cool_first(gpus: Iterable[Gpu]) -> list[Gpu]:
+    return sorted(gpus, key=lambda g: (g.temperature_c if g.temperature_c is not None else 50.0, g.index))
+
+
+def find_clique(gpus: list[Gpu], k: int) -> list[Gpu] | None:
+    """A k-clique of the NVLink graph among these GPUs, coolest-first where there is a choice."""
+    if k <= 1:
+        return _cool_first(gpus)[:k] if len(gpus) >= k else None
+    by_domain: dict[str | None, list[Gpu]] = defaultdict(list)
+    for g in gpus:
+        by_domain[g.domain].append(g)
+    # Switched domains: every member pair is connected.
+    best: list[Gpu] | None = None
+    for dom, members in by_domain.items():
+        if dom is not None and members[0].domain_kind in SWITCHED_KINDS:
+            hosts = {g.host for g in members}
+            if members[0].domain_kind == "nvswitch" and len(hosts) > 1:
+                continue
+            if len(members) >= k and (best is None or len(members) < len(best)):
+                best = members
+    if best is not None:
+        return _cool_first(best)[:k]
+    # Direct-attached NVLink: exact search over small graphs.
+    for dom, members in by_domain.items():
+        if dom is None or len(members) < k or len(members) > MAX_CLIQUE_SEARCH_NODES:
+            continue
+        found = _search(_cool_first(members), k)
+        if found is not None:
+            return found
+    return None
+
+
+def _search(nodes: list[Gpu], k: int) -> list[Gpu] | None:
+    adj = {a.uuid: {b.uuid for b in nodes if b is not a and nvlink_gbps(a, b) is not None} for a in nodes}
+
+    def extend(chosen: list[Gpu], rest: list[Gpu]) -> list[Gpu] | None:
+        if len(chosen) == k:
+            return chosen
+        for i, cand in enumerate(rest):
+            if len(chosen) + len(rest) - i < k:
+                return None
+            if all(cand.uuid in adj[c.uuid] for c in chosen):
+                found = extend([*chosen, cand], rest[i + 1 :])
+                if found is not None:
+                    return found
+        return None
+
+    return extend([], nodes)
+
+
+def choose_in_host(gpus: list[Gpu], k: int, req: PlacementRequest) -> list[Gpu] | None:
+    """k GPUs of one host (or one domain) meeting the NVLink requirement, or None."""
+    pool = [g for g in gpus if eligible(g, req)]
+    if len(pool) < k:
+        return None
+    nvlink = req.nvlink
+    if req.same_nvlink_domain and nvlink is NVLinkRequirement.NONE:
+        nvlink = NVLinkRequirement.ANY
+    if nvlink is NVLinkRequirement.FULL_MESH:
+        return find_clique(pool, k)
+    clique = find_clique(pool, k)
+    if clique is not None:
+        return clique  # the best bandwidth there is, whatever was asked
+    if nvlink is NVLinkRequirement.ANY:
+        by_domain: dict[str, list[Gpu]] = defaultdict(list)
+        for g in pool:
+            if g.domain is not None:
+                by_domain[g.domain].append(g)
+        fits = sorted((m for m in by_domain.values() if len(m) >= k), key=len)
+        return _cool_first(fits[0])[:k] if fits else None
+    # No NVLink asked: keep to as few domains as possible, coolest first.
+    by_domain_any: dict[str | None, list[Gpu]] = defaultdict(list)
+    for g in pool:
+        by_domain_any[g.domain].append(g)
+    ordered: list[Gpu] = []
+    for members in sorted(by_domain_any.values(), key=lambda m: -len(m)):
+        ordered.extend(_cool_first(members))
+    return ordered[:k]
+
+
+def rank_order(gpus: list[Gpu]) -> list[Gpu]:
+    """Collective rank order: hosts grouped, and NVLink neighbours adjacent within a host."""
+    out: list[Gpu] = []
+    by_host: dict[str, list[Gpu]] = defaultdict(list)
+    for g in gpus:
+        by_host[g.host].append(g)
+    for host in sorted(by_host):
+        remaining = sorted(by_host[host], key=lambda g: g.index)
+        ring = [remaining.pop(0)]
+        while remaining:
+            last = ring[-1]
+            nxt = max(remaining, key=lambda g: (nvlink_gbps(last, g) or 0.0, -g.index))
+            remaining.remove(nxt)
+            ring.append(nxt)
+        out.extend(ring)
+    return out

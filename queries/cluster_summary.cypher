@@ -1,0 +1,4 @@
+// GPUs by model, state and health, for the cluster overview.
+MATCH (g:GPU)
+RETURN g.model AS model, g.state AS state, coalesce(g.health, 'unknown') AS health, count(g) AS gpus
+ORDER BY model, state, health

@@ -1,0 +1,4 @@
+// NVLink domains by kind and size, with their free GPUs.
+MATCH (d:NVLinkDomain)
+RETURN d.kind AS kind, d.size AS size, count(d) AS domains, sum(d.free_gpus) AS free_gpus
+ORDER BY kind, size

@@ -1,0 +1,8 @@
+// Where two (or more) hosts sit in the fabric: leaves, pod, NIC speeds, leaf uplink capacity.
+MATCH (h:Host)
+WHERE h.name IN $hosts
+OPTIONAL MATCH (h)-[:HAS_NIC]->(n:NIC)-[:UPLINK]->(leaf:Switch)
+OPTIONAL MATCH (leaf)-[u:UPLINK]->(:Switch)
+WITH h, n, leaf, sum(u.bandwidth_gbps) AS leaf_uplink_gbps
+RETURN h.name AS host, h.leaves AS leaves, h.pod AS pod,
+       collect({nic: n.name, rate_gbps: n.rate_gbps, leaf: leaf.name, leaf_uplink_gbps: leaf_uplink_gbps}) AS nics

@@ -1,0 +1,6 @@
+// The NVLink domains with the most free GPUs, probing free counts from the top (see largest_free_hosts).
+UNWIND range($top, 1, -1) AS want
+MATCH (d:NVLinkDomain)
+WHERE d.free_gpus = want
+RETURN d.uuid AS unit, want AS free
+LIMIT $limit

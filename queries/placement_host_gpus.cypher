@@ -1,0 +1,14 @@
+// Everything placement needs to judge the given hosts, one row per GPU (flat rows parse
+// fastest): state, health and load, NVLink domain, nearest NIC (rail, leaf, speed), and
+// the host's fabric position.
+MATCH (h:Host)-[:HAS_GPU]->(g:GPU)
+WHERE h.name IN $hosts
+OPTIONAL MATCH (g)-[:IN_DOMAIN]->(d:NVLinkDomain)
+OPTIONAL MATCH (g)-[a:NIC_AFFINITY]->(n:NIC)
+OPTIONAL MATCH (n)-[:UPLINK]->(leaf:Switch)
+RETURN h.name AS host, h.rack AS rack, h.scalable_unit AS scalable_unit, h.leaves AS leaves, h.pod AS pod,
+       h.received_at AS received_at, g.uuid AS uuid, g.index AS index, g.model AS model,
+       g.memory_mib AS memory_mib, g.state AS state, g.health AS health, g.temperature_c AS temperature_c,
+       g.utilization_pct AS utilization_pct, d.uuid AS domain, d.kind AS domain_kind, n.name AS nic,
+       n.rail AS rail, n.rate_gbps AS nic_rate_gbps, a.via AS via, leaf.name AS leaf,
+       g.nvswitch_gbps AS nvswitch_gbps

@@ -1,0 +1,12 @@
+// Recomputes the free-GPU counter and GPU model of the given hosts from their GPUs, and
+// returns the NVLink domains and leaf switches whose counters depend on them.
+MATCH (h:Host)
+WHERE h.name IN $hosts
+OPTIONAL MATCH (h)-[:HAS_GPU]->(g:GPU)
+WITH h, count(CASE WHEN g.state = 'free' THEN 1 END) AS free, min(g.model) AS model
+SET h.free_gpus = free, h.gpu_model = model
+WITH h
+OPTIONAL MATCH (h)-[:HAS_GPU]->(:GPU)-[:IN_DOMAIN]->(d:NVLinkDomain)
+WITH h, collect(DISTINCT d.uuid) AS domains
+OPTIONAL MATCH (h)-[:HAS_NIC]->(:NIC)-[:UPLINK]->(leaf:Switch)
+RETURN h.name AS host, domains, collect(DISTINCT leaf.name) AS leaves

@@ -1,0 +1,5 @@
+// Sets the state of the given GPUs (benchmarks' occupancy, operators' drains); callers recount after.
+MATCH (h:Host)-[:HAS_GPU]->(g:GPU)
+WHERE g.uuid IN $uuids
+SET g.state = $state
+RETURN collect(DISTINCT h.name) AS hosts

@@ -1,0 +1,139 @@
+"""The GraphQL API on the real embedded store: browsing, placement, limits, masking, schema drift."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from graphsvc.api.graphql.schema import schema
+from graphsvc.store.gateway import Gateway
+from tests.cluster_helpers import load
+
+ROOT = Path(__file__).resolve().parents[2]
+
+ISSUE_SELECTION = """
+{ placement(request: {gpus: 8, model: "H100", nvlink: FULL_MESH, maxIbHops: 1}) {
+  candidates { gpus { uuid index host { name } } score reason asOf }
+  infeasible { constraint message } } }
+"""
+
+
+async def gql(client: httpx.AsyncClient, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
+    resp = await client.post("/graphql", json={"query": query, "variables": variables or {}})
+    assert resp.status_code == 200, resp.text
+    body: dict[str, Any] = resp.json()
+    return body
+
+
+@pytest.fixture
+async def demo(gateway: Gateway) -> Gateway:
+    await load(gateway, "demo:sus=1,nvl72_racks=1,a100_hosts=2,l40s_hosts=2")
+    return gateway
+
+
+def test_schema_file_has_not_drifted() -> None:
+    committed = (ROOT / "schema.graphql").read_text()
+    assert committed == schema.as_str() + "\n", "run: graphsvc export-schema schema.graphql"
+
+
+async def test_issue_selection_works_as_written(client: httpx.AsyncClient, demo: Gateway) -> None:
+    body = await gql(client, ISSUE_SELECTION)
+    assert "errors" not in body
+    result = body["data"]["placement"]
+    assert result["infeasible"] == []
+    first = result["candidates"][0]
+    assert len(first["gpus"]) == 8 and len({g["host"]["name"] for g in first["gpus"]}) == 1
+    assert first["score"] > 0 and "NVLink" in first["reason"] and first["asOf"] >= 0
+
+
+async def test_text_form_and_infeasible_reasons(client: httpx.AsyncClient, demo: Gateway) -> None:
+    q = "query($t: String!) { placementText(text: $t) { request candidates { rank bottleneckGbps maxIbHops "
+    q += "rankOrder fragmentation { largestFreeBlockBefore largestFreeBlockAfter } hosts { name rack } } "
+    q += "infeasible { constraint message nearestFeasible } } }"
+    ok = (await gql(client, q, {"t": "16xGB200 nvlink=full-mesh"}))["data"]["placementText"]
+    assert ok["request"] == "16xGB200 nvlink=full-mesh"
+    assert ok["candidates"][0]["bottleneckGbps"] == 1800.0
+    assert len({h["rack"] for h in ok["candidates"][0]["hosts"]}) == 1
+    bad = (await gql(client, q, {"t": "2xL40S nvlink=any"}))["data"]["placementText"]
+    assert bad["candidates"] == [] and bad["infeasible"][0]["constraint"] == "nvlink"
+    junk = (await gql(client, q, {"t": "eight GPUs please"}))["data"]["placementText"]
+    assert junk["infeasible"][0]["constraint"] == "text"
+    invalid = await gql(client, "{ placement(request: {gpus: 0}) { infeasible { constraint message } } }")
+    assert invalid["data"]["placement"]["infeasible"][0]["constraint"] == "gpus"
+
+
+async def test_browsing(client: httpx.AsyncClient, demo: Gateway) -> None:
+    summary = (await gql(client, "{ clusterSummary { hosts gpus freeGpus staleHosts gpusByModel { model gpus } "
+                                 "nvlinkDomains { kind size domains } } }"))["data"]["clusterSummary"]  # fmt: skip
+    assert summary["hosts"] == 31 + 18 + 2 + 2 and summary["gpus"] == 248 + 72 + 16 + 8
+    kinds = {d["kind"] for d in summary["nvlinkDomains"]}
+    assert kinds == {"nvswitch", "fabric-clique", "direct"}
+    page1 = await gql(
+        client,
+        '{ hosts(first: 5, filter: {model: "h100"}) { nodes { name freeGpus } pageInfo { hasNextPage endCursor } } }',
+    )
+    conn = page1["data"]["hosts"]
+    assert len(conn["nodes"]) == 5 and conn["pageInfo"]["hasNextPage"]
+    after = conn["pageInfo"]["endCursor"]
+    page2 = await gql(client, "query($a: String) { hosts(first: 5, after: $a) { nodes { name } } }", {"a": after})
+    assert page2["data"]["hosts"]["nodes"][0]["name"] > after
+    gpus = await gql(client, '{ gpus(first: 3, filter: {model: "GB200"}) { nodes { uuid model host { name } } } }')
+    assert [g["model"] for g in gpus["data"]["gpus"]["nodes"]] == ["NVIDIA GB200"] * 3
+
+
+async def test_host_detail(client: httpx.AsyncClient, demo: Gateway) -> None:
+    q = """{ host(name: "h100-su1-n01") { name rack gpus { index nvlinkDomain } nvlinkMatrix { gpuIndices rows }
+           placement { index numaNode pcieSwitch nvswitchLanes } numaNodes { index cpus }
+           pcieSwitches { busId } nics { name rail leaf servesGpus } } }"""
+    host = (await gql(client, q))["data"]["host"]
+    assert host["nvlinkMatrix"]["rows"][0][0] == "X" and host["nvlinkMatrix"]["rows"][0][1] == "NV18"
+    assert {p["nvswitchLanes"] for p in host["placement"]} == {18}
+    assert [n["rail"] for n in sorted(host["nics"], key=lambda n: n["rail"])] == list(range(8))
+    assert all(len(n["servesGpus"]) == 1 for n in host["nics"])
+    a100 = (await gql(client, '{ host(name: "a100-001") { nvlinkMatrix { rows } } }'))["data"]["host"]
+    assert a100["nvlinkMatrix"]["rows"][0][:3] == ["X", "NV12", "PCIe"]  # GPU 2 is under another switch
+    l40 = (await gql(client, '{ host(name: "l40s-001") { nvlinkMatrix { rows } } }'))["data"]["host"]
+    assert l40["nvlinkMatrix"]["rows"][0][:3] == ["X", "PIX", "PCIe"]  # no NVLink; GPU 1 shares the switch
+    assert (await gql(client, '{ host(name: "nope") { name } }'))["data"]["host"] is None
+
+
+async def test_fabric_and_paths(client: httpx.AsyncClient, demo: Gateway) -> None:
+    fab = await gql(
+        client,
+        '{ fabric(tier: "leaf", first: 3) { switches { name tier nics freeGpus uplinks { to bandwidthGbps } } '
+        "pageInfo { hasNextPage } } }",
+    )
+    switches = fab["data"]["fabric"]["switches"]
+    assert len(switches) == 3 and all(s["tier"] == "leaf" and s["uplinks"] for s in switches)
+    q = "query($a: String!, $b: String!) { fabricPath(fromHost: $a, toHost: $b) { hops bottleneckGbps } }"
+    same_su = (await gql(client, q, {"a": "h100-su1-n01", "b": "h100-su1-n02"}))["data"]["fabricPath"]
+    assert same_su == {"hops": 1, "bottleneckGbps": 50.0}
+    cross = (await gql(client, q, {"a": "h100-su1-n01", "b": "a100-001"}))["data"]["fabricPath"]
+    assert cross["hops"] == 3
+    assert (await gql(client, q, {"a": "h100-su1-n01", "b": "nope"}))["data"]["fabricPath"] is None
+
+
+async def test_limits_refuse_abusive_queries(client: httpx.AsyncClient, demo: Gateway) -> None:
+    aliases = "{ " + " ".join(f"a{i}: clusterSummary {{ hosts }}" for i in range(20)) + " }"
+    body = await gql(client, aliases)
+    assert "errors" in body and "aliases" in body["errors"][0]["message"].lower()
+    deep = "{ hosts { nodes { name } pageInfo { endCursor } } }"
+    assert "errors" not in await gql(client, deep)
+    huge = "{ " + " ".join("clusterSummary { hosts }" for _ in range(1000)) + " }"
+    assert "errors" in await gql(client, huge)
+
+
+async def test_unexpected_errors_are_masked(
+    client: httpx.AsyncClient, demo: Gateway, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def boom(*_: object, **__: object) -> None:
+        raise RuntimeError("secret internal detail")
+
+    monkeypatch.setattr(demo.backend, "run", boom)
+    body = await gql(client, "{ clusterSummary { hosts } }")
+    assert body["errors"][0]["message"] == "Unexpected error."
+    assert "secret" not in str(body)
+    assert any("secret internal detail" in r.getMessage() or r.exc_info for r in caplog.records)

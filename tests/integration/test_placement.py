@@ -1,0 +1,176 @@
+"""Placement per topology family, with negative cases and infeasible reasons.
+
+Every returned candidate is also validated by the independent brute-force checker.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from graphsvc.placement.engine import PlacementEngine
+from graphsvc.placement.model import PlacementResult
+from graphsvc.placement.request import PlacementRequest, parse_request
+from graphsvc.store.gateway import Gateway
+from graphsvc.synthetic.clusters import build
+from tests.cluster_helpers import load, occupy
+from tests.placement_oracle import check_candidate, feasible, snapshot
+
+
+async def place(gw: Gateway, text: str) -> tuple[PlacementRequest, PlacementResult]:
+    req = parse_request(text)
+    result = await PlacementEngine(gw).place(req)
+    snap = await snapshot(gw)
+    for c in result.candidates:
+        assert check_candidate(snap, req, [g.uuid for g in c.gpus]) == [], (text, c.reason)
+    if len(snap.hosts()) <= 8:  # brute force enumerates host subsets: small clusters only
+        assert bool(result.candidates) == feasible(snap, req), text
+    return req, result
+
+
+def hosts_of(result: PlacementResult, i: int = 0) -> list[str]:
+    return sorted({g.host for g in result.candidates[i].gpus})
+
+
+async def test_hgx_h100_full_mesh_in_one_host(gateway: Gateway) -> None:
+    await load(gateway, "superpod-h100:sus=1")
+    _, r = await place(gateway, "8xH100 nvlink=full-mesh ib-hops<=1")
+    assert len(r.candidates) == 3
+    c = r.candidates[0]
+    assert len(hosts_of(r)) == 1 and c.bottleneck_gbps == 900.0 and c.max_ib_hops == 0
+    assert c.fragmentation_before == 8 and "Best fit" in c.reason and c.as_of_s >= 0
+    _, r = await place(gateway, "9xH100 nvlink=full-mesh")
+    assert not r.candidates
+    by = {i.constraint: i for i in r.infeasible}
+    assert by["nvlink"].nearest_feasible == "9xH100"
+    assert by["gpus"].nearest_feasible == "8xH100 nvlink=full-mesh"
+
+
+async def test_best_fit_prefers_the_tightest_host(gateway: Gateway) -> None:
+    cluster = await load(gateway, "superpod-h100:sus=1")
+    # Host 1 keeps 4 free, host 2 keeps 6 free, the rest are full: 4 GPUs should go to host 1.
+    await occupy(gateway, [g.uuid for g in cluster.hosts[0].gpus[:4]] + [g.uuid for g in cluster.hosts[1].gpus[:2]])
+    _, r = await place(gateway, "4xH100 nvlink=full-mesh")
+    assert hosts_of(r) == [cluster.hosts[0].hostname]
+    assert "no fragment left" in r.candidates[0].reason
+    _, spread = await place(gateway, "4xH100 nvlink=full-mesh packing=spread")
+    assert hosts_of(spread) != [cluster.hosts[0].hostname]
+
+
+async def test_nvl72_spans_trays_of_one_rack_never_two(gateway: Gateway) -> None:
+    cluster = await load(gateway, "nvl72:racks=2")
+    for n in (8, 16):
+        _, r = await place(gateway, f"{n}xGB200 nvlink=full-mesh")
+        assert r.candidates, n
+        for c in r.candidates:
+            racks = {h.rack for h in c.hosts}
+            assert len(racks) == 1
+            assert c.bottleneck_gbps == 1800.0
+        if n == 16:
+            assert len(hosts_of(r)) == 4  # whole trays: 4 x 4 GPUs
+    # 40 GPUs taken in each rack: 32 free per rack, 64 in all, but never 33 in one domain.
+    for rack in ("gb200-rack01", "gb200-rack02"):
+        trays = [h for h in cluster.hosts if h.rack == rack]
+        await occupy(gateway, [g.uuid for h in trays[:10] for g in h.gpus])
+    _, r = await place(gateway, "33xGB200 nvlink=full-mesh")
+    assert not r.candidates
+    assert {i.constraint for i in r.infeasible} >= {"gpus"}
+
+
+async def test_a100_bridged_pairs(gateway: Gateway) -> None:
+    await load(gateway, "a100-pcie:hosts=2")
+    _, r = await place(gateway, "2xA100 nvlink=full-mesh")
+    assert r.candidates and r.candidates[0].bottleneck_gbps == 600.0
+    for n in (3, 4):
+        _, r = await place(gateway, f"{n}xA100 nvlink=full-mesh")
+        assert not r.candidates
+        assert "nvlink" in {i.constraint for i in r.infeasible}
+    _, r = await place(gateway, "4xA100")
+    assert r.candidates and r.candidates[0].bottleneck_gbps == 32.0  # PCIe between the pairs
+
+
+async def test_l40s_has_no_nvlink(gateway: Gateway) -> None:
+    await load(gateway, "l40s:hosts=2")
+    _, r = await place(gateway, "2xL40S nvlink=any")
+    assert not r.candidates
+    (reason,) = [i for i in r.infeasible if i.constraint == "nvlink"]
+    assert reason.nearest_feasible == "2xL40S"
+    _, r = await place(gateway, "4xL40S")
+    assert r.candidates and len(hosts_of(r)) == 1
+
+
+async def test_dgx1_cube_mesh_has_4_cliques_not_8(gateway: Gateway) -> None:
+    await load(gateway, "dgx1:hosts=1")
+    _, r = await place(gateway, "4xV100 nvlink=full-mesh")
+    assert r.candidates
+    quads = [{g.index // 4 for g in c.gpus} for c in r.candidates]
+    assert all(len(q) == 1 for q in quads)  # one half of the cube-mesh
+    for n in (5, 8):
+        _, r = await place(gateway, f"{n}xV100 nvlink=full-mesh")
+        assert not r.candidates
+        assert any(i.constraint == "gpus" and i.nearest_feasible == "4xV100 nvlink=full-mesh" for i in r.infeasible)
+    _, r = await place(gateway, "8xV100 nvlink=any")
+    assert r.candidates  # one NVLink domain, not a full mesh
+
+
+async def test_multi_host_within_one_leaf_and_rail_aligned(gateway: Gateway) -> None:
+    await load(gateway, "superpod-h100:sus=2")
+    _, r = await place(gateway, "64xH100 per-host=8 ib-hops<=1 rail-aligned")
+    assert r.candidates
+    for c in r.candidates:
+        assert c.max_ib_hops == 1
+        assert len({h.scalable_unit for h in c.hosts}) == 1
+        assert Counter(g.host for g in c.gpus).most_common(1)[0][1] == 8
+    # More than one SU's worth within one hop: infeasible; three hops: feasible across SUs.
+    _, r = await place(gateway, "256xH100 per-host=8 ib-hops<=1")
+    assert not r.candidates
+    (hop_reason,) = [i for i in r.infeasible if i.constraint == "maxIbHops"]
+    assert hop_reason.nearest_feasible == "256xH100 per-host=8"
+    _, r = await place(gateway, "256xH100 per-host=8 ib-hops<=3")
+    assert r.candidates and r.candidates[0].max_ib_hops == 3
+
+
+async def test_rank_order_groups_hosts(gateway: Gateway) -> None:
+    await load(gateway, "superpod-h100:sus=1")
+    _, r = await place(gateway, "16xH100 per-host=8 ib-hops<=1")
+    c = r.candidates[0]
+    by_uuid = {g.uuid: g for g in c.gpus}
+    hosts_in_order = [by_uuid[u].host for u in c.rank_order]
+    assert hosts_in_order == sorted(hosts_in_order)
+
+
+async def test_per_gpu_filters(gateway: Gateway) -> None:
+    cluster = await load(gateway, "l40s:hosts=1")
+    hot = cluster.hosts[0].gpus[0].uuid
+    _, r = await place(gateway, "4xL40S temp<=1")
+    assert not r.candidates and "maxTemperatureC" in {i.constraint for i in r.infeasible}
+    _, r = await place(gateway, "1xL40S mem>=100")
+    assert not r.candidates and "minMemoryGiB" in {i.constraint for i in r.infeasible}
+    _, r = await place(gateway, f"4xL40S exclude={cluster.hosts[0].hostname}")
+    assert not r.candidates and "excludeHosts" in {i.constraint for i in r.infeasible}
+    _, r = await place(gateway, "1xA100")
+    assert not r.candidates and r.infeasible[0].constraint == "model"
+    assert hot
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("0xH100", "gpus"),
+        ("8 per-host=3", "gpusPerHost"),
+        ("4 limit=99", "limit"),
+        ("4 ib-hops<=-1", "maxIbHops"),
+        ("4 bogus=1", "text"),
+    ],
+)
+def test_bad_requests_name_the_field(text: str, field: str) -> None:
+    from graphsvc.placement.request import RequestError
+
+    with pytest.raises(RequestError) as err:
+        parse_request(text)
+    assert err.value.field == field
+
+
+def test_demo_profile_builds() -> None:
+    assert build("demo").gpu_count >= 1000

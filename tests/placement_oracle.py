@@ -1,0 +1,250 @@
+"""An independent brute-force placement checker over the exported graph (networkx).
+
+It shares no code with graphsvc.placement: it rebuilds adjacency from the raw NVLINK,
+IN_DOMAIN and UPLINK relationships, counts hops as shortest paths in the switch graph,
+and decides whether a request is satisfiable by enumerating host subsets. Clusters in
+these tests are small (a handful of hosts), so brute force is affordable.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+
+from graphsvc.placement.request import NVLinkRequirement, PlacementRequest
+from graphsvc.store.gateway import Gateway
+
+
+@dataclass
+class Snapshot:
+    gpus: dict[str, dict[str, Any]] = field(default_factory=dict)
+    host_of: dict[str, str] = field(default_factory=dict)
+    domain_of: dict[str, str] = field(default_factory=dict)
+    domain_kind: dict[str, str] = field(default_factory=dict)
+    nvlink: nx.Graph = field(default_factory=nx.Graph)  # GPU-GPU adjacency (direct or shared switch)
+    nic_of: dict[str, dict[str, Any]] = field(default_factory=dict)  # GPU uuid -> affine NIC
+    leaves_of_host: dict[str, set[str]] = field(default_factory=dict)
+    switches: nx.Graph = field(default_factory=nx.Graph)
+
+    def hosts(self) -> list[str]:
+        return sorted(set(self.host_of.values()))
+
+
+async def snapshot(gw: Gateway) -> Snapshot:
+    s = Snapshot()
+    nodes = await gw.read("export_nodes", {"limit": 1_000_000})
+    rels = await gw.read("export_relationships", {"limit": 1_000_000})
+    nics: dict[str, dict[str, Any]] = {}
+    for n in nodes:
+        label, props = n["labels"][0], n["props"]
+        if label == "GPU":
+            s.gpus[props["uuid"]] = props
+            s.nvlink.add_node(props["uuid"])
+        elif label == "NVLinkDomain":
+            s.domain_kind[props["uuid"]] = props.get("kind", "")
+        elif label == "NIC":
+            nics[props["uuid"]] = dict(props)
+        elif label == "Switch":
+            s.switches.add_node(props["name"])
+    switch_members: dict[str, list[str]] = {}
+    nic_leaf: dict[str, str] = {}
+    for r in rels:
+        t, a, b = r["type"], r["from_key"], r["to_key"]
+        if t == "HAS_GPU":
+            s.host_of[b] = a
+        elif t == "IN_DOMAIN":
+            s.domain_of[a] = b
+        elif t == "NVLINK" and r["to_labels"][0] == "GPU":
+            s.nvlink.add_edge(a, b)
+        elif t == "NVLINK":
+            switch_members.setdefault(b, []).append(a)
+        elif t == "UPLINK" and r["from_labels"][0] == "NIC":
+            nic_leaf[a] = b
+        elif t == "UPLINK":
+            s.switches.add_edge(a, b)
+        elif t == "NIC_AFFINITY":
+            s.nic_of[a] = {"nic": b, "via": r["props"].get("via")}
+    for members in switch_members.values():
+        s.nvlink.add_edges_from(itertools.combinations(members, 2))
+    by_domain: dict[str, list[str]] = {}
+    for gpu, dom in s.domain_of.items():
+        by_domain.setdefault(dom, []).append(gpu)
+    for dom, members in by_domain.items():
+        if s.domain_kind.get(dom) == "fabric-clique":
+            s.nvlink.add_edges_from(itertools.combinations(members, 2))
+    for aff in s.nic_of.values():
+        nic = nics.get(aff["nic"], {})
+        aff["rail"] = nic.get("rail")
+        aff["leaf"] = nic_leaf.get(aff["nic"])
+    for nic_key, leaf in nic_leaf.items():
+        host = nics.get(nic_key, {}).get("host")
+        if host:
+            s.leaves_of_host.setdefault(host, set()).add(leaf)
+    return s
+
+
+def hops(s: Snapshot, a: str, b: str) -> int | None:
+    if a == b:
+        return 0
+    la, lb = s.leaves_of_host.get(a, set()), s.leaves_of_host.get(b, set())
+    best: int | None = None
+    for x in la:
+        for y in lb:
+            try:
+                d = nx.shortest_path_length(s.switches, x, y) + 1
+            except (nx.NetworkXNoPath, nx.NodeNotFound):
+                continue
+            best = d if best is None else min(best, d)
+    return best
+
+
+def eligible(s: Snapshot, uuid: str, req: PlacementRequest) -> bool:
+    g = s.gpus[uuid]
+    if g.get("state") != "free" or s.host_of[uuid] in req.exclude_hosts:
+        return False
+    if req.model and req.model.lower() not in g.get("model", "").lower():
+        return False
+    if req.min_memory_gib is not None and (g.get("memory_mib") is None or g["memory_mib"] < req.min_memory_gib * 1024):
+        return False
+    if req.exclude_unhealthy and g.get("health") in ("failed", "degraded"):
+        return False
+    if (
+        req.max_temperature_c is not None
+        and g.get("temperature_c") is not None
+        and g["temperature_c"] > req.max_temperature_c
+    ):
+        return False
+    return not (req.gpu_nic_affinity and s.nic_of.get(uuid, {}).get("via") != "pcie-switch")
+
+
+def _group_ok(s: Snapshot, gpus: list[str], nvlink: NVLinkRequirement, same_domain: bool) -> bool:
+    if len(gpus) <= 1:
+        return True  # no pair to connect
+    if nvlink is NVLinkRequirement.FULL_MESH and not all(
+        s.nvlink.has_edge(a, b) for a, b in itertools.combinations(gpus, 2)
+    ):
+        return False
+    if nvlink is not NVLinkRequirement.NONE or same_domain:
+        doms = {s.domain_of.get(g) for g in gpus}
+        if len(doms) != 1 or None in doms:
+            return False
+    return True
+
+
+def check_candidate(s: Snapshot, req: PlacementRequest, gpus: list[str]) -> list[str]:
+    """Every violated constraint of a returned candidate (empty when valid)."""
+    problems: list[str] = []
+    if len(gpus) != req.gpus or len(set(gpus)) != len(gpus):
+        problems.append(f"gpus: {len(set(gpus))} distinct, asked {req.gpus}")
+    problems += [f"{g}: not eligible" for g in gpus if not eligible(s, g, req)]
+    hosts = sorted({s.host_of[g] for g in gpus})
+    by_host = {h: [g for g in gpus if s.host_of[g] == h] for h in hosts}
+    if req.gpus_per_host is not None:
+        if any(len(v) != req.gpus_per_host for v in by_host.values()):
+            problems.append("gpusPerHost: uneven split")
+        for h, share in by_host.items():
+            if not _group_ok(s, share, req.nvlink, req.same_nvlink_domain):
+                problems.append(f"nvlink: share on {h}")
+    elif not _group_ok(s, gpus, req.nvlink, req.same_nvlink_domain):
+        problems.append("nvlink: whole set")
+    if len(hosts) > 1 and req.max_ib_hops is not None:
+        for a, b in itertools.combinations(hosts, 2):
+            distance = hops(s, a, b)
+            if distance is None or distance > req.max_ib_hops:
+                problems.append(f"maxIbHops: {a}-{b} is {distance}")
+    if req.max_ib_hops == 0 and len(hosts) > 1:
+        problems.append("maxIbHops: 0 means one host")
+    if req.rail_aligned and len(hosts) > 1:
+        keys = set()
+        for share in by_host.values():
+            pairs = frozenset((s.nic_of.get(g, {}).get("rail"), s.nic_of.get(g, {}).get("leaf")) for g in share)
+            if any(r is None or leaf is None for r, leaf in pairs):
+                problems.append("railAligned: a GPU without a cabled rail NIC")
+            keys.add(pairs)
+        if len(keys) != 1:
+            problems.append("railAligned: hosts use different rails or leaves")
+    return problems
+
+
+def feasible(s: Snapshot, req: PlacementRequest) -> bool:
+    """Does any placement satisfy every hard constraint? Enumerates host subsets."""
+    elig: dict[str, list[str]] = {h: [] for h in s.hosts()}
+    for uuid in s.gpus:
+        if eligible(s, uuid, req):
+            elig[s.host_of[uuid]].append(uuid)
+    hosts = [h for h, g in elig.items() if g]
+    p = req.gpus_per_host
+    sizes = [req.gpus // p] if p else range(1, len(hosts) + 1)
+    for k in sizes:
+        if req.max_ib_hops == 0 and k > 1:
+            continue
+        for group in itertools.combinations(hosts, k):
+            too_far = (
+                k > 1
+                and req.max_ib_hops is not None
+                and any((hops(s, a, b) or 99) > req.max_ib_hops for a, b in itertools.combinations(group, 2))
+            )
+            if too_far:
+                continue
+            if _group_feasible(s, req, group, elig):
+                return True
+    return False
+
+
+def _has_subset(s: Snapshot, pool: list[str], k: int, nvlink: NVLinkRequirement, same_domain: bool) -> bool:
+    if len(pool) < k:
+        return False
+    if k <= 1 or (nvlink is NVLinkRequirement.NONE and not same_domain):
+        return True
+    by_dom: dict[str | None, list[str]] = {}
+    for g in pool:
+        by_dom.setdefault(s.domain_of.get(g), []).append(g)
+    for dom, members in by_dom.items():
+        if dom is None or len(members) < k:
+            continue
+        if nvlink is not NVLinkRequirement.FULL_MESH:
+            return True
+        clique = max((len(c) for c in nx.find_cliques(s.nvlink.subgraph(members))), default=0)
+        if clique >= k:
+            return True
+    return False
+
+
+def _group_feasible(s: Snapshot, req: PlacementRequest, group: tuple[str, ...], elig: dict[str, list[str]]) -> bool:
+    p = req.gpus_per_host
+    if p:
+        if req.rail_aligned and len(group) > 1:
+            common: set[tuple[Any, Any]] | None = None
+            for h in group:
+                pairs = {
+                    (s.nic_of[g]["rail"], s.nic_of[g]["leaf"])
+                    for g in elig[h]
+                    if g in s.nic_of and s.nic_of[g].get("rail") is not None and s.nic_of[g].get("leaf")
+                }
+                common = pairs if common is None else common & pairs
+            for rails in itertools.combinations(sorted(common or set(), key=str), p):
+                wanted = set(rails)
+                if all(
+                    _has_subset(
+                        s,
+                        [
+                            g
+                            for g in elig[h]
+                            if (s.nic_of.get(g, {}).get("rail"), s.nic_of.get(g, {}).get("leaf")) in wanted
+                        ],
+                        p,
+                        req.nvlink,
+                        req.same_nvlink_domain,
+                    )
+                    for h in group
+                ):
+                    return True
+            return False
+        return all(_has_subset(s, elig[h], p, req.nvlink, req.same_nvlink_domain) for h in group)
+    pool = [g for h in group for g in elig[h]]
+    if req.rail_aligned and len(group) > 1:
+        return False  # without a per-host split the oracle does not try rail-aligned multi-host sets
+    return _has_subset(s, pool, req.gpus, req.nvlink, req.same_nvlink_domain)

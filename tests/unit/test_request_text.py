@@ -1,0 +1,92 @@
+"""The compact text form: one parser for the CLI and GraphQL, and its canonical printer."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from graphsvc.placement.request import (
+    NVLinkRequirement,
+    Packing,
+    PlacementRequest,
+    RequestError,
+    format_request,
+    parse_request,
+)
+
+
+def test_the_issue_example() -> None:
+    r = parse_request("8xH100 nvlink=full-mesh ib-hops<=1")
+    assert (r.gpus, r.model, r.nvlink, r.max_ib_hops) == (8, "H100", NVLinkRequirement.FULL_MESH, 1)
+
+
+def test_every_option() -> None:
+    r = parse_request(
+        "32xH100 per-host=8 rail-aligned nic-affinity mem>=80GiB temp<=85C same-domain allow-unhealthy "
+        "exclude=a,b prefer=c packing=spread limit=5 nvlink=any"
+    )
+    assert r.gpus_per_host == 8 and r.rail_aligned and r.gpu_nic_affinity and r.same_nvlink_domain
+    assert (r.min_memory_gib, r.max_temperature_c, r.exclude_unhealthy) == (80, 85, False)
+    assert (r.exclude_hosts, r.prefer_hosts, r.packing, r.limit) == (("a", "b"), ("c",), Packing.SPREAD, 5)
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("", "empty request"),
+        ("H100", "start with a GPU count"),
+        ("8 nvlink=lots", "nvlink is none, any or full-mesh"),
+        ("8 ib-hops>=1", "use <= or = with ib-hops"),
+        ("8 mem>=lots", "is not a number"),
+        ("8 wat", "unknown option"),
+        ("8 per-host=3", "cannot be split evenly"),
+        ("9999", "between 1 and 4096"),
+    ],
+)
+def test_errors_say_what_is_wrong(text: str, needle: str) -> None:
+    with pytest.raises(RequestError, match=needle):
+        parse_request(text)
+
+
+requests = st.builds(
+    PlacementRequest,
+    gpus=st.sampled_from([1, 2, 4, 8, 16, 64]),
+    model=st.sampled_from([None, "H100", "GB200", "A100"]),
+    min_memory_gib=st.sampled_from([None, 40.0, 80.0]),
+    nvlink=st.sampled_from(list(NVLinkRequirement)),
+    gpus_per_host=st.sampled_from([None, 1, 2]),
+    max_ib_hops=st.sampled_from([None, 0, 1, 3]),
+    same_nvlink_domain=st.booleans(),
+    rail_aligned=st.booleans(),
+    gpu_nic_affinity=st.booleans(),
+    max_temperature_c=st.sampled_from([None, 70.0, 85.5]),
+    exclude_unhealthy=st.booleans(),
+    exclude_hosts=st.sampled_from([(), ("h1",), ("h1", "h2")]),
+    limit=st.integers(1, 20),
+    prefer_hosts=st.sampled_from([(), ("h3",)]),
+    packing=st.sampled_from(list(Packing)),
+    prefer_cool=st.booleans(),
+)
+
+
+def _valid(req: PlacementRequest) -> bool:
+    try:
+        req.validated()
+    except RequestError:
+        return False
+    return True
+
+
+@given(requests.filter(_valid))
+def test_format_then_parse_is_identity(req: PlacementRequest) -> None:
+    assert parse_request(format_request(req)) == req
+
+
+@given(st.text(max_size=200))
+def test_any_text_parses_or_says_why(text: str) -> None:
+    try:
+        parse_request(text)
+    except RequestError as err:
+        problem = (err.field, err.message)
+        assert all(problem)
