@@ -13,5 +13,7 @@ for run in report["runs"]:
     cells = [f"{run['latency'][k]['p50_ms']:.1f} / {run['latency'][k]['p99_ms']:.1f}" for k in labels]
     print(f"| {run['gpus']:,} | {run['hosts']:,} | {run['load_s']} | " + " | ".join(cells) + " |")
 if "p50_100k_over_8k" in report:
-    print(f"\np50 at 100k / p50 at 8k (single-host): {report['p50_100k_over_8k']}; "
-          f"naive scan / placement at 100k (p50): {report['naive_over_placement_100k']}x")
+    print(
+        f"\np50 at 100k / p50 at 8k (single-host): {report['p50_100k_over_8k']}; "
+        f"naive scan / placement at 100k (p50): {report['naive_over_placement_100k']}x"
+    )
