@@ -70,6 +70,20 @@ def _parser() -> argparse.ArgumentParser:
     place.add_argument("--server", default="http://127.0.0.1:8000")
     place.add_argument("--json", action="store_true", help="print the GraphQL result as JSON")
 
+    reserve = sub.add_parser("reserve", help='hold GPUs for a job, e.g. reserve "8xH100 nvlink=full-mesh" --holder j1')
+    reserve.add_argument("request", help="the compact text form, as for `place`")
+    reserve.add_argument("--holder", required=True)
+    reserve.add_argument("--ttl", default="10m", help="lease, e.g. 90s, 10m, 2h (default 10m)")
+    reserve.add_argument("--key", help="idempotency key: retrying with it returns the same reservation")
+    reserve.add_argument("--priority", type=int, default=0)
+    reserve.add_argument("--preemptible", action="store_true")
+    reserve.add_argument("--allow-preemption", action="store_true")
+    reserve.add_argument("--server", default="http://127.0.0.1:8000")
+
+    release = sub.add_parser("release", help="free a reservation's GPUs now")
+    release.add_argument("id")
+    release.add_argument("--server", default="http://127.0.0.1:8000")
+
     export = sub.add_parser("export-schema", help="write the GraphQL schema (SDL) to a file or stdout")
     export.add_argument("out", nargs="?", type=Path)
 
@@ -98,6 +112,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             asyncio.run(push_cluster(args.server, cluster))
         elif args.command == "place":
             return asyncio.run(_place(args.server, args.request, as_json=args.json))
+        elif args.command == "reserve":
+            return asyncio.run(_reserve(args))
+        elif args.command == "release":
+            return asyncio.run(_release(args.server, args.id))
         elif args.command == "export-schema":
             from graphsvc.api.graphql.schema import schema
 
@@ -239,6 +257,107 @@ async def _place(server: str, text: str, *, as_json: bool) -> int:
         nearest = f"  nearest feasible: {r['nearestFeasible']}" if r["nearestFeasible"] else ""
         print(f"infeasible [{r['constraint']}]: {r['message']}{nearest}")
     return 0 if result["candidates"] else 2
+
+
+def _seconds(text: str) -> int:
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    text = text.strip().lower()
+    if text[-1:] in units:
+        return int(float(text[:-1]) * units[text[-1]])
+    return int(float(text))
+
+
+RESERVE_MUTATION = """
+mutation Reserve($input: ReserveInput!) {
+  reserve(input: $input) {
+    __typename
+    ... on Reservation { id holder expiresAt gpus { uuid index host { name } } }
+    ... on Conflict { message gpus { uuid } holders { gpuUuid reservation holder } }
+    ... on Infeasible { reasons { constraint message nearestFeasible } }
+    ... on ValidationError { field message }
+  }
+}
+"""
+
+
+async def _graphql(server: str, query: str, variables: dict[str, object]) -> dict[str, object]:
+    import json
+
+    async with httpx.AsyncClient(base_url=server, timeout=60) as client:
+        resp = await client.post("/graphql", json={"query": query, "variables": variables})
+    body = resp.json()
+    if resp.status_code != 200 or body.get("errors"):
+        raise RuntimeError(f"the service answered HTTP {resp.status_code}: {json.dumps(body)[:500]}")
+    data: dict[str, object] = body["data"]
+    return data
+
+
+async def _reserve(args: argparse.Namespace) -> int:
+    request = _request_input(args.request)  # the parser's words on bad input, before calling the service
+    variables: dict[str, object] = {
+        "input": {
+            "holder": args.holder,
+            "request": request,
+            "ttlSeconds": _seconds(args.ttl),
+            "idempotencyKey": args.key,
+            "priority": args.priority,
+            "preemptible": args.preemptible,
+            "allowPreemption": args.allow_preemption,
+        }
+    }
+    out = (await _graphql(args.server, RESERVE_MUTATION, variables))["reserve"]
+    assert isinstance(out, dict)
+    kind = out["__typename"]
+    if kind == "Reservation":
+        gpus = ", ".join(f"{g['host']['name']}:{g['index']}" for g in out["gpus"])
+        print(f"{out['id']}  holder {out['holder']}  expires {out['expiresAt']:.0f}  GPUs: {gpus}")
+        return 0
+    if kind == "Conflict":
+        print(f"conflict: {out['message']}")
+    elif kind == "Infeasible":
+        for r in out["reasons"]:
+            nearest = f"  nearest feasible: {r['nearestFeasible']}" if r["nearestFeasible"] else ""
+            print(f"infeasible [{r['constraint']}]: {r['message']}{nearest}")
+    else:
+        print(f"invalid [{out['field']}]: {out['message']}")
+    return 2
+
+
+def _request_input(text: str) -> dict[str, object]:
+    """The GraphQL input for a text request (one parser: graphsvc.placement.request)."""
+    from graphsvc.placement.request import parse_request
+
+    r = parse_request(text)
+    return {
+        "gpus": r.gpus,
+        "model": r.model,
+        "minMemoryGiB": r.min_memory_gib,
+        "nvlink": r.nvlink.name,
+        "gpusPerHost": r.gpus_per_host,
+        "maxIbHops": r.max_ib_hops,
+        "sameNvlinkDomain": r.same_nvlink_domain,
+        "railAligned": r.rail_aligned,
+        "gpuNicAffinity": r.gpu_nic_affinity,
+        "maxTemperatureC": r.max_temperature_c,
+        "excludeUnhealthy": r.exclude_unhealthy,
+        "excludeHosts": list(r.exclude_hosts),
+        "limit": r.limit,
+        "preferences": {"hosts": list(r.prefer_hosts), "packing": r.packing.name, "coolerGpus": r.prefer_cool},
+    }
+
+
+async def _release(server: str, reservation_id: str) -> int:
+    query = (
+        "mutation($id: String!) { release(id: $id) { __typename "
+        "... on Reservation { id state } ... on NotFound { message } } }"
+    )
+    out = (await _graphql(server, query, {"id": reservation_id}))["release"]
+    assert isinstance(out, dict)
+    if out["__typename"] == "NotFound":
+        print(out["message"])
+        return 2
+    print(f"{out['id']}: {out['state']}")
+    return 0
 
 
 async def _migrate(settings: Settings) -> None:

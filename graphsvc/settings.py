@@ -31,6 +31,9 @@ class Settings(BaseSettings):
     max_fabric_body_bytes: int = Field(default=64 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024)
     query_timeout_s: float = Field(default=10.0, gt=0, le=600)
     stale_after_s: float = Field(default=300.0, gt=0)
+    default_ttl_s: int = Field(default=600, ge=1, description="Lease of a reservation that asks for none")
+    max_ttl_s: int = Field(default=7 * 24 * 3600, ge=1)
+    lease_check_interval_s: float = Field(default=5.0, gt=0)
     dev_mode: bool = Field(default=False, description="GraphiQL at /graphql; `graphsvc demo` turns it on")
 
     @field_validator("store")

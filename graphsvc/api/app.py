@@ -14,9 +14,15 @@ from graphsvc.api.graphql.context import get_context
 from graphsvc.api.graphql.schema import schema
 from graphsvc.api.limits import BodySizeLimit
 from graphsvc.api.rest import router
+from graphsvc.reservations.leases import LeaseKeeper
+from graphsvc.reservations.service import ReservationService
 from graphsvc.settings import Settings
 from graphsvc.store.factory import open_store
 from graphsvc.store.gateway import Gateway
+
+
+def _reservations(gw: Gateway, settings: Settings) -> ReservationService:
+    return ReservationService(gw, default_ttl_s=settings.default_ttl_s, max_ttl_s=settings.max_ttl_s)
 
 
 def create_app(settings: Settings | None = None, *, gateway: Gateway | None = None) -> FastAPI:
@@ -26,12 +32,18 @@ def create_app(settings: Settings | None = None, *, gateway: Gateway | None = No
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if gateway is not None:
-            app.state.gateway = gateway
             yield
             return
         async with open_store(settings) as gw:
             app.state.gateway = gw
-            yield
+            app.state.reservations = _reservations(gw, settings)
+            keeper = LeaseKeeper(app.state.reservations, stale_after_s=settings.stale_after_s,
+                                 interval_s=settings.lease_check_interval_s)  # fmt: skip
+            keeper.start()
+            try:
+                yield
+            finally:
+                keeper.stop()
 
     app = FastAPI(
         title="graphsvc",
@@ -42,6 +54,7 @@ def create_app(settings: Settings | None = None, *, gateway: Gateway | None = No
     app.state.settings = settings
     if gateway is not None:
         app.state.gateway = gateway
+        app.state.reservations = _reservations(gateway, settings)
     install_error_handlers(app)
     app.include_router(router)
     app.include_router(

@@ -33,10 +33,15 @@ class SearchBudget:
 
 
 class HostLoader:
-    """Reads hosts' GPUs and NVLink edges once per request (the graph does not change under us)."""
+    """Reads hosts' GPUs and NVLink edges once per request (the graph does not change under us).
 
-    def __init__(self, gateway: Gateway) -> None:
+    A GPU whose reservation lease has lapsed counts as free, even before the lease job ran.
+    """
+
+    def __init__(self, gateway: Gateway, now: float, virtual_free: frozenset[str] = frozenset()) -> None:
         self.gw = gateway
+        self.now = now
+        self.virtual_free = virtual_free  # GPUs a preemption plan may take
         self.cache: dict[str, Host] = {}
 
     async def load(self, names: Iterable[str]) -> list[Host]:
@@ -59,6 +64,11 @@ class HostLoader:
                         gpus=[],
                     )
                 gpu = Gpu.from_row(host.name, row)
+                lapsed = row.get("lease_expires_at")
+                if gpu.state == "reserved" and lapsed is not None and lapsed < self.now:
+                    gpu.state = "free"
+                if gpu.uuid in self.virtual_free:
+                    gpu.state = "free"
                 host.gpus.append(gpu)
                 by_uuid[gpu.uuid] = gpu
             for name in missing:
@@ -88,11 +98,21 @@ class PlacementEngine:
         self.clock = clock
         self.budget = budget or SearchBudget()
 
-    async def place(self, req: PlacementRequest, *, explain_infeasible: bool = True) -> PlacementResult:
+    async def place(
+        self,
+        req: PlacementRequest,
+        *,
+        explain_infeasible: bool = True,
+        virtual_free: frozenset[str] = frozenset(),
+        extra_hosts: tuple[str, ...] = (),
+    ) -> PlacementResult:
+        """Ranked candidates; `virtual_free` GPUs (on `extra_hosts`) count as free, for preemption plans."""
         started = time.perf_counter()
         req = req.validated()
-        search = _Search(self, req)
+        search = _Search(self, req, virtual_free)
         await search.run()
+        if extra_hosts:
+            await search.search_extra(list(extra_hosts))
         candidates = await search.finish()
         infeasible = []
         if not candidates and explain_infeasible:
@@ -106,11 +126,11 @@ class PlacementEngine:
 
 
 class _Search:
-    def __init__(self, engine: PlacementEngine, req: PlacementRequest) -> None:
+    def __init__(self, engine: PlacementEngine, req: PlacementRequest, virtual_free: frozenset[str]) -> None:
         self.engine = engine
         self.req = req
         self.gw = engine.gw
-        self.loader = HostLoader(engine.gw)
+        self.loader = HostLoader(engine.gw, engine.clock(), virtual_free)
         self.found: dict[frozenset[str], list[Gpu]] = {}
         self.units_read = 0
         self.model = (req.model or "").lower()
@@ -229,6 +249,28 @@ class _Search:
             if chosen is not None or loaded >= len(names):
                 return chosen
             loaded = min(len(names), loaded * 2)
+
+    async def search_extra(self, names: list[str]) -> None:
+        """Hosts the counters cannot see as free (GPUs a preemption would free): each host,
+        each NVLink domain across them, each leaf group across them."""
+        req = self.req
+        hosts = await self.loader.load(names)
+        if not req.needs_one_domain and (req.gpus_per_host in (None, req.gpus)):
+            for host in hosts:
+                self.add(choose_in_host(host.gpus, req.gpus, req))
+        domains: dict[str, list[Host]] = {}
+        for host in hosts:
+            for dom in {g.domain for g in host.gpus if g.domain}:
+                domains.setdefault(dom, []).append(host)
+        for dom, members in domains.items():
+            if req.needs_one_domain or req.gpus_per_host is None:
+                self.add(self.choose_in_domain(dom, members))
+        if not req.needs_one_domain and (req.max_ib_hops is None or req.max_ib_hops >= 1):
+            groups: dict[str, list[Host]] = {}
+            for host in hosts:
+                groups.setdefault(host.leaves[0] if host.leaves else "", []).append(host)
+            for members in groups.values():
+                self.add(self.choose_across_hosts(members))
 
     def choose_in_domain(self, domain: str, hosts: list[Host]) -> list[Gpu] | None:
         """n GPUs of one NVLink domain, on as few hosts as possible (trays kept whole)."""

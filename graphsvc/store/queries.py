@@ -1,7 +1,9 @@
 """Named Cypher queries, one ``.cypher`` file each under ``queries/``.
 
 A query's name is its path below ``queries/`` without the extension
-(``ingest_host``, ``migrations/0002_gpu_state_default``). Code refers to
+(``ingest_host``, ``migrations/0002_1_gpu_state_default``). Files under ``queries/fragments/``
+are not queries: a line ``//@include NAME`` in a query is replaced by that fragment, so a
+statement tail shared by several writes (the counter recount) is written once. Code refers to
 queries only by name and passes values only as ``$parameters``; nothing
 is ever spliced into query text, so a hostile string can only be stored.
 """
@@ -44,9 +46,14 @@ class QueryRegistry:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._queries: dict[str, NamedQuery] = {}
+        fragments = {
+            p.stem: p.read_text(encoding="utf-8").strip() for p in sorted((root / "fragments").glob("*.cypher"))
+        }
         for path in sorted(root.rglob("*.cypher")):
             name = path.relative_to(root).with_suffix("").as_posix()
-            text = path.read_text(encoding="utf-8").strip()
+            if name.startswith("fragments/"):
+                continue
+            text = _expand(path.read_text(encoding="utf-8").strip(), fragments, name)
             if not text:
                 raise ValueError(f"query {name} is empty")
             self._queries[name] = NamedQuery(name, text, path)
@@ -71,6 +78,18 @@ class QueryRegistry:
                 number = int(q.name.split("/", 1)[1].split("_", 1)[0])
                 out.append((number, q))
         return sorted(out, key=lambda item: (item[0], item[1].name))
+
+
+_INCLUDE = re.compile(r"^//@include\s+(\S+)\s*$", re.MULTILINE)
+
+
+def _expand(text: str, fragments: dict[str, str], name: str) -> str:
+    def fragment(m: re.Match[str]) -> str:
+        if m.group(1) not in fragments:
+            raise ValueError(f"query {name} includes unknown fragment {m.group(1)!r}")
+        return fragments[m.group(1)]
+
+    return _INCLUDE.sub(fragment, text)
 
 
 @cache

@@ -19,6 +19,7 @@ class NodeType:
     properties: dict[str, str]
     required: tuple[str, ...]
     indexes: tuple[str, ...]
+    unique: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,10 @@ class GraphSchema:
             out.append(
                 f"CREATE CONSTRAINT {low}_{n.key}_unique IF NOT EXISTS FOR (n:{n.label}) REQUIRE n.{n.key} IS UNIQUE"
             )
+            for prop in n.unique:
+                out.append(
+                    f"CREATE CONSTRAINT {low}_{prop}_unique IF NOT EXISTS FOR (n:{n.label}) REQUIRE n.{prop} IS UNIQUE"
+                )
             for prop in n.indexes:
                 out.append(f"CREATE INDEX {low}_{prop} IF NOT EXISTS FOR (n:{n.label}) ON (n.{prop})")
         return out
@@ -61,11 +66,12 @@ class GraphSchema:
         pairs: list[tuple[str, str]] = []
         for n in self.nodes.values():
             pairs.append((n.label, n.key))
+            pairs.extend((n.label, p) for p in n.unique)
             pairs.extend((n.label, p) for p in n.indexes)
         return pairs
 
     def unique_keys(self) -> list[tuple[str, str]]:
-        return [(n.label, n.key) for n in self.nodes.values()]
+        return [(n.label, p) for n in self.nodes.values() for p in (n.key, *n.unique)]
 
 
 def load_schema(path: Path | None = None) -> GraphSchema:
@@ -78,10 +84,11 @@ def load_schema(path: Path | None = None) -> GraphSchema:
         _check_props(label, props)
         required = tuple(spec.get("required", [key]))
         indexes = tuple(spec.get("indexes", []))
-        for p in (key, *required, *indexes):
+        unique = tuple(spec.get("unique", []))
+        for p in (key, *required, *indexes, *unique):
             if p not in props:
                 raise ValueError(f"schema: {label}.{p} is used but not declared")
-        nodes[label] = NodeType(label, key, props, required, indexes)
+        nodes[label] = NodeType(label, key, props, required, indexes, unique)
     rels: dict[str, RelType] = {}
     for name, spec in raw.get("relationships", {}).items():
         props = dict(spec.get("properties", {}))

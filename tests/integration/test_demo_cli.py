@@ -62,6 +62,15 @@ def test_demo_loads_the_declared_cluster(tmp_path: Path) -> None:
             check=False,
         )
         assert nope.returncode == 2 and "infeasible [nvlink]" in nope.stdout
+        held = subprocess.run(
+            [exe, "reserve", "8xH100 nvlink=full-mesh", "--holder", "cli-job", "--ttl", "10m", "--server", url],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert held.returncode == 0, held.stderr + held.stdout
+        rid = held.stdout.split()[0]
+        assert rid.startswith("rsv-") and "cli-job" in held.stdout
+        freed = subprocess.run([exe, "release", rid, "--server", url], capture_output=True, text=True, timeout=60)
+        assert freed.returncode == 0 and f"{rid}: released" in freed.stdout
         graphiql = httpx.get(f"{url}/graphql", headers={"accept": "text/html"}, timeout=10)
         assert graphiql.status_code == 200 and "graphiql" in graphiql.text.lower()  # demo runs in dev mode
     finally:

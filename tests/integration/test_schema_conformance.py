@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from graphsvc.ingest.service import ingest_fabric, ingest_host
+from graphsvc.placement.request import parse_request
+from graphsvc.reservations.service import Reservation, ReservationService
 from graphsvc.store.gateway import Gateway
 from graphsvc.store.schema import graph_schema
 from graphsvc.synthetic.clusters import build
@@ -22,6 +24,10 @@ async def test_stored_graph_conforms_to_declared_schema(gateway: Gateway) -> Non
     for host in cluster.hosts:
         await ingest_host(gateway, host)
     await ingest_fabric(gateway, cluster.fabric())
+    reserved = await ReservationService(gateway).reserve(
+        holder="conformance", request=parse_request("2xH100"), labels=["team=infra"]
+    )
+    assert isinstance(reserved, Reservation)
     schema = graph_schema()
     seen_labels: set[str] = set()
     for row in await gateway.read("export_nodes", {"limit": 1_000_000}):

@@ -7,16 +7,20 @@ from strawberry.fastapi import BaseContext
 from strawberry.types import Info as StrawberryInfo
 
 from graphsvc.placement.engine import PlacementEngine
+from graphsvc.reservations.service import ReservationService
 from graphsvc.settings import Settings
 from graphsvc.store.gateway import Gateway
 
 
 class Context(BaseContext):
-    def __init__(self, gateway: Gateway, engine: PlacementEngine, settings: Settings) -> None:
+    def __init__(
+        self, gateway: Gateway, engine: PlacementEngine, settings: Settings, reservations: ReservationService
+    ) -> None:
         super().__init__()
         self.gateway = gateway
         self.engine = engine
         self.settings = settings
+        self.reservations = reservations
 
 
 Info = StrawberryInfo[Context, None]
@@ -24,4 +28,10 @@ Info = StrawberryInfo[Context, None]
 
 async def get_context(request: Request) -> Context:
     gateway: Gateway = request.app.state.gateway
-    return Context(gateway=gateway, engine=PlacementEngine(gateway), settings=request.app.state.settings)
+    reservations: ReservationService = request.app.state.reservations
+    return Context(
+        gateway=gateway,
+        engine=reservations.engine,
+        settings=request.app.state.settings,
+        reservations=reservations,
+    )

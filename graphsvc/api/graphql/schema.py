@@ -21,9 +21,17 @@ from strawberry.extensions import (
 )
 
 from graphsvc.api.graphql import browse
+from graphsvc.api.graphql import reservations as res
 from graphsvc.api.graphql.context import Info
 from graphsvc.api.graphql.inputs import GPUFilter, HostFilter, PlacementRequestInput
 from graphsvc.api.graphql.placement import place
+from graphsvc.api.graphql.reservations import (
+    PreemptionPlan,
+    Reservation,
+    ReservationFilter,
+    ReservationMutations,
+    Subscription,
+)
 from graphsvc.api.graphql.types import (
     ClusterSummary,
     Fabric,
@@ -80,6 +88,20 @@ class Query:
     async def placement(self, info: Info, request: PlacementRequestInput) -> PlacementResult:
         return await place(info.context.engine, request.to_request())
 
+    @strawberry.field(description="Which reservations a request of this priority would displace; changes nothing.")
+    async def preemption_plan(self, info: Info, request: PlacementRequestInput, priority: int) -> PreemptionPlan:
+        return await res.preemption_plan(info, request, priority)
+
+    @strawberry.field(description="One reservation by id, null if unknown.")
+    async def reservation(self, info: Info, id: str) -> Reservation | None:
+        return await res.reservation(info, id)
+
+    @strawberry.field(description="Reservations by id, filtered by holder and state (first <= 500).")
+    async def reservations(
+        self, info: Info, filter: ReservationFilter | None = None, first: int = 100, after: str | None = None
+    ) -> list[Reservation]:
+        return await res.reservations(info, filter, first, after)
+
     @strawberry.field(description='The same from the compact text form, e.g. "8xH100 nvlink=full-mesh ib-hops<=1".')
     async def placement_text(self, info: Info, text: str) -> PlacementResult:
         return await place(info.context.engine, None, text=text)
@@ -96,6 +118,8 @@ def _mask(error: GraphQLError) -> bool:
 
 schema = strawberry.Schema(
     query=Query,
+    mutation=ReservationMutations,
+    subscription=Subscription,
     extensions=[
         lambda: QueryDepthLimiter(max_depth=MAX_DEPTH),
         lambda: MaxAliasesLimiter(max_alias_count=MAX_ALIASES),

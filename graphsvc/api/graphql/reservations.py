@@ -1,0 +1,239 @@
+"""GraphQL for reservations: typed results for every expected outcome, a subscription for events."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from typing import Annotated
+
+import strawberry
+
+from graphsvc.api.graphql.context import Info
+from graphsvc.api.graphql.inputs import PlacementRequestInput
+from graphsvc.api.graphql.types import GPU, HostRef, InfeasibleReason
+from graphsvc.reservations import service as svc
+
+
+@strawberry.type
+class Reservation:
+    id: str
+    holder: str
+    state: str = strawberry.field(description="active, released, expired or preempted")
+    created_at: float
+    expires_at: float
+    ended_at: float | None
+    priority: int
+    preemptible: bool
+    labels: list[str]
+    idempotency_key: str
+    request: str | None = strawberry.field(description="The placement request in text form, if any")
+    gpus: list[GPU]
+    hosts: list[HostRef]
+
+
+@strawberry.type
+class ReservationHolder:
+    gpu_uuid: str
+    reservation: str
+    holder: str
+
+
+@strawberry.type(description="The GPUs are held by other live reservations.")
+class Conflict:
+    message: str
+    gpus: list[GPU]
+    holders: list[ReservationHolder]
+
+
+@strawberry.type(description="Nothing in the cluster can satisfy the request now.")
+class Infeasible:
+    reasons: list[InfeasibleReason]
+
+
+@strawberry.type
+class ValidationError:
+    field: str
+    message: str
+
+
+@strawberry.type
+class NotFound:
+    id: str
+    message: str
+
+
+@strawberry.type(description="The lease ran out (or the reservation ended) before the renewal.")
+class LeaseExpired:
+    id: str
+    expired_at: float
+    message: str
+
+
+ReserveResult = Annotated[Reservation | Conflict | Infeasible | ValidationError, strawberry.union("ReserveResult")]
+RenewResult = Annotated[Reservation | LeaseExpired | NotFound | ValidationError, strawberry.union("RenewResult")]
+ReleaseResult = Annotated[Reservation | NotFound, strawberry.union("ReleaseResult")]
+
+
+@strawberry.input(description="Either a placement request or an explicit list of GPU uuids, plus the lease.")
+class ReserveInput:
+    holder: str
+    request: PlacementRequestInput | None = None
+    gpus: list[str] | None = None
+    ttl_seconds: int | None = None
+    idempotency_key: str | None = None
+    priority: int = 0
+    preemptible: bool = False
+    labels: list[str] = strawberry.field(default_factory=list, description='"key=value" strings')
+    allow_preemption: bool = strawberry.field(
+        default=False, description="May end lower-priority preemptible reservations if nothing else fits"
+    )
+
+
+@strawberry.input
+class ReservationFilter:
+    holder: str | None = None
+    state: str | None = None
+
+
+@strawberry.type
+class ReservationEvent:
+    kind: str = strawberry.field(
+        description="reservation.created|renewed|released|expired|preempted, host.stale|recovered"
+    )
+    subject: str = strawberry.field(description="The reservation id or host name")
+    holder: str
+    at: float
+
+
+def to_graphql(r: svc.Reservation) -> Reservation:
+    hosts: dict[str, HostRef] = {}
+    gpus = []
+    for g in r.gpus:
+        ref = hosts.setdefault(g.host, HostRef(name=g.host, rack=g.rack, scalable_unit=g.scalable_unit))
+        gpus.append(GPU(uuid=g.uuid, index=g.index, model=g.model, host=ref, state="reserved" if g.held else None))
+    return Reservation(
+        id=r.id,
+        holder=r.holder,
+        state=r.state,
+        created_at=r.created_at,
+        expires_at=r.expires_at,
+        ended_at=r.ended_at,
+        priority=r.priority,
+        preemptible=r.preemptible,
+        labels=r.labels,
+        idempotency_key=r.idempotency_key,
+        request=r.request,
+        gpus=gpus,
+        hosts=list(hosts.values()),
+    )
+
+
+async def _conflict(info: Info, c: svc.Conflict) -> Conflict:
+    rows = await info.context.gateway.read("gpus_by_uuid", {"uuids": c.gpus})
+    gpus = [
+        GPU(uuid=r["uuid"], index=r["index"], model=r["model"], state=r["state"], host=HostRef(name=r["host"]))
+        for r in rows
+    ]
+    holders = [ReservationHolder(gpu_uuid=h.gpu_uuid, reservation=h.reservation, holder=h.holder) for h in c.holders]
+    return Conflict(message=c.message, gpus=gpus, holders=holders)
+
+
+@strawberry.type(name="Mutation")
+class ReservationMutations:
+    @strawberry.mutation(description="Hold GPUs for a job, all or none, until the lease expires.")
+    async def reserve(self, info: Info, input: ReserveInput) -> ReserveResult:
+        out = await info.context.reservations.reserve(
+            holder=input.holder,
+            request=input.request.to_request() if input.request is not None else None,
+            gpus=input.gpus,
+            ttl_s=input.ttl_seconds,
+            idempotency_key=input.idempotency_key,
+            priority=input.priority,
+            preemptible=input.preemptible,
+            labels=input.labels,
+            allow_preemption=input.allow_preemption,
+        )
+        if isinstance(out, svc.Reservation):
+            return to_graphql(out)
+        if isinstance(out, svc.Conflict):
+            return await _conflict(info, out)
+        if isinstance(out, svc.Infeasible):
+            return Infeasible(
+                reasons=[
+                    InfeasibleReason(constraint=r.constraint, message=r.message, nearest_feasible=r.nearest_feasible)
+                    for r in out.reasons
+                ]
+            )
+        return ValidationError(field=out.field, message=out.message)
+
+    @strawberry.mutation(description="Extend a live lease.")
+    async def renew(self, info: Info, id: str, ttl_seconds: int | None = None) -> RenewResult:
+        out = await info.context.reservations.renew(id, ttl_seconds)
+        if isinstance(out, svc.Reservation):
+            return to_graphql(out)
+        if isinstance(out, svc.LeaseExpired):
+            return LeaseExpired(id=out.id, expired_at=out.expired_at, message=out.message)
+        if isinstance(out, svc.NotFound):
+            return NotFound(id=out.id, message=out.message)
+        return ValidationError(field=out.field, message=out.message)
+
+    @strawberry.mutation(description="Free the GPUs now; releasing twice is harmless.")
+    async def release(self, info: Info, id: str) -> ReleaseResult:
+        out = await info.context.reservations.release(id)
+        if isinstance(out, svc.NotFound):
+            return NotFound(id=out.id, message=out.message)
+        return to_graphql(out)
+
+
+@strawberry.type
+class PreemptionVictim:
+    reservation: str
+    holder: str
+    priority: int
+    gpus: list[str]
+
+
+@strawberry.type(description="What a preempting reservation would take; nothing is changed by asking.")
+class PreemptionPlan:
+    feasible: bool
+    gpus: list[str]
+    hosts: list[str]
+    victims: list[PreemptionVictim]
+    largest_free_block_before: int
+    largest_free_block_after: int
+    reason: str
+
+
+async def preemption_plan(info: Info, request: PlacementRequestInput, priority: int) -> PreemptionPlan:
+    plan = await info.context.reservations.preemption_plan(request.to_request(), priority)
+    return PreemptionPlan(
+        feasible=plan.feasible,
+        gpus=plan.gpus,
+        hosts=plan.hosts,
+        victims=[PreemptionVictim(reservation=v.reservation, holder=v.holder, priority=v.priority, gpus=v.gpus)
+                 for v in plan.victims],
+        largest_free_block_before=plan.fragmentation_before,
+        largest_free_block_after=plan.fragmentation_after,
+        reason=plan.reason,
+    )  # fmt: skip
+
+
+async def reservation(info: Info, id: str) -> Reservation | None:
+    found = await info.context.reservations.get(id)
+    return to_graphql(found) if found is not None else None
+
+
+async def reservations(
+    info: Info, filter: ReservationFilter | None, first: int, after: str | None
+) -> list[Reservation]:
+    flt = filter or ReservationFilter()
+    found = await info.context.reservations.page(flt.holder, flt.state, first, after)
+    return [to_graphql(r) for r in found]
+
+
+@strawberry.type
+class Subscription:
+    @strawberry.subscription(description="Reservation and host events as they happen.")
+    async def events(self, info: Info, holder: str | None = None) -> AsyncGenerator[ReservationEvent, None]:
+        async for event in info.context.reservations.events.subscribe():
+            if holder is None or event.holder == holder or event.kind.startswith(("host.", "subscriber.")):
+                yield ReservationEvent(kind=event.kind, subject=event.subject, holder=event.holder, at=event.at)

@@ -1,0 +1,48 @@
+"""In-process event bus for reservation and host events, fanned out to GraphQL subscribers.
+
+Each subscriber gets a bounded queue; a subscriber too slow to keep up loses its oldest
+events (and is told so by a `subscriber.lagged` event) rather than slowing the service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: str  # reservation.created|renewed|released|expired|preempted, host.stale|recovered
+    subject: str  # reservation id or host name
+    holder: str
+    at: float
+
+
+class EventBus:
+    def __init__(self, queue_size: int = 1000) -> None:
+        self._subscribers: set[asyncio.Queue[Event]] = set()
+        self.queue_size = queue_size
+
+    async def publish(self, event: Event) -> None:
+        for queue in list(self._subscribers):
+            if queue.full():
+                with contextlib.suppress(asyncio.QueueEmpty):
+                    queue.get_nowait()
+                queue.put_nowait(Event("subscriber.lagged", "", "", event.at))
+            with contextlib.suppress(asyncio.QueueFull):
+                queue.put_nowait(event)
+
+    async def subscribe(self) -> AsyncIterator[Event]:
+        queue: asyncio.Queue[Event] = asyncio.Queue(maxsize=self.queue_size)
+        self._subscribers.add(queue)
+        try:
+            while True:
+                yield await queue.get()
+        finally:
+            self._subscribers.discard(queue)
+
+    @property
+    def subscribers(self) -> int:
+        return len(self._subscribers)

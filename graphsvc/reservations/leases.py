@@ -1,0 +1,63 @@
+"""The lease job: expires lapsed reservations and reports hosts going stale or recovering.
+
+Runs on an apscheduler AsyncIOScheduler inside the service. Placement does not wait for it:
+a GPU whose hold has lapsed counts as free to the reserve write even before this runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+from graphsvc.reservations.events import Event
+from graphsvc.reservations.service import ReservationService
+
+log = logging.getLogger(__name__)
+
+
+class LeaseKeeper:
+    def __init__(
+        self,
+        service: ReservationService,
+        *,
+        stale_after_s: float,
+        interval_s: float = 5.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.service = service
+        self.stale_after_s = stale_after_s
+        self.interval_s = interval_s
+        self.clock = clock
+        self.stale: set[str] | None = None
+        self.scheduler: AsyncIOScheduler | None = None
+
+    async def tick(self) -> None:
+        try:
+            await self.service.expire_due()
+            await self.check_hosts()
+        except Exception:
+            log.exception("lease job failed; the next run will try again")
+
+    async def check_hosts(self) -> None:
+        now = self.clock()
+        rows = await self.service.gw.read("stale_host_names", {"cutoff": now - self.stale_after_s, "limit": 100_000})
+        stale = {r["name"] for r in rows}
+        if self.stale is not None:
+            for host in sorted(stale - self.stale):
+                await self.service.events.publish(Event("host.stale", host, "", now))
+            for host in sorted(self.stale - stale):
+                await self.service.events.publish(Event("host.recovered", host, "", now))
+        self.stale = stale
+
+    def start(self) -> None:
+        self.scheduler = AsyncIOScheduler()
+        self.scheduler.add_job(self.tick, "interval", seconds=self.interval_s, max_instances=1, coalesce=True)
+        self.scheduler.start()
+
+    def stop(self) -> None:
+        if self.scheduler is not None:
+            self.scheduler.shutdown(wait=False)
+            self.scheduler = None

@@ -1,0 +1,453 @@
+"""Gang reservations with leases: all GPUs of a job or none, never one GPU twice.
+
+Every reservation is one conditional write (``reservations/reserve_gpus.cypher``): it takes
+the GPUs only if all are free (or their hold has lapsed), moves the free counters in the
+same statement, and writes nothing otherwise. A request-based reserve asks placement for
+ranked candidates and tries them in order; a candidate that a concurrent reservation took
+simply fails its write, and the next one is tried (a bounded number of times) before the
+answer is a typed Conflict. See docs/reservations.md for why this is safe on both stores.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from graphsvc.placement.engine import PlacementEngine
+from graphsvc.placement.model import InfeasibleReason
+from graphsvc.placement.request import PlacementRequest, RequestError, format_request
+from graphsvc.reservations.events import Event, EventBus
+from graphsvc.store.errors import StoreQueryError
+from graphsvc.store.gateway import Gateway
+
+log = logging.getLogger(__name__)
+
+MAX_GPUS = 4096
+MAX_LABELS = 32
+
+
+@dataclass
+class ReservedGpu:
+    uuid: str
+    index: int
+    model: str
+    host: str
+    rack: str | None
+    scalable_unit: str | None
+    held: bool
+
+
+@dataclass
+class Reservation:
+    id: str
+    holder: str
+    state: str
+    created_at: float
+    expires_at: float
+    priority: int
+    preemptible: bool
+    labels: list[str]
+    idempotency_key: str
+    request: str | None
+    gpus: list[ReservedGpu]
+    ended_at: float | None = None
+    renewed_at: float | None = None
+
+
+@dataclass
+class Holder:
+    gpu_uuid: str
+    reservation: str
+    holder: str
+
+
+@dataclass
+class Conflict:
+    message: str
+    gpus: list[str]
+    holders: list[Holder] = field(default_factory=list)
+
+
+@dataclass
+class Infeasible:
+    reasons: list[InfeasibleReason]
+
+
+@dataclass
+class Invalid:
+    field: str
+    message: str
+
+
+@dataclass
+class NotFound:
+    id: str
+    message: str
+
+
+@dataclass
+class LeaseExpired:
+    id: str
+    expired_at: float
+    message: str
+
+
+@dataclass
+class Victim:
+    reservation: str
+    holder: str
+    priority: int
+    gpus: list[str]
+
+
+@dataclass
+class PreemptionPlan:
+    """What a preempting reservation would take and whom it would displace; nothing is changed."""
+
+    feasible: bool
+    gpus: list[str]
+    hosts: list[str]
+    victims: list[Victim]
+    fragmentation_before: int
+    fragmentation_after: int
+    reason: str
+
+
+ReserveOutcome = Reservation | Conflict | Infeasible | Invalid
+
+
+def _check_text(name: str, value: str, limit: int) -> None:
+    if not value or len(value) > limit or any(ord(c) < 0x20 for c in value):
+        raise RequestError(name, f"must be 1 to {limit} printable characters")
+
+
+class ReservationService:
+    def __init__(
+        self,
+        gateway: Gateway,
+        *,
+        clock: Callable[[], float] = time.time,
+        default_ttl_s: int = 600,
+        max_ttl_s: int = 7 * 24 * 3600,
+        max_attempts: int = 5,
+        events: EventBus | None = None,
+    ) -> None:
+        self.gw = gateway
+        self.clock = clock
+        self.default_ttl_s = default_ttl_s
+        self.max_ttl_s = max_ttl_s
+        self.max_attempts = max_attempts
+        self.events = events or EventBus()
+        self.engine = PlacementEngine(gateway, clock=clock)
+
+    # ---- reading ----------------------------------------------------------------------
+
+    async def get_many(self, ids: Sequence[str] = (), keys: Sequence[str] = ()) -> list[Reservation]:
+        rows = await self.gw.read("reservations/reservation_get", {"ids": list(ids), "keys": list(keys)})
+        return [_reservation(r) for r in rows]
+
+    async def get(self, reservation_id: str) -> Reservation | None:
+        found = await self.get_many(ids=[reservation_id])
+        return found[0] if found else None
+
+    async def page(self, holder: str | None, state: str | None, first: int, after: str | None) -> list[Reservation]:
+        rows = await self.gw.read(
+            "reservations/reservations_page",
+            {"holder": holder or "", "state": state or "", "after": after or "", "first": max(1, min(first, 500))},
+        )
+        found = {r.id: r for r in await self.get_many(ids=[r["id"] for r in rows])}
+        return [found[r["id"]] for r in rows if r["id"] in found]
+
+    # ---- reserving --------------------------------------------------------------------
+
+    def _ttl(self, ttl_s: int | None) -> int:
+        ttl = self.default_ttl_s if ttl_s is None else ttl_s
+        if not 1 <= ttl <= self.max_ttl_s:
+            raise RequestError("ttlSeconds", f"must be between 1 and {self.max_ttl_s}")
+        return ttl
+
+    async def reserve(
+        self,
+        *,
+        holder: str,
+        request: PlacementRequest | None = None,
+        gpus: Sequence[str] | None = None,
+        ttl_s: int | None = None,
+        idempotency_key: str | None = None,
+        priority: int = 0,
+        preemptible: bool = False,
+        labels: Sequence[str] = (),
+        allow_preemption: bool = False,
+    ) -> ReserveOutcome:
+        try:
+            ttl = self._ttl(ttl_s)
+            _check_text("holder", holder, 256)
+            if idempotency_key is not None:
+                _check_text("idempotencyKey", idempotency_key, 128)
+            if (request is None) == (gpus is None):
+                raise RequestError("input", "give either a placement request or a list of GPU uuids")
+            if len(labels) > MAX_LABELS:
+                raise RequestError("labels", f"at most {MAX_LABELS} labels")
+            for label in labels:
+                _check_text("labels", label, 128)
+            if not -1000 <= priority <= 1000:
+                raise RequestError("priority", "must be between -1000 and 1000")
+            if gpus is not None and not 1 <= len(set(gpus)) == len(gpus) <= MAX_GPUS:
+                raise RequestError("gpus", f"1 to {MAX_GPUS} distinct GPU uuids")
+            if request is not None:
+                request = request.validated()
+        except RequestError as err:
+            return Invalid(err.field, err.message)
+
+        if idempotency_key is not None:
+            existing = await self.get_many(keys=[idempotency_key])
+            if existing:
+                return self._same_holder(existing[0], holder)
+        reservation_id = f"rsv-{uuid.uuid4().hex[:20]}"
+        props = {
+            "id": reservation_id,
+            "holder": holder,
+            "state": "active",
+            "priority": priority,
+            "preemptible": preemptible,
+            "labels": list(labels),
+            "idempotency_key": idempotency_key or reservation_id,
+            "gpu_count": 0,
+        }
+        if gpus is not None:
+            return await self._reserve_exact(list(gpus), props, ttl, idempotency_key, holder)
+        assert request is not None
+        props["request"] = format_request(request)
+        # Lapsed leases free their GPUs now, not at the reaper's next run: the candidate
+        # search reads free counters, which only a reaped reservation gives back.
+        await self.expire_due()
+        placed = await self._reserve_placed(request, props, ttl, idempotency_key, holder)
+        if allow_preemption and isinstance(placed, (Conflict, Infeasible)):
+            preempted = await self._reserve_preempting(request, props, ttl)
+            if preempted is not None:
+                return preempted
+        return placed
+
+    # ---- preemption -------------------------------------------------------------------
+
+    async def preemption_plan(self, request: PlacementRequest, priority: int) -> PreemptionPlan:
+        request = request.validated()
+        rows = await self.gw.read("reservations/preemptible_holdings", {"priority": priority})
+        victims = {r["reservation"]: Victim(r["reservation"], r["holder"], int(r["priority"] or 0), list(r["gpus"]))
+                   for r in rows}  # fmt: skip
+        owner = {g: v.reservation for v in victims.values() for g in v.gpus}
+        hosts = tuple(sorted({h for r in rows for h in r["hosts"]}))
+        result = await self.engine.place(
+            request.with_(limit=20), explain_infeasible=False, virtual_free=frozenset(owner), extra_hosts=hosts
+        )
+        best = None
+        for c in result.candidates:
+            displaced = sorted({owner[g.uuid] for g in c.gpus if g.uuid in owner})
+            key = (len(displaced), sum(victims[v].priority for v in displaced), -c.score)
+            if best is None or key < best[0]:
+                best = (key, c, displaced)
+        if best is None:
+            return PreemptionPlan(False, [], [], [], 0, 0, "no placement fits even if every lower-priority "
+                                  "preemptible reservation were ended")  # fmt: skip
+        _, c, displaced = best
+        names = ", ".join(f"{v} ({victims[v].holder}, priority {victims[v].priority})" for v in displaced)
+        reason = (
+            f"ends {len(displaced)} preemptible reservation(s): {names}. " if displaced else "needs no preemption. "
+        ) + c.reason
+        return PreemptionPlan(
+            True,
+            sorted(g.uuid for g in c.gpus),
+            [h.name for h in c.hosts],
+            [victims[v] for v in displaced],
+            c.fragmentation_before,
+            c.fragmentation_after,
+            reason,
+        )
+
+    async def _reserve_preempting(
+        self, request: PlacementRequest, props: dict[str, Any], ttl: int
+    ) -> Reservation | None:
+        for _ in range(self.max_attempts):
+            plan = await self.preemption_plan(request, int(props["priority"]))
+            if not plan.feasible:
+                return None
+            now = self.clock()
+            full = {**props, "created_at": now, "expires_at": now + ttl, "gpu_count": len(plan.gpus)}
+            victims = [v.reservation for v in plan.victims]
+            query = "reservations/preempt_and_reserve" if victims else "reservations/reserve_gpus"
+            params: dict[str, Any] = {"uuids": plan.gpus, "props": full, "now": now}
+            if victims:
+                params["victims"] = victims
+            if await self.gw.write(query, params):
+                for v in plan.victims:
+                    await self.events.publish(Event("reservation.preempted", v.reservation, v.holder, now))
+                created = await self.get(full["id"])
+                assert created is not None
+                await self.events.publish(Event("reservation.created", created.id, created.holder, now))
+                return created
+        return None
+
+    def _same_holder(self, existing: Reservation, holder: str) -> ReserveOutcome:
+        if existing.holder != holder:
+            return Invalid("idempotencyKey", "this key belongs to another holder's reservation")
+        return existing
+
+    async def _write(self, uuids: list[str], props: dict[str, Any], ttl: int) -> bool:
+        now = self.clock()
+        props = {**props, "created_at": now, "expires_at": now + ttl, "gpu_count": len(uuids)}
+        rows = await self.gw.write("reservations/reserve_gpus", {"uuids": uuids, "props": props, "now": now})
+        return bool(rows)
+
+    async def _attempt(
+        self, uuids: list[str], props: dict[str, Any], ttl: int, key: str | None, holder: str
+    ) -> ReserveOutcome | None:
+        """One write; the reservation, or None when a GPU was taken (or the key raced in)."""
+        try:
+            ok = await self._write(uuids, props, ttl)
+        except StoreQueryError as exc:
+            if key is not None and "unique" in exc.message.lower():
+                existing = await self.get_many(keys=[key])
+                if existing:
+                    return self._same_holder(existing[0], holder)
+            raise
+        if not ok:
+            return None
+        created = await self.get(props["id"])
+        assert created is not None
+        await self.events.publish(Event("reservation.created", created.id, created.holder, self.clock()))
+        return created
+
+    async def _reserve_exact(
+        self, uuids: list[str], props: dict[str, Any], ttl: int, key: str | None, holder: str
+    ) -> ReserveOutcome:
+        known = await self.gw.read("gpus_by_uuid", {"uuids": uuids})
+        missing = sorted(set(uuids) - {r["uuid"] for r in known})
+        if missing:
+            return Invalid("gpus", f"unknown GPU uuid(s): {', '.join(missing[:10])}")
+        done = await self._attempt(sorted(uuids), props, ttl, key, holder)
+        return done if done is not None else await self._conflict(uuids)
+
+    async def _reserve_placed(
+        self, request: PlacementRequest, props: dict[str, Any], ttl: int, key: str | None, holder: str
+    ) -> ReserveOutcome:
+        tried = 0
+        last: list[str] = []
+        for _round in range(2):  # a second look if every candidate was taken under us
+            result = await self.engine.place(request.with_(limit=min(20, max(request.limit, self.max_attempts))))
+            if not result.candidates:
+                if tried:
+                    break
+                return Infeasible(result.infeasible)
+            for candidate in result.candidates:
+                if tried >= self.max_attempts * 2:
+                    break
+                tried += 1
+                last = sorted(g.uuid for g in candidate.gpus)
+                done = await self._attempt(last, props, ttl, key, holder)
+                if done is not None:
+                    return done
+        return await self._conflict(last, f"every candidate ({tried} tried) was taken by concurrent reservations")
+
+    async def _conflict(self, uuids: list[str], message: str | None = None) -> Conflict:
+        rows = await self.gw.read("reservations/gpu_holders", {"uuids": uuids, "now": self.clock()})
+        holders = [Holder(r["uuid"], r["reservation"], r["holder"]) for r in rows]
+        return Conflict(message or f"{len({h.gpu_uuid for h in holders})} of these GPUs are held", uuids, holders)
+
+    # ---- leases -----------------------------------------------------------------------
+
+    async def renew(
+        self, reservation_id: str, ttl_s: int | None = None
+    ) -> Reservation | LeaseExpired | NotFound | Invalid:
+        try:
+            ttl = self._ttl(ttl_s)
+        except RequestError as err:
+            return Invalid(err.field, err.message)
+        now = self.clock()
+        rows = await self.gw.write(
+            "reservations/renew_reservation", {"id": reservation_id, "now": now, "expires_at": now + ttl}
+        )
+        current = await self.get(reservation_id)
+        if current is None:
+            return NotFound(reservation_id, f"no reservation {reservation_id!r}")
+        if not rows:
+            if current.state == "active" or current.state == "expired":
+                return LeaseExpired(reservation_id, current.expires_at, "the lease ran out; reserve again")
+            return LeaseExpired(
+                reservation_id, current.ended_at or current.expires_at, f"the reservation was {current.state}"
+            )
+        await self.events.publish(Event("reservation.renewed", current.id, current.holder, now))
+        return current
+
+    async def release(self, reservation_id: str, *, state: str = "released") -> Reservation | NotFound:
+        """Idempotent: releasing an ended reservation returns it as it is."""
+        rows = await self.gw.write(
+            "reservations/release_reservation", {"id": reservation_id, "now": self.clock(), "state": state}
+        )
+        if not rows:
+            # Holds nothing (all taken over) or already ended: end it without GPU changes if still live.
+            await self.gw.write(
+                "reservations/end_empty_reservation", {"id": reservation_id, "now": self.clock(), "state": state}
+            )
+        current = await self.get(reservation_id)
+        if current is None:
+            return NotFound(reservation_id, f"no reservation {reservation_id!r}")
+        if rows:
+            kind = "reservation.preempted" if state == "preempted" else "reservation.released"
+            await self.events.publish(Event(kind, current.id, current.holder, self.clock()))
+        return current
+
+    async def expire_due(self, batch: int = 200) -> list[str]:
+        """End every reservation whose lease ran out; the lease job calls this on a schedule."""
+        expired: list[str] = []
+        now = self.clock()
+        if not await self.gw.read("reservations/lapsed_exists", {"now": now}):
+            return expired
+        while True:
+            rows = await self.gw.write("reservations/expire_reservations", {"now": now, "limit": batch})
+            ids = [i for r in rows for i in r["ids"]]
+            expired.extend(ids)
+            if len(ids) < batch:
+                break
+        empty = await self.gw.write("reservations/expired_without_gpus", {"now": now, "limit": 10_000})
+        expired.extend(i for r in empty for i in r["ids"])
+        if expired:
+            found = {r.id: r for r in await self.get_many(ids=expired)}
+            for rid in expired:
+                holder = found[rid].holder if rid in found else ""
+                await self.events.publish(Event("reservation.expired", rid, holder, now))
+            log.info("lease reaper: %d reservation(s) expired", len(expired))
+        return expired
+
+
+def _reservation(row: dict[str, Any]) -> Reservation:
+    r = row["reservation"]
+    return Reservation(
+        id=r["id"],
+        holder=r["holder"],
+        state=r["state"],
+        created_at=r["created_at"],
+        expires_at=r["expires_at"],
+        priority=int(r.get("priority") or 0),
+        preemptible=bool(r.get("preemptible")),
+        labels=list(r.get("labels") or []),
+        idempotency_key=r["idempotency_key"],
+        request=r.get("request"),
+        ended_at=r.get("ended_at"),
+        renewed_at=r.get("renewed_at"),
+        gpus=[
+            ReservedGpu(
+                uuid=g["uuid"],
+                index=int(g["index"]),
+                model=g.get("model") or "",
+                host=g["host"],
+                rack=g.get("rack"),
+                scalable_unit=g.get("scalable_unit"),
+                held=bool(g.get("held")),
+            )
+            for g in row["gpus"]
+        ],
+    )

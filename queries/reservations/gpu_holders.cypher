@@ -1,0 +1,5 @@
+// Which live reservations hold these GPUs (explains a Conflict).
+MATCH (r:Reservation)-[:HOLDS]->(g:GPU)
+WHERE g.uuid IN $uuids AND g.reservation = r.id AND r.state = 'active' AND r.expires_at >= $now
+RETURN g.uuid AS uuid, r.id AS reservation, r.holder AS holder, r.priority AS priority,
+       r.preemptible AS preemptible

@@ -1,0 +1,8 @@
+// Invariant check: live reservations that do not hold every GPU they were granted (must be none).
+MATCH (r:Reservation)
+WHERE r.state = 'active' AND r.expires_at >= $now
+OPTIONAL MATCH (r)-[:HOLDS]->(g:GPU)
+WHERE g.reservation = r.id AND g.state = 'reserved'
+WITH r, count(g) AS held
+WHERE held <> r.gpu_count
+RETURN r.id AS id, held, r.gpu_count AS granted

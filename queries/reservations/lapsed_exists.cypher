@@ -1,0 +1,5 @@
+// Is any live reservation past its lease? (A cheap read before the reaper's writes.)
+MATCH (r:Reservation)
+WHERE r.state = 'active' AND r.expires_at < $now
+RETURN r.id AS id
+LIMIT 1

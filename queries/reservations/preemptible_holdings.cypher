@@ -1,0 +1,5 @@
+// Live preemptible reservations below a priority, with the hosts their GPUs are on.
+MATCH (r:Reservation)-[:HOLDS]->(g:GPU)<-[:HAS_GPU]-(h:Host)
+WHERE r.state = 'active' AND r.preemptible = true AND r.priority < $priority AND g.reservation = r.id
+RETURN r.id AS reservation, r.holder AS holder, r.priority AS priority, collect(g.uuid) AS gpus,
+       collect(DISTINCT h.name) AS hosts

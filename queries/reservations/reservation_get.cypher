@@ -1,0 +1,11 @@
+// Reservations by id (or by idempotency key) with the GPUs they hold.
+MATCH (r:Reservation)
+WHERE r.id IN $ids OR r.idempotency_key IN $keys
+OPTIONAL MATCH (r)-[:HOLDS]->(g:GPU)<-[:HAS_GPU]-(h:Host)
+WITH r, g, h
+ORDER BY h.name, g.index
+WITH r, collect(CASE WHEN g IS NULL THEN NULL ELSE {
+  uuid: g.uuid, index: g.index, model: g.model, host: h.name, rack: h.rack, scalable_unit: h.scalable_unit,
+  state: g.state, held: g.reservation = r.id
+} END) AS gpus
+RETURN properties(r) AS reservation, gpus

@@ -1,0 +1,91 @@
+"""kill -9 of the store (and service) during a reservation storm: every acknowledged
+reservation survives whole, and none is half-written."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from graphsvc.cli import push_cluster
+from graphsvc.synthetic.clusters import build
+from tests.conftest import free_port
+from tests.service import ServiceProcess
+
+pytestmark = pytest.mark.slow
+
+RESERVE_EXACT = """mutation($holder: String!, $gpus: [String!]) {
+  reserve(input: {holder: $holder, gpus: $gpus, ttlSeconds: 3600}) {
+    __typename ... on Reservation { id gpus { uuid } } } }"""
+RESERVE_PLACED = """mutation($holder: String!) {
+  reserve(input: {holder: $holder, ttlSeconds: 3600, request: {gpus: 1, model: "L40S"}}) {
+    __typename ... on Reservation { id gpus { uuid } } } }"""
+GET = "query($id: String!) { reservation(id: $id) { id state gpus { uuid state } } }"
+
+
+def test_kill_9_keeps_every_acknowledged_reservation(tmp_path: Path) -> None:
+    service = ServiceProcess(tmp_path / "data", free_port())
+    service.start()
+    cluster = build("l40s:hosts=16")
+    asyncio.run(push_cluster(service.url, cluster))
+    uuids = [g.uuid for h in cluster.hosts for g in h.gpus]
+    acked: dict[str, list[str]] = {}
+    stop = threading.Event()
+    lock = threading.Lock()
+
+    def client(n: int) -> None:
+        rng = random.Random(n)
+        with httpx.Client(base_url=service.url, timeout=10) as c:
+            while not stop.is_set():
+                if rng.random() < 0.5:
+                    body = {"query": RESERVE_EXACT, "variables": {"holder": f"c{n}", "gpus": rng.sample(uuids, 2)}}
+                else:
+                    body = {"query": RESERVE_PLACED, "variables": {"holder": f"c{n}"}}
+                try:
+                    resp = c.post("/graphql", json=body)
+                except httpx.HTTPError:
+                    return
+                if resp.status_code != 200:
+                    continue
+                out = resp.json().get("data", {}).get("reserve") or {}
+                if out.get("__typename") == "Reservation":
+                    with lock:
+                        acked[out["id"]] = sorted(g["uuid"] for g in out["gpus"])
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 60
+    while len(acked) < 25 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    service.kill9()
+    stop.set()
+    for t in threads:
+        t.join()
+    assert len(acked) >= 25
+    service.start()
+    try:
+        with httpx.Client(base_url=service.url, timeout=10) as c:
+            for rid, gpus in acked.items():
+                got = c.post("/graphql", json={"query": GET, "variables": {"id": rid}}).json()["data"]["reservation"]
+                assert got is not None, rid
+                assert got["state"] == "active"
+                assert sorted(g["uuid"] for g in got["gpus"]) == gpus
+                assert {g["state"] for g in got["gpus"]} == {"reserved"}
+            listing = c.post(
+                "/graphql", json={"query": "{ reservations(first: 500) { id gpus { uuid state } } }"}
+            ).json()
+            seen: dict[str, str] = {}
+            for r in listing["data"]["reservations"]:
+                held = [g for g in r["gpus"] if g["state"] == "reserved"]
+                assert len(held) == len(r["gpus"]), f"half-written reservation {r['id']}"
+                for g in held:
+                    assert g["uuid"] not in seen, f"{g['uuid']} held by {seen[g['uuid']]} and {r['id']}"
+                    seen[g["uuid"]] = r["id"]
+    finally:
+        service.stop()

@@ -1,0 +1,288 @@
+"""Reservations on the real embedded store: typed outcomes, leases with an injected clock, counters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from graphsvc.placement.request import parse_request
+from graphsvc.reservations.service import (
+    Conflict,
+    Infeasible,
+    Invalid,
+    LeaseExpired,
+    NotFound,
+    Reservation,
+    ReservationService,
+)
+from graphsvc.store.gateway import Gateway
+from tests.cluster_helpers import load
+
+
+class Clock:
+    def __init__(self, now: float = 1_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def gql(client: httpx.AsyncClient, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
+    resp = await client.post("/graphql", json={"query": query, "variables": variables or {}})
+    assert resp.status_code == 200, resp.text
+    body: dict[str, Any] = resp.json()
+    assert "errors" not in body, body
+    data: dict[str, Any] = body["data"]
+    return data
+
+
+async def free_of(gw: Gateway, host: str) -> int:
+    rows = await gw.read("hosts_page", {"after": "", "cluster": "", "rack": "", "scalable_unit": "", "model": "",
+                                        "min_free": 0, "stale_before": 0.0, "first": 500})  # fmt: skip
+    return next(int(r["free_gpus"]) for r in rows if r["name"] == host)
+
+
+async def invariants(gw: Gateway, now: float) -> None:
+    assert await gw.read("reservations/double_holds", {"now": now}) == []
+    assert await gw.read("reservations/incomplete_reservations", {"now": now}) == []
+
+
+RESERVE = """mutation { reserve(input: {request: {gpus: 8, model: "H100", nvlink: FULL_MESH},
+holder: "job-1", ttlSeconds: 600, idempotencyKey: "k1"}) { __typename
+... on Reservation { id gpus { uuid } expiresAt } ... on Conflict { gpus { uuid } }
+... on Infeasible { reasons { constraint message } } } }"""
+
+
+async def test_issue_mutations_work_as_written(client: httpx.AsyncClient, gateway: Gateway) -> None:
+    await load(gateway, "superpod-h100:sus=1")
+    first = (await gql(client, RESERVE))["reserve"]
+    assert first["__typename"] == "Reservation" and len(first["gpus"]) == 8
+    again = (await gql(client, RESERVE))["reserve"]
+    assert again["id"] == first["id"]  # same idempotency key, same reservation
+    listed = (await gql(client, "{ reservations { id holder gpus { uuid } } }"))["reservations"]
+    assert [(r["id"], r["holder"], len(r["gpus"])) for r in listed] == [(first["id"], "job-1", 8)]
+    released = (await gql(client, f'mutation {{ release(id: "{first["id"]}") {{ __typename }} }}'))["release"]
+    assert released["__typename"] == "Reservation"
+    twice = await gql(
+        client, f'mutation {{ release(id: "{first["id"]}") {{ __typename ... on Reservation {{ state }} }} }}'
+    )
+    assert twice["release"] == {"__typename": "Reservation", "state": "released"}
+    missing = (await gql(client, 'mutation { release(id: "nope") { __typename } }'))["release"]
+    assert missing["__typename"] == "NotFound"
+
+
+async def test_counters_move_with_the_reservation(gateway: Gateway) -> None:
+    cluster = await load(gateway, "superpod-h100:sus=1")
+    svc = ReservationService(gateway)
+    host = cluster.hosts[0]
+    before = await free_of(gateway, host.hostname)
+    out = await svc.reserve(holder="h", gpus=[g.uuid for g in host.gpus[:3]])
+    assert isinstance(out, Reservation) and {g.host for g in out.gpus} == {host.hostname}
+    assert await free_of(gateway, host.hostname) == before - 3
+    domains = {r["uuid"]: r for r in await gateway.read("nvlink_domains")}
+    leaf = (await gateway.read("fabric_switches", {"cluster": "default", "tier": "leaf", "after": "", "first": 1}))[0]
+    assert leaf["free_gpus"] == 248 - 3
+    assert domains
+    await svc.release(out.id)
+    assert await free_of(gateway, host.hostname) == before
+
+
+async def test_conflict_names_the_holder(gateway: Gateway) -> None:
+    cluster = await load(gateway, "l40s:hosts=1")
+    svc = ReservationService(gateway)
+    uuids = [g.uuid for g in cluster.hosts[0].gpus]
+    first = await svc.reserve(holder="a", gpus=uuids[:2])
+    assert isinstance(first, Reservation)
+    clash = await svc.reserve(holder="b", gpus=uuids[1:3])
+    assert isinstance(clash, Conflict)
+    assert [(h.gpu_uuid, h.reservation, h.holder) for h in clash.holders] == [(uuids[1], first.id, "a")]
+    assert isinstance(await svc.reserve(holder="b", gpus=["GPU-nope"]), Invalid)
+    assert isinstance(await svc.reserve(holder="b", request=parse_request("8xL40S")), Infeasible)
+    assert isinstance(await svc.reserve(holder="", gpus=uuids[:1]), Invalid)
+    assert isinstance(await svc.reserve(holder="b", gpus=uuids[:1], ttl_s=10**9), Invalid)
+    assert isinstance(await svc.reserve(holder="b"), Invalid)
+
+
+async def test_idempotency_key_belongs_to_its_holder(gateway: Gateway) -> None:
+    cluster = await load(gateway, "l40s:hosts=1")
+    svc = ReservationService(gateway)
+    uuids = [g.uuid for g in cluster.hosts[0].gpus]
+    a = await svc.reserve(holder="a", gpus=uuids[:1], idempotency_key="key-1")
+    b = await svc.reserve(holder="a", gpus=uuids[:1], idempotency_key="key-1")
+    assert isinstance(a, Reservation) and isinstance(b, Reservation) and a.id == b.id
+    other = await svc.reserve(holder="z", gpus=uuids[2:3], idempotency_key="key-1")
+    assert isinstance(other, Invalid) and other.field == "idempotencyKey"
+
+
+async def test_leases_expire_renew_and_free_gpus(gateway: Gateway) -> None:
+    cluster = await load(gateway, "l40s:hosts=1")
+    clock = Clock()
+    svc = ReservationService(gateway, clock=clock)
+    host = cluster.hosts[0].hostname
+    r = await svc.reserve(holder="job", request=parse_request("4xL40S"), ttl_s=10)
+    assert isinstance(r, Reservation) and r.expires_at == clock.now + 10
+    clock.now += 8
+    renewed = await svc.renew(r.id, 10)
+    assert isinstance(renewed, Reservation) and renewed.expires_at == clock.now + 10
+    clock.now += 9
+    assert await svc.expire_due() == []  # renewed in time
+    assert await free_of(gateway, host) == 0
+    clock.now += 2
+    late = await svc.renew(r.id, 10)
+    assert isinstance(late, LeaseExpired)
+    assert await svc.expire_due() == [r.id]
+    assert await free_of(gateway, host) == 4
+    ended = await svc.get(r.id)
+    assert ended is not None and ended.state == "expired"
+    assert isinstance(await svc.renew(r.id, 10), LeaseExpired)
+    assert isinstance(await svc.renew("nope", 10), NotFound)
+    await invariants(gateway, clock.now)
+
+
+async def test_lapsed_holds_count_as_free_before_the_reaper_runs(gateway: Gateway) -> None:
+    cluster = await load(gateway, "l40s:hosts=1")
+    clock = Clock()
+    svc = ReservationService(gateway, clock=clock)
+    uuids = sorted(g.uuid for g in cluster.hosts[0].gpus)
+    old = await svc.reserve(holder="late-job", gpus=uuids, ttl_s=5)
+    assert isinstance(old, Reservation)
+    assert isinstance(await svc.reserve(holder="next", gpus=uuids), Conflict)
+    clock.now += 6  # the lease lapsed, the reaper has not run: the write itself takes the GPUs over
+    new = await svc.reserve(holder="next", gpus=uuids, ttl_s=60)
+    assert isinstance(new, Reservation)
+    await invariants(gateway, clock.now)
+    assert await svc.expire_due() == [old.id]  # ends the lapsed one without touching the new holds
+    assert await free_of(gateway, cluster.hosts[0].hostname) == 0
+    current = await svc.get(new.id)
+    assert current is not None and all(g.held for g in current.gpus)
+    # A placement-based reserve reaps lapsed leases first, so the counters see the GPUs again.
+    clock.now += 61
+    again = await svc.reserve(holder="third", request=parse_request("4xL40S"), ttl_s=60)
+    assert isinstance(again, Reservation)
+    await invariants(gateway, clock.now)
+
+
+async def test_events_are_published(gateway: Gateway) -> None:
+    cluster = await load(gateway, "l40s:hosts=1")
+    svc = ReservationService(gateway)
+    seen: list[str] = []
+
+    async def listen() -> None:
+        async for event in svc.events.subscribe():
+            seen.append(event.kind)
+            if event.kind == "reservation.released":
+                return
+
+    import asyncio
+
+    task = asyncio.create_task(listen())
+    await asyncio.sleep(0)
+    r = await svc.reserve(holder="a", gpus=[cluster.hosts[0].gpus[0].uuid])
+    assert isinstance(r, Reservation)
+    await svc.renew(r.id, 60)
+    await svc.release(r.id)
+    await asyncio.wait_for(task, 5)
+    assert seen == ["reservation.created", "reservation.renewed", "reservation.released"]
+
+
+@pytest.mark.parametrize("ttl", [0, -5])
+async def test_bad_ttl_is_a_validation_error(gateway: Gateway, ttl: int) -> None:
+    cluster = await load(gateway, "l40s:hosts=1")
+    svc = ReservationService(gateway)
+    out = await svc.reserve(holder="a", gpus=[cluster.hosts[0].gpus[0].uuid], ttl_s=ttl)
+    assert isinstance(out, Invalid) and out.field == "ttlSeconds"
+
+
+async def test_preemption_only_when_asked_and_only_lower_priority(gateway: Gateway) -> None:
+    cluster = await load(gateway, "l40s:hosts=1")
+    svc = ReservationService(gateway)
+    uuids = sorted(g.uuid for g in cluster.hosts[0].gpus)
+    low = await svc.reserve(holder="batch", gpus=uuids[:2], priority=1, preemptible=True)
+    keep = await svc.reserve(holder="prod", gpus=uuids[2:3], priority=5, preemptible=False)
+    assert isinstance(low, Reservation) and isinstance(keep, Reservation)
+    req = parse_request("3xL40S")
+    assert isinstance(await svc.reserve(holder="urgent", request=req, priority=9), Infeasible)  # not asked
+    plan = await svc.preemption_plan(req, priority=9)
+    assert plan.feasible and [v.reservation for v in plan.victims] == [low.id]
+    assert set(plan.gpus) == {uuids[0], uuids[1], uuids[3]}
+    still = await svc.get(low.id)
+    assert still is not None and still.state == "active"  # a plan changes nothing
+    assert not (await svc.preemption_plan(req, priority=1)).feasible  # equal priority cannot preempt
+    won = await svc.reserve(holder="urgent", request=req, priority=9, allow_preemption=True)
+    assert isinstance(won, Reservation) and sorted(g.uuid for g in won.gpus) == plan.gpus
+    ended = await svc.get(low.id)
+    assert ended is not None and ended.state == "preempted"
+    kept = await svc.get(keep.id)
+    assert kept is not None and kept.state == "active"
+    await invariants(gateway, svc.clock())
+    assert await free_of(gateway, cluster.hosts[0].hostname) == 0
+
+
+async def test_subscription_streams_events(client: httpx.AsyncClient, gateway: Gateway, app: Any) -> None:
+    import asyncio
+
+    from graphsvc.api.graphql.context import Context
+    from graphsvc.api.graphql.schema import schema
+
+    cluster = await load(gateway, "l40s:hosts=1")
+    svc: ReservationService = app.state.reservations
+    ctx = Context(gateway=gateway, engine=svc.engine, settings=app.state.settings, reservations=svc)
+    stream = await schema.subscribe('subscription { events(holder: "sub") { kind subject holder } }', context_value=ctx)
+    got: list[dict[str, Any]] = []
+
+    async def read() -> None:
+        async for result in stream:
+            assert result.errors is None and result.data is not None
+            got.append(result.data["events"])
+            if len(got) == 2:
+                return
+
+    task = asyncio.create_task(read())
+    await asyncio.sleep(0.05)
+    r = await svc.reserve(holder="sub", gpus=[cluster.hosts[0].gpus[0].uuid])
+    await svc.reserve(holder="other", gpus=[cluster.hosts[0].gpus[1].uuid])  # filtered out
+    assert isinstance(r, Reservation)
+    await svc.release(r.id)
+    await asyncio.wait_for(task, 5)
+    assert [(e["kind"], e["holder"]) for e in got] == [("reservation.created", "sub"), ("reservation.released", "sub")]
+
+
+async def test_lease_job_reports_hosts_going_stale_and_back(gateway: Gateway) -> None:
+    import asyncio
+
+    from graphsvc.reservations.leases import LeaseKeeper
+
+    cluster = await load(gateway, "l40s:hosts=2")
+    clock = Clock(now=10**10)
+    svc = ReservationService(gateway, clock=clock)
+    keeper = LeaseKeeper(svc, stale_after_s=300, clock=clock)
+    seen: list[tuple[str, str]] = []
+
+    async def listen() -> None:
+        async for e in svc.events.subscribe():
+            seen.append((e.kind, e.subject))
+            if len(seen) == 2:
+                return
+
+    task = asyncio.create_task(listen())
+    await asyncio.sleep(0)
+    keeper.stale = set()  # as if the last tick saw every host fresh
+    await keeper.tick()  # the clock is far ahead: both hosts went stale
+    await asyncio.wait_for(task, 5)
+    assert sorted(seen) == sorted(("host.stale", h.hostname) for h in cluster.hosts)
+    clock.now = 0.0
+    recovered: list[str] = []
+
+    async def listen_again() -> None:
+        async for e in svc.events.subscribe():
+            recovered.append(e.kind)
+            if len(recovered) == 2:
+                return
+
+    task = asyncio.create_task(listen_again())
+    await asyncio.sleep(0)
+    await keeper.tick()
+    await asyncio.wait_for(task, 5)
+    assert recovered == ["host.recovered", "host.recovered"]
