@@ -15,6 +15,7 @@ import httpx
 import uvicorn
 
 from graphsvc.api.app import create_app
+from graphsvc.client import RESERVE_MUTATION, request_input
 from graphsvc.settings import Settings
 from graphsvc.synthetic.clusters import Profile, SyntheticCluster, build
 
@@ -80,6 +81,14 @@ def _parser() -> argparse.ArgumentParser:
     reserve.add_argument("--allow-preemption", action="store_true")
     reserve.add_argument("--server", default="http://127.0.0.1:8000")
 
+    exp = sub.add_parser("export", help="the topology for Slurm, Kueue, Volcano or NCCL, from a running service")
+    exp.add_argument(
+        "format", choices=["slurm-tree", "slurm-block", "slurm-gres", "kueue", "kueue-labels", "volcano", "nccl"]
+    )
+    exp.add_argument("--cluster", default="default")
+    exp.add_argument("--host", help="the host, for the per-host nccl export")
+    exp.add_argument("--server", default="http://127.0.0.1:8000")
+
     release = sub.add_parser("release", help="free a reservation's GPUs now")
     release.add_argument("id")
     release.add_argument("--server", default="http://127.0.0.1:8000")
@@ -114,6 +123,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(_place(args.server, args.request, as_json=args.json))
         elif args.command == "reserve":
             return asyncio.run(_reserve(args))
+        elif args.command == "export":
+            params = {"cluster": args.cluster, **({"host": args.host} if args.host else {})}
+            resp = httpx.get(f"{args.server}/v1/export/{args.format}", params=params, timeout=300)
+            if resp.status_code != 200:
+                raise RuntimeError(f"HTTP {resp.status_code}: {resp.text[:500]}")
+            print(resp.text, end="")
         elif args.command == "release":
             return asyncio.run(_release(args.server, args.id))
         elif args.command == "export-schema":
@@ -267,19 +282,6 @@ def _seconds(text: str) -> int:
     return int(float(text))
 
 
-RESERVE_MUTATION = """
-mutation Reserve($input: ReserveInput!) {
-  reserve(input: $input) {
-    __typename
-    ... on Reservation { id holder expiresAt gpus { uuid index host { name } } }
-    ... on Conflict { message gpus { uuid } holders { gpuUuid reservation holder } }
-    ... on Infeasible { reasons { constraint message nearestFeasible } }
-    ... on ValidationError { field message }
-  }
-}
-"""
-
-
 async def _graphql(server: str, query: str, variables: dict[str, object]) -> dict[str, object]:
     import json
 
@@ -293,7 +295,7 @@ async def _graphql(server: str, query: str, variables: dict[str, object]) -> dic
 
 
 async def _reserve(args: argparse.Namespace) -> int:
-    request = _request_input(args.request)  # the parser's words on bad input, before calling the service
+    request = request_input(args.request)  # the parser's words on bad input, before calling the service
     variables: dict[str, object] = {
         "input": {
             "holder": args.holder,
@@ -321,29 +323,6 @@ async def _reserve(args: argparse.Namespace) -> int:
     else:
         print(f"invalid [{out['field']}]: {out['message']}")
     return 2
-
-
-def _request_input(text: str) -> dict[str, object]:
-    """The GraphQL input for a text request (one parser: graphsvc.placement.request)."""
-    from graphsvc.placement.request import parse_request
-
-    r = parse_request(text)
-    return {
-        "gpus": r.gpus,
-        "model": r.model,
-        "minMemoryGiB": r.min_memory_gib,
-        "nvlink": r.nvlink.name,
-        "gpusPerHost": r.gpus_per_host,
-        "maxIbHops": r.max_ib_hops,
-        "sameNvlinkDomain": r.same_nvlink_domain,
-        "railAligned": r.rail_aligned,
-        "gpuNicAffinity": r.gpu_nic_affinity,
-        "maxTemperatureC": r.max_temperature_c,
-        "excludeUnhealthy": r.exclude_unhealthy,
-        "excludeHosts": list(r.exclude_hosts),
-        "limit": r.limit,
-        "preferences": {"hosts": list(r.prefer_hosts), "packing": r.packing.name, "coolerGpus": r.prefer_cool},
-    }
 
 
 async def _release(server: str, reservation_id: str) -> int:

@@ -1,4 +1,4 @@
-// A host's NUMA nodes and PCIe switches, and which switch each GPU and NIC hangs off.
+// A host's NUMA nodes and PCIe switches, and which switch each GPU (by uuid) and NIC (by name) hangs off.
 MATCH (h:Host {name: $name})
 OPTIONAL MATCH (h)-[:HAS_NUMA]->(n:NUMANode)
 WITH h, collect(DISTINCT {index: n.index, cpus: n.cpus, memory_mib: n.memory_mib}) AS numa
@@ -6,5 +6,8 @@ OPTIONAL MATCH (h)-[:HAS_PCIE_SWITCH]->(s:PCIeSwitch)
 OPTIONAL MATCH (s)-[:PCIE_UPSTREAM]->(up:PCIeSwitch)
 WITH h, numa, collect(DISTINCT {bus_id: s.bus_id, parent: up.bus_id, generation: s.generation,
                                 width: s.width, numa_node: s.numa_node}) AS switches
-OPTIONAL MATCH (h)-[:HAS_GPU|HAS_NIC]->(dev)-[:PCIE_UPSTREAM]->(first:PCIeSwitch)
-RETURN numa, switches, collect(DISTINCT {device: coalesce(dev.uuid, dev.name), switch: first.bus_id}) AS attachments
+OPTIONAL MATCH (h)-[:HAS_GPU]->(g:GPU)-[:PCIE_UPSTREAM]->(gs:PCIeSwitch)
+WITH h, numa, switches, collect(DISTINCT {device: g.uuid, switch: gs.bus_id}) AS gpu_attachments
+OPTIONAL MATCH (h)-[:HAS_NIC]->(n:NIC)-[:PCIE_UPSTREAM]->(ns:PCIeSwitch)
+WITH numa, switches, gpu_attachments, collect(DISTINCT {device: n.name, switch: ns.bus_id}) AS nic_attachments
+RETURN numa, switches, gpu_attachments + nic_attachments AS attachments

@@ -10,9 +10,11 @@ from strawberry.fastapi import GraphQLRouter
 
 import graphsvc
 from graphsvc.api.errors import install_error_handlers
+from graphsvc.api.exports import router as exports_router
 from graphsvc.api.graphql.context import get_context
 from graphsvc.api.graphql.schema import schema
 from graphsvc.api.limits import BodySizeLimit
+from graphsvc.api.metrics import Metrics, RequestTimer, metrics_router
 from graphsvc.api.rest import router
 from graphsvc.reservations.leases import LeaseKeeper
 from graphsvc.reservations.service import ReservationService
@@ -36,6 +38,7 @@ def create_app(settings: Settings | None = None, *, gateway: Gateway | None = No
             return
         async with open_store(settings) as gw:
             app.state.gateway = gw
+            gw.observers.append(app.state.metrics.observe_query)
             app.state.reservations = _reservations(gw, settings)
             keeper = LeaseKeeper(app.state.reservations, stale_after_s=settings.stale_after_s,
                                  interval_s=settings.lease_check_interval_s)  # fmt: skip
@@ -52,11 +55,15 @@ def create_app(settings: Settings | None = None, *, gateway: Gateway | None = No
         lifespan=lifespan,
     )
     app.state.settings = settings
+    app.state.metrics = Metrics()
     if gateway is not None:
         app.state.gateway = gateway
+        gateway.observers.append(app.state.metrics.observe_query)
         app.state.reservations = _reservations(gateway, settings)
     install_error_handlers(app)
     app.include_router(router)
+    app.include_router(metrics_router())
+    app.include_router(exports_router)
     app.include_router(
         GraphQLRouter(schema, context_getter=get_context, graphql_ide="graphiql" if settings.dev_mode else None),
         prefix="/graphql",
@@ -66,4 +73,5 @@ def create_app(settings: Settings | None = None, *, gateway: Gateway | None = No
         return settings.max_fabric_body_bytes if path == "/v1/fabric" else settings.max_body_bytes
 
     app.add_middleware(BodySizeLimit, limit_for=limit_for)
+    app.add_middleware(RequestTimer, metrics=app.state.metrics)
     return app

@@ -45,25 +45,34 @@ class Health(BaseModel):
 
 
 @router.put("/v1/hosts/{name}/facts", tags=["ingest"])
-async def put_host_facts(name: HostPath, facts: HostFacts, gw: GatewayDep) -> HostIngestResult:
+async def put_host_facts(name: HostPath, facts: HostFacts, gw: GatewayDep, request: Request) -> HostIngestResult:
     """Replace everything the graph knows about one host; devices missing from the facts are removed."""
     if facts.hostname != name:
         raise IngestRejected(422, "hostname", f"body hostname {facts.hostname!r} does not match the URL {name!r}")
-    return await ingest_host(gw, facts)
+    result = await ingest_host(gw, facts)
+    request.app.state.metrics.ingest.labels("host_facts").inc()
+    request.app.state.metrics.ingest_gpus.inc(len(facts.gpus))
+    return result
 
 
 @router.put("/v1/hosts/{name}/metrics", tags=["ingest"])
-async def put_host_metrics(name: HostPath, metrics: HostMetrics, gw: GatewayDep) -> MetricsIngestResult:
+async def put_host_metrics(
+    name: HostPath, metrics: HostMetrics, gw: GatewayDep, request: Request
+) -> MetricsIngestResult:
     """Update the fast-changing GPU metrics of a host already known from its full facts."""
     if metrics.hostname != name:
         raise IngestRejected(422, "hostname", f"body hostname {metrics.hostname!r} does not match the URL {name!r}")
-    return await ingest_metrics(gw, metrics)
+    result = await ingest_metrics(gw, metrics)
+    request.app.state.metrics.ingest.labels("host_metrics").inc()
+    return result
 
 
 @router.put("/v1/fabric", tags=["ingest"])
-async def put_fabric(facts: FabricFacts, gw: GatewayDep) -> FabricIngestResult:
+async def put_fabric(facts: FabricFacts, gw: GatewayDep, request: Request) -> FabricIngestResult:
     """Replace one cluster's switch fabric (switches, NIC cables, switch cables)."""
-    return await ingest_fabric(gw, facts)
+    result = await ingest_fabric(gw, facts)
+    request.app.state.metrics.ingest.labels("fabric").inc()
+    return result
 
 
 @router.get("/v1/hosts/{name}", tags=["read"])

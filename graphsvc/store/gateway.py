@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +42,7 @@ class Gateway:
         self.timeout_s = timeout_s
         self.slow_query_s = slow_query_s
         self.stats: dict[str, QueryStat] = {}
+        self.observers: list[Callable[[str, float], None]] = []  # e.g. Prometheus histograms
 
     @property
     def kind(self) -> str:
@@ -75,6 +76,8 @@ class Gateway:
             stat.calls += 1
             stat.total_s += elapsed
             stat.max_s = max(stat.max_s, elapsed)
+            for observe in self.observers:
+                observe(name, elapsed)
         level = logging.INFO if elapsed >= self.slow_query_s else logging.DEBUG
         log.log(level, "query=%s rows=%d %.1f ms", name, len(rows), elapsed * 1000)
         return rows

@@ -120,7 +120,7 @@ def dgx_h100(spec: HostSpec) -> HostFacts:
         rdma, netdev, socket = DGX_H100_PORT_MAP[i]
         gpu_bus = DGX_H100_GPU_BUS[i]
         nic_bus = int(netdev[3:].split("s")[0])
-        switch_bus = _bus(gpu_bus - 3)
+        switch_bus = _bus(gpu_bus - 2)
         switches.append(PCIeSwitchFact(bus_id=switch_bus, generation=5, width=16, numa_node=socket))
         uuid = _uuid(rng)
         gpus.append(

@@ -128,6 +128,10 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "reservations/incomplete_reservations": {"now": 0.0},
     "reservations/preemptible_holdings": {"priority": 10},
     "reservations/lapsed_exists": {"now": 0.0},
+    "export_hosts": {"cluster": "default"},
+    "export_switches": {"cluster": "default"},
+    "metrics_domains": {},
+    "reservations/live_count": {"now": 0.0},
     "reservations/preempt_and_reserve": {
         "uuids": [FIRST.gpus[2].uuid],
         "now": time.time(),

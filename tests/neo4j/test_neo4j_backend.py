@@ -86,3 +86,21 @@ async def test_demo_slice_loads(neo: Gateway) -> None:
     assert counts["hosts"] == len(cluster.hosts)
     assert {m["model"]: m["gpus"] for m in counts["models"]} == cluster.gpus_by_model()
     assert (await neo.read("stale_hosts_count", {"cutoff": time.time() - 3600}))[0]["stale"] == 0
+
+
+async def test_reservations_are_atomic_on_neo4j(neo: Gateway) -> None:
+    """The same conditional write under read committed: 16 clients race for 8 GPUs."""
+    import asyncio
+
+    from graphsvc.reservations.service import Reservation, ReservationService
+
+    cluster = build("l40s:hosts=2")
+    for host in cluster.hosts:
+        await ingest_host(neo, host)
+    svc = ReservationService(neo)
+    uuids = [g.uuid for h in cluster.hosts for g in h.gpus]
+    outcomes = await asyncio.gather(*(svc.reserve(holder=f"c{i}", gpus=uuids[i % 4 : i % 4 + 2]) for i in range(16)))
+    won = [o for o in outcomes if isinstance(o, Reservation)]
+    held = [g.uuid for r in won for g in r.gpus]
+    assert len(held) == len(set(held))
+    assert await neo.read("reservations/double_holds", {"now": time.time()}) == []

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from topo_facts import (
     GPUFact,
+    GPUNICAffinity,
     HostFacts,
     LinkLayer,
     NICFact,
@@ -50,7 +51,8 @@ class _Gpu:
     numa: int | None
     dev: int | None
     sm: int | None
-    links: list[tuple[str, int, int]] = field(default_factory=list)  # target, count, tclass
+    links: list[tuple[str, int, int, str | None]] = field(default_factory=list)  # target, count, tclass, id
+    extra: dict[str, str] = field(default_factory=dict)  # graphsvc's own attributes, when present
 
 
 def parse_nccl_xml(text: str, opts: ImportOptions) -> HostFacts:
@@ -81,12 +83,16 @@ def parse_nccl_xml(text: str, opts: ImportOptions) -> HostFacts:
                 sm = int(gpu_el.get("sm", "0")) if gpu_el is not None else 0
                 dev = int(gpu_el.get("dev", "-1")) if gpu_el is not None else -1
                 g = _Gpu(bus, list(path), numa, dev if dev >= 0 else None, sm or None)
+                if gpu_el is not None:
+                    keep = ("uuid", "model", "memory_mib", "nic", "nic_via")
+                    g.extra = {k: v for k, v in gpu_el.attrib.items() if k in keep}
                 for link in gpu_el.findall("nvlink") if gpu_el is not None else []:
                     g.links.append(
                         (
                             link.get("target", "").lower(),
                             int(link.get("count", "1")),
                             int(link.get("tclass", "0"), 16),
+                            link.get("switch_id"),
                         )
                     )
                 gpus.append(g)
@@ -115,6 +121,7 @@ def parse_nccl_xml(text: str, opts: ImportOptions) -> HostFacts:
                             state=PortState.ACTIVE,
                             link_layer=layer,
                             numa_node=numa,
+                            rail=int(net.get("rail", "")) if net.get("rail", "").isdigit() else None,
                             pcie_path=list(path),
                         )
                     )
@@ -137,20 +144,24 @@ def _facts(
     nics: list[NICFact],
 ) -> HostFacts:
     ordered = sorted(gpus, key=lambda g: (g.dev if g.dev is not None else 1 << 16, g.bus))
-    uuid_by_bus = {g.bus: imported_uuid(opts.host, g.bus) for g in ordered}
+    uuid_by_bus = {g.bus: g.extra.get("uuid") or imported_uuid(opts.host, g.bus) for g in ordered}
     nvswitches: dict[str, NVSwitchFact] = {}
     facts: list[GPUFact] = []
     for index, g in enumerate(ordered):
         family, generation = SM_FAMILY.get(g.sm or 0, ("NVIDIA GPU", None))
         per_link = GBPS_PER_LINK.get(generation or 0, 50.0)
         links: list[NVLinkFact] = []
-        for target, count, tclass in g.links:
+        for target, count, tclass, switch_id in g.links:
             if tclass >> 8 == 0x0680:
-                nvswitches.setdefault(target, NVSwitchFact(id=target, pci_bus_id=target))
+                sid = switch_id or target
+                rack = switch_id is not None
+                nvswitches.setdefault(
+                    sid, NVSwitchFact(id=sid, pci_bus_id=None if rack else target, location="rack" if rack else "host")
+                )
                 links.append(
                     NVLinkFact(
                         peer_type=PeerType.NVSWITCH,
-                        peer_id=target,
+                        peer_id=sid,
                         links=count,
                         bandwidth_gbps=count * per_link,
                         generation=generation,
@@ -170,7 +181,8 @@ def _facts(
             GPUFact(
                 uuid=uuid_by_bus[g.bus],
                 index=index,
-                model=opts.gpu_model or family,
+                model=opts.gpu_model or g.extra.get("model") or family,
+                memory_mib=int(g.extra["memory_mib"]) if g.extra.get("memory_mib", "").isdigit() else None,
                 pci_bus_id=g.bus,
                 numa_node=g.numa,
                 compute_capability=f"{g.sm // 10}.{g.sm % 10}" if g.sm else None,
@@ -185,5 +197,16 @@ def _facts(
         nvswitches=sorted(nvswitches.values(), key=lambda s: s.id),
         pcie_switches=sorted(switches.values(), key=lambda s: s.bus_id),
         nics=nics,
-        gpu_nic_affinity=gpu_nic_affinity(facts, nics),
+        gpu_nic_affinity=_affinity(ordered, facts, nics),
     )
+
+
+def _affinity(raw: list[_Gpu], facts: list[GPUFact], nics: list[NICFact]) -> list[GPUNICAffinity]:
+    """The file's own GPU-NIC pairing when it carries one (graphsvc exports do), else derived."""
+    named = {n.name for n in nics}
+    given = [
+        GPUNICAffinity(gpu_uuid=f.uuid, nic=g.extra["nic"], via=g.extra.get("nic_via", "numa"))
+        for g, f in zip(raw, facts, strict=True)
+        if g.extra.get("nic") in named
+    ]
+    return given if given else gpu_nic_affinity(facts, nics)

@@ -14,13 +14,19 @@ from graphsvc.store.gateway import Gateway
 
 class Context(BaseContext):
     def __init__(
-        self, gateway: Gateway, engine: PlacementEngine, settings: Settings, reservations: ReservationService
+        self,
+        gateway: Gateway,
+        engine: PlacementEngine,
+        settings: Settings,
+        reservations: ReservationService,
+        metrics: object = None,
     ) -> None:
         super().__init__()
         self.gateway = gateway
         self.engine = engine
         self.settings = settings
         self.reservations = reservations
+        self.metrics = metrics
 
 
 Info = StrawberryInfo[Context, None]
@@ -34,4 +40,5 @@ async def get_context(request: Request) -> Context:
         engine=reservations.engine,
         settings=request.app.state.settings,
         reservations=reservations,
+        metrics=getattr(request.app.state, "metrics", None),
     )

@@ -41,6 +41,7 @@ from graphsvc.api.graphql.types import (
     HostConnection,
     PlacementResult,
 )
+from graphsvc.api.metrics import GraphQLTimer
 
 log = logging.getLogger("graphsvc.graphql")
 
@@ -125,6 +126,7 @@ schema = strawberry.Schema(
         lambda: MaxAliasesLimiter(max_alias_count=MAX_ALIASES),
         lambda: MaxTokensLimiter(max_token_count=MAX_TOKENS),
         lambda: MaskErrors(should_mask_error=_mask),
+        GraphQLTimer,
         # Schedulers send the same few query documents again and again.
         lambda: ParserCache(maxsize=256),
         lambda: ValidationCache(maxsize=256),

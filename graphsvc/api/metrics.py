@@ -1,0 +1,113 @@
+"""Prometheus metrics at /metrics: request latency by operation, store query time by query
+name, free GPUs by model and NVLink domain, live reservations, stale hosts, ingest counts.
+
+Each app has its own registry (tests build many apps). Graph-derived gauges are read from
+the store when Prometheus scrapes, so they are never staler than the scrape.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from starlette.types import ASGIApp, Receive, Scope, Send
+from strawberry.extensions import SchemaExtension
+
+from graphsvc.store.gateway import Gateway
+
+BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.request_seconds = Histogram(
+            "graphsvc_request_seconds", "API request latency by operation", ["operation"], registry=r, buckets=BUCKETS
+        )
+        self.query_seconds = Histogram(
+            "graphsvc_store_query_seconds", "Store query time by named query", ["query"], registry=r, buckets=BUCKETS
+        )
+        self.ingest = Counter("graphsvc_ingest", "Fact sets ingested, by kind", ["kind"], registry=r)
+        self.ingest_gpus = Counter("graphsvc_ingest_gpus", "GPUs in ingested host fact sets", registry=r)
+        self.free_gpus = Gauge("graphsvc_free_gpus", "Free GPUs by model", ["model"], registry=r)
+        self.domain_free = Gauge(
+            "graphsvc_nvlink_domain_free_gpus", "Free GPUs by NVLink domain", ["domain", "model"], registry=r
+        )
+        self.live_reservations = Gauge("graphsvc_live_reservations", "Live (unexpired) reservations", registry=r)
+        self.reserved_gpus = Gauge("graphsvc_reserved_gpus", "GPUs held by live reservations", registry=r)
+        self.stale_hosts = Gauge("graphsvc_stale_hosts", "Hosts whose facts are older than the stale limit", registry=r)
+
+    def observe_query(self, name: str, seconds: float) -> None:
+        self.query_seconds.labels(name).observe(seconds)
+
+    async def refresh(self, gw: Gateway, stale_after_s: float) -> None:
+        now = time.time()
+        self.free_gpus.clear()
+        for row in await gw.read("cluster_summary"):
+            if row["state"] == "free":
+                self.free_gpus.labels(row["model"]).inc(int(row["gpus"]))
+        self.domain_free.clear()
+        for row in await gw.read("metrics_domains"):
+            self.domain_free.labels(row["domain"], row["model"]).set(int(row["free"]))
+        live = (await gw.read("reservations/live_count", {"now": now}))[0]
+        self.live_reservations.set(int(live["reservations"] or 0))
+        self.reserved_gpus.set(int(live["gpus"] or 0))
+        stale = (await gw.read("stale_hosts_count", {"cutoff": now - stale_after_s}))[0]
+        self.stale_hosts.set(int(stale["stale"]))
+
+
+class RequestTimer:
+    """Times every HTTP request under its route template (GraphQL is timed per operation)."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"].startswith("/graphql"):
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            route = scope.get("route")
+            path = getattr(route, "path", None) or "unmatched"
+            self.metrics.request_seconds.labels(f"{scope['method']} {path}").observe(time.perf_counter() - started)
+
+
+class GraphQLTimer(SchemaExtension):
+    """Labels GraphQL latency with the operation's root fields (placement, reserve, ...)."""
+
+    def on_operation(self) -> Iterator[None]:
+        started = time.perf_counter()
+        yield
+        metrics = getattr(self.execution_context.context, "metrics", None)
+        if isinstance(metrics, Metrics):
+            fields = _root_fields(self.execution_context)
+            metrics.request_seconds.labels(f"graphql {fields}").observe(time.perf_counter() - started)
+
+
+def _root_fields(ctx: Any) -> str:
+    try:
+        op = ctx.graphql_document.definitions[0]
+        names = sorted({sel.name.value for sel in op.selection_set.selections if hasattr(sel, "name")})
+        return ",".join(names)[:100] or "unknown"
+    except (AttributeError, IndexError, TypeError):
+        return "invalid"
+
+
+def metrics_router() -> APIRouter:
+    router = APIRouter()
+
+    @router.get("/metrics", include_in_schema=False)
+    async def metrics_endpoint(request: Request) -> Response:
+        metrics: Metrics = request.app.state.metrics
+        await metrics.refresh(request.app.state.gateway, request.app.state.settings.stale_after_s)
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    return router

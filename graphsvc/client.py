@@ -1,0 +1,253 @@
+"""A typed Python client for job launchers: place, reserve, renew, release, and a lease holder.
+
+    from graphsvc.client import GraphsvcClient
+
+    with GraphsvcClient("http://graphsvc:8000") as gs:
+        with gs.hold("8xH100 nvlink=full-mesh", holder="job-42", ttl_s=60) as r:
+            run_job(r.gpus)          # the lease is renewed in the background meanwhile
+        # released here, also when run_job raised
+
+If this process dies, nothing is released, but the lease runs out by itself: that is
+what leases are for. Expected failures are exceptions a launcher can catch by type:
+ConflictError, InfeasibleError, ValidationError, LeaseLostError.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from graphsvc.placement.request import parse_request
+
+log = logging.getLogger(__name__)
+
+
+class GraphsvcError(Exception):
+    """The service could not be reached or answered with an error."""
+
+
+class ConflictError(GraphsvcError):
+    def __init__(self, message: str, gpus: list[str], holders: list[dict[str, str]]) -> None:
+        super().__init__(message)
+        self.gpus = gpus
+        self.holders = holders
+
+
+class InfeasibleError(GraphsvcError):
+    def __init__(self, reasons: list[dict[str, Any]]) -> None:
+        super().__init__("; ".join(f"{r['constraint']}: {r['message']}" for r in reasons) or "infeasible")
+        self.reasons = reasons
+
+
+class ValidationError(GraphsvcError):
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
+class LeaseLostError(GraphsvcError):
+    """The reservation expired or was ended before it could be renewed."""
+
+
+@dataclass(frozen=True)
+class Gpu:
+    uuid: str
+    index: int
+    host: str
+
+
+@dataclass
+class Reservation:
+    id: str
+    holder: str
+    expires_at: float
+    gpus: list[Gpu] = field(default_factory=list)
+    state: str = "active"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    score: float
+    reason: str
+    gpus: list[Gpu]
+    bottleneck_gbps: float | None
+    max_ib_hops: int
+
+
+PLACE = """query($t: String!) { placementText(text: $t) {
+  candidates { score reason bottleneckGbps maxIbHops gpus { uuid index host { name } } }
+  infeasible { constraint message nearestFeasible } } }"""
+RENEW = """mutation($id: String!, $ttl: Int) { renew(id: $id, ttlSeconds: $ttl) { __typename
+  ... on Reservation { id holder expiresAt state gpus { uuid index host { name } } }
+  ... on LeaseExpired { message } ... on NotFound { message } ... on ValidationError { field message } } }"""
+RELEASE = """mutation($id: String!) { release(id: $id) { __typename ... on Reservation { id state } } }"""
+
+
+RESERVE_MUTATION = """
+mutation Reserve($input: ReserveInput!) {
+  reserve(input: $input) {
+    __typename
+    ... on Reservation { id holder expiresAt gpus { uuid index host { name } } }
+    ... on Conflict { message gpus { uuid } holders { gpuUuid reservation holder } }
+    ... on Infeasible { reasons { constraint message nearestFeasible } }
+    ... on ValidationError { field message }
+  }
+}
+"""
+
+
+def request_input(text: str) -> dict[str, object]:
+    """The GraphQL input for a text request (one parser: graphsvc.placement.request)."""
+    r = parse_request(text)
+    return {
+        "gpus": r.gpus,
+        "model": r.model,
+        "minMemoryGiB": r.min_memory_gib,
+        "nvlink": r.nvlink.name,
+        "gpusPerHost": r.gpus_per_host,
+        "maxIbHops": r.max_ib_hops,
+        "sameNvlinkDomain": r.same_nvlink_domain,
+        "railAligned": r.rail_aligned,
+        "gpuNicAffinity": r.gpu_nic_affinity,
+        "maxTemperatureC": r.max_temperature_c,
+        "excludeUnhealthy": r.exclude_unhealthy,
+        "excludeHosts": list(r.exclude_hosts),
+        "limit": r.limit,
+        "preferences": {"hosts": list(r.prefer_hosts), "packing": r.packing.name, "coolerGpus": r.prefer_cool},
+    }
+
+
+def _gpus(rows: list[dict[str, Any]]) -> list[Gpu]:
+    return [Gpu(uuid=g["uuid"], index=int(g["index"]), host=g["host"]["name"]) for g in rows]
+
+
+class GraphsvcClient:
+    def __init__(self, url: str, *, token: str | None = None, timeout_s: float = 30.0) -> None:
+        headers = {"authorization": f"Bearer {token}"} if token else {}
+        self._http = httpx.Client(base_url=url.rstrip("/"), timeout=timeout_s, headers=headers)
+
+    def __enter__(self) -> GraphsvcClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _graphql(self, query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        try:
+            resp = self._http.post("/graphql", json={"query": query, "variables": variables})
+        except httpx.HTTPError as exc:
+            raise GraphsvcError(f"graphsvc unreachable: {exc}") from exc
+        if resp.status_code != 200:
+            raise GraphsvcError(f"graphsvc answered HTTP {resp.status_code}: {resp.text[:300]}")
+        body = resp.json()
+        if body.get("errors"):
+            raise GraphsvcError(f"graphsvc error: {body['errors'][0].get('message')}")
+        data: dict[str, Any] = body["data"]
+        return data
+
+    def place(self, request: str) -> list[Candidate]:
+        """Ranked candidates for a text request; InfeasibleError when nothing fits."""
+        out = self._graphql(PLACE, {"t": request})["placementText"]
+        if not out["candidates"]:
+            raise InfeasibleError(out["infeasible"])
+        return [
+            Candidate(c["score"], c["reason"], _gpus(c["gpus"]), c["bottleneckGbps"], c["maxIbHops"])
+            for c in out["candidates"]
+        ]
+
+    def reserve(
+        self,
+        request: str | None = None,
+        *,
+        holder: str,
+        gpus: list[str] | None = None,
+        ttl_s: int = 600,
+        idempotency_key: str | None = None,
+        priority: int = 0,
+        preemptible: bool = False,
+        labels: list[str] | None = None,
+    ) -> Reservation:
+        payload: dict[str, Any] = {
+            "holder": holder,
+            "ttlSeconds": ttl_s,
+            "idempotencyKey": idempotency_key,
+            "priority": priority,
+            "preemptible": preemptible,
+            "labels": labels or [],
+        }
+        if request is not None:
+            payload["request"] = request_input(request)
+        if gpus is not None:
+            payload["gpus"] = gpus
+        out = self._graphql(RESERVE_MUTATION, {"input": payload})["reserve"]
+        kind = out["__typename"]
+        if kind == "Reservation":
+            return Reservation(out["id"], out["holder"], out["expiresAt"], _gpus(out["gpus"]))
+        if kind == "Conflict":
+            raise ConflictError(out["message"], [g["uuid"] for g in out["gpus"]], out["holders"])
+        if kind == "Infeasible":
+            raise InfeasibleError(out["reasons"])
+        raise ValidationError(out["field"], out["message"])
+
+    def renew(self, reservation_id: str, ttl_s: int | None = None) -> Reservation:
+        out = self._graphql(RENEW, {"id": reservation_id, "ttl": ttl_s})["renew"]
+        kind = out["__typename"]
+        if kind == "Reservation":
+            return Reservation(out["id"], out["holder"], out["expiresAt"], _gpus(out["gpus"]), out["state"])
+        if kind == "ValidationError":
+            raise ValidationError(out["field"], out["message"])
+        raise LeaseLostError(f"{reservation_id}: {out['message']}")
+
+    def release(self, reservation_id: str) -> None:
+        self._graphql(RELEASE, {"id": reservation_id})
+
+    @contextmanager
+    def hold(
+        self,
+        request: str | None = None,
+        *,
+        holder: str,
+        gpus: list[str] | None = None,
+        ttl_s: int = 60,
+        renew_every_s: float | None = None,
+        **reserve_args: Any,
+    ) -> Iterator[Reservation]:
+        """Reserve, keep the lease alive in a background thread while the block runs, release after."""
+        reservation = self.reserve(request, holder=holder, gpus=gpus, ttl_s=ttl_s, **reserve_args)
+        stop = threading.Event()
+        lost: list[BaseException] = []
+        interval = renew_every_s if renew_every_s is not None else max(0.2, ttl_s / 3)
+
+        def keep_alive() -> None:
+            while not stop.wait(interval):
+                try:
+                    self.renew(reservation.id, ttl_s)
+                except LeaseLostError as exc:
+                    lost.append(exc)
+                    log.error("lease on %s lost: %s", reservation.id, exc)
+                    return
+                except GraphsvcError as exc:  # a blip: try again next interval, the lease has slack
+                    log.warning("renewing %s failed, will retry: %s", reservation.id, exc)
+
+        thread = threading.Thread(target=keep_alive, name=f"lease-{reservation.id}", daemon=True)
+        thread.start()
+        try:
+            yield reservation
+        finally:
+            stop.set()
+            thread.join(timeout=interval + 5)
+            try:
+                self.release(reservation.id)
+            except GraphsvcError as exc:  # the lease will run out by itself
+                log.warning("releasing %s failed (its lease will expire): %s", reservation.id, exc)
+        if lost:
+            raise LeaseLostError(str(lost[0]))

@@ -1,0 +1,1 @@
+"""The topology in the formats schedulers already read: Slurm, Kueue, Volcano, NCCL."""

@@ -1,0 +1,6 @@
+// A cluster's switches and their uplinks to other switches, for exports.
+MATCH (s:Switch)
+WHERE s.cluster = $cluster
+OPTIONAL MATCH (s)-[:UPLINK]->(up:Switch)
+RETURN s.name AS name, s.tier AS tier, collect(up.name) AS uplinks
+ORDER BY name

@@ -1,0 +1,3 @@
+// Free GPUs per NVLink domain (with its GPU model), for /metrics.
+MATCH (d:NVLinkDomain)
+RETURN d.uuid AS domain, coalesce(d.gpu_model, '') AS model, coalesce(d.free_gpus, 0) AS free
