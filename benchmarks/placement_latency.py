@@ -92,7 +92,7 @@ async def measure(gpus: int) -> dict[str, Any]:
         settings = Settings(data_dir=data, appendfsync="no", query_timeout_s=120)
         async with open_store(settings) as gw:
             info = await load(gw, gpus)
-            app = create_app(settings, gateway=gw)
+            app = create_app(settings.model_copy(update={"insecure_dev": True}), gateway=gw)
             transport = httpx.ASGITransport(app=app)
             results: dict[str, Any] = {}
             async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:

@@ -78,7 +78,7 @@ async def main() -> None:
                 await ingest_host(gw, h)
             await ingest_fabric(gw, cluster.fabric())
             uuids = [g.uuid for h in cluster.hosts for g in h.gpus]
-            app = create_app(settings, gateway=gw)
+            app = create_app(settings.model_copy(update={"insecure_dev": True}), gateway=gw)
             async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://b", timeout=60) as c:
                 placed = await run(
                     c,

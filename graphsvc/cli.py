@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import os
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import httpx
 import uvicorn
@@ -32,10 +34,14 @@ def _serve_options(p: argparse.ArgumentParser) -> None:
     _store_options(p)
     p.add_argument("--host", help="listen address (default 127.0.0.1)")
     p.add_argument("--port", type=int, help="listen port (default 8000)")
+    p.add_argument("--insecure-dev", action="store_true", help="no authentication: every caller is an operator")
+    p.add_argument("--tokens-file", type=Path, help="JSON list of hashed tokens (see `graphsvc token create`)")
+    p.add_argument("--tls-cert", type=Path, help="serve HTTPS with this certificate (PEM)")
+    p.add_argument("--tls-key", type=Path, help="... and this private key (PEM)")
 
 
 def _settings(args: argparse.Namespace) -> Settings:
-    overrides = {
+    overrides: dict[str, Any] = {
         k: v
         for k, v in {
             "store": getattr(args, "store", None),
@@ -43,6 +49,10 @@ def _settings(args: argparse.Namespace) -> Settings:
             "graph": getattr(args, "graph", None),
             "host": getattr(args, "host", None),
             "port": getattr(args, "port", None),
+            "insecure_dev": True if getattr(args, "insecure_dev", False) else None,
+            "tokens_file": getattr(args, "tokens_file", None),
+            "tls_certfile": getattr(args, "tls_cert", None),
+            "tls_keyfile": getattr(args, "tls_key", None),
         }.items()
         if v is not None
     }
@@ -96,6 +106,14 @@ def _parser() -> argparse.ArgumentParser:
     export = sub.add_parser("export-schema", help="write the GraphQL schema (SDL) to a file or stdout")
     export.add_argument("out", nargs="?", type=Path)
 
+    token = sub.add_parser("token", help="create an API token (prints it once, and the hashed entry to store)")
+    token.add_argument("action", choices=["create"])
+    token.add_argument("--name", required=True)
+    token.add_argument("--role", required=True, choices=["collector", "scheduler", "operator"])
+    token.add_argument(
+        "--hosts", default="", help="collector tokens: host names or patterns it may write, comma-separated"
+    )
+
     migrate = sub.add_parser("migrate", help="bring the stored graph to this version and exit")
     _store_options(migrate)
     return parser
@@ -112,6 +130,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "demo":
             os.environ.setdefault("GRAPHSVC_DEV_MODE", "true")
+            os.environ["GRAPHSVC_INSECURE_DEV"] = "true"
+            log.warning("=" * 72)
+            log.warning("INSECURE DEV MODE: no authentication, every caller is an operator. Demo only.")
+            log.warning("=" * 72)
+        if args.command == "token":
+            from graphsvc.security.auth import Role, new_token
+
+            secret, entry = new_token(args.name, Role(args.role), [h for h in args.hosts.split(",") if h])
+            print(f"token (shown once, give it to {args.name}): {secret}")
+            print(f"entry for the tokens file (a JSON list): {json.dumps(entry)}")
+            return 0
         if args.command == "serve":
             asyncio.run(_serve(_settings(args)))
         elif args.command == "demo":
@@ -125,7 +154,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(_reserve(args))
         elif args.command == "export":
             params = {"cluster": args.cluster, **({"host": args.host} if args.host else {})}
-            resp = httpx.get(f"{args.server}/v1/export/{args.format}", params=params, timeout=300)
+            resp = httpx.get(
+                f"{args.server}/v1/export/{args.format}", params=params, timeout=300, headers=_auth_headers()
+            )
             if resp.status_code != 200:
                 raise RuntimeError(f"HTTP {resp.status_code}: {resp.text[:500]}")
             print(resp.text, end="")
@@ -150,10 +181,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _auth_headers() -> dict[str, str]:
+    """Client commands authenticate with GRAPHSVC_TOKEN when it is set."""
+    token = os.environ.get("GRAPHSVC_TOKEN")
+    return {"authorization": f"Bearer {token}"} if token else {}
+
+
 def _server(settings: Settings) -> uvicorn.Server:
+    if not settings.insecure_dev and settings.tokens_file is None and not settings.tokens:
+        raise RuntimeError(
+            "no API tokens configured: give --tokens-file (see `graphsvc token create`) or GRAPHSVC_TOKENS, "
+            "or run with --insecure-dev on a trusted machine"
+        )
+    if settings.insecure_dev:
+        log.warning("INSECURE DEV MODE: no authentication, every caller is an operator")
     app = create_app(settings)
     config = uvicorn.Config(
-        app, host=settings.host, port=settings.port, log_config=None, access_log=False, lifespan="on"
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+        ssl_certfile=str(settings.tls_certfile) if settings.tls_certfile else None,
+        ssl_keyfile=str(settings.tls_keyfile) if settings.tls_keyfile else None,
     )
     return uvicorn.Server(config)
 
@@ -200,7 +251,7 @@ async def push_cluster(url: str, cluster: SyntheticCluster, *, concurrency: int 
     for i in range(total):
         queue.put_nowait(i)
 
-    async with httpx.AsyncClient(base_url=url, timeout=120) as client:
+    async with httpx.AsyncClient(base_url=url, timeout=120, headers=_auth_headers()) as client:
 
         async def worker() -> None:
             nonlocal done, gpus, last
@@ -252,7 +303,7 @@ query Place($text: String!) {
 async def _place(server: str, text: str, *, as_json: bool) -> int:
     import json
 
-    async with httpx.AsyncClient(base_url=server, timeout=60) as client:
+    async with httpx.AsyncClient(base_url=server, timeout=60, headers=_auth_headers()) as client:
         resp = await client.post("/graphql", json={"query": PLACE_QUERY, "variables": {"text": text}})
     body = resp.json()
     if resp.status_code != 200 or body.get("errors"):
@@ -285,7 +336,7 @@ def _seconds(text: str) -> int:
 async def _graphql(server: str, query: str, variables: dict[str, object]) -> dict[str, object]:
     import json
 
-    async with httpx.AsyncClient(base_url=server, timeout=60) as client:
+    async with httpx.AsyncClient(base_url=server, timeout=60, headers=_auth_headers()) as client:
         resp = await client.post("/graphql", json={"query": query, "variables": variables})
     body = resp.json()
     if resp.status_code != 200 or body.get("errors"):

@@ -34,6 +34,13 @@ class Settings(BaseSettings):
     default_ttl_s: int = Field(default=600, ge=1, description="Lease of a reservation that asks for none")
     max_ttl_s: int = Field(default=7 * 24 * 3600, ge=1)
     lease_check_interval_s: float = Field(default=5.0, gt=0)
+    insecure_dev: bool = Field(default=False, description="No authentication: every caller is an operator")
+    tokens_file: Path | None = Field(default=None, description="JSON list of {name, role, sha256, hosts}")
+    tokens: str | None = Field(default=None, description="The same JSON inline (hashes only, never tokens)")
+    tls_certfile: Path | None = None
+    tls_keyfile: Path | None = None
+    mutation_rate_per_minute: float = Field(default=1200.0, gt=0)
+    mutation_burst: int = Field(default=200, ge=1)
     dev_mode: bool = Field(default=False, description="GraphiQL at /graphql; `graphsvc demo` turns it on")
 
     @field_validator("store")

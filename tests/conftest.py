@@ -7,10 +7,12 @@ server is the real ``redis-server`` + FalkorDB module the service itself runs.
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import socket
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import ClassVar
 
 import httpx
 import pytest
@@ -24,6 +26,33 @@ from graphsvc.store.gateway import Gateway
 from graphsvc.store.migrate import migrate
 
 _graph_ids = itertools.count(1)
+
+
+class LogCapture(logging.Handler):
+    """Keeps every log line of the whole test session, for the secrets check that runs last."""
+
+    lines: ClassVar[list[str]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = record.getMessage()
+        except Exception:  # noqa: BLE001 - a broken log call must not break the tests
+            text = str(record.msg)
+        if record.exc_info:
+            text += "\n" + logging.Formatter().formatException(record.exc_info)
+        self.lines.append(f"{record.name}: {text}")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def capture_all_logs() -> Iterator[None]:
+    handler = LogCapture(level=logging.DEBUG)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    previous = root.level
+    root.setLevel(min(previous or logging.WARNING, logging.INFO))
+    yield
+    root.removeHandler(handler)
+    root.setLevel(previous)
 
 
 @pytest.fixture(scope="session")
@@ -51,7 +80,7 @@ async def gateway(embedded_server: EmbeddedFalkorDB) -> AsyncIterator[Gateway]:
 
 @pytest.fixture
 def app(gateway: Gateway) -> FastAPI:
-    return create_app(Settings(), gateway=gateway)
+    return create_app(Settings(insecure_dev=True), gateway=gateway)
 
 
 @pytest.fixture

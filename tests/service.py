@@ -13,19 +13,21 @@ import httpx
 
 
 class ServiceProcess:
-    def __init__(self, data_dir: Path, port: int) -> None:
+    def __init__(self, data_dir: Path, port: int, env: dict[str, str] | None = None) -> None:
         self.data_dir = data_dir
         self.port = port
+        self.env = env or {}
         self.url = f"http://127.0.0.1:{port}"
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout_s: float = 60) -> None:
-        env = {**os.environ, "GRAPHSVC_LOG_LEVEL": "warning"}
+        env = {**os.environ, "GRAPHSVC_LOG_LEVEL": "warning", **self.env}
         cmd = [
             sys.executable,
             "-m",
             "graphsvc.cli",
             "serve",
+            "--insecure-dev",
             "--data-dir",
             str(self.data_dir),
             "--port",

@@ -53,6 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     collect.add_argument("--once", action="store_true", help="one collection (the default for this command)")
     collect.add_argument("--dry-run", action="store_true", help="print the facts as JSON, send nothing")
     collect.add_argument("--server", help="send the facts to this service")
+    collect.add_argument("--token", help="bearer token (a collector token naming this host)")
     collect.add_argument("--nvml-replay", type=Path, help="answer NVML calls from a recording (testing)")
 
     imp = sub.add_parser("import", help="turn an NCCL XML, hwloc XML or `nvidia-smi topo -m` file into facts")
@@ -61,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     imp.add_argument("--format", choices=["nccl", "hwloc", "nvidia-smi-topo"])
     imp.add_argument("--gpu-model", help="GPU model to record when the file does not name one")
     imp.add_argument("--server", help="send the facts to this service instead of printing them")
+    imp.add_argument("--token", help="bearer token for the service")
 
     run = sub.add_parser("run", help="keep the service current on a schedule, spooling through outages")
     _location(run)
@@ -91,8 +93,8 @@ def _facts(args: argparse.Namespace, nv: NvmlApi) -> HostFacts:
     )
 
 
-def _push_once(server: str, facts: HostFacts) -> None:
-    with Sender(server) as sender:
+def _push_once(server: str, facts: HostFacts, token: str | None = None) -> None:
+    with Sender(server, token=token) as sender:
         outcome, detail = sender.send_body("facts", facts.hostname, facts.model_dump_json().encode())
     if outcome is not Outcome.ACKED:
         raise RuntimeError(f"the service did not take the facts: {detail}")
@@ -107,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "collect":
             facts = _facts(args, _nvml(args.nvml_replay))
             if args.server and not args.dry_run:
-                _push_once(args.server, facts)
+                _push_once(args.server, facts, args.token)
             else:
                 print(facts.model_dump_json(indent=2))
         elif args.command == "import":
@@ -120,7 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             facts = import_file(args.file, opts, args.format)
             if args.server:
-                _push_once(args.server, facts)
+                _push_once(args.server, facts, args.token)
             else:
                 print(facts.model_dump_json(indent=2))
         elif args.command == "run":

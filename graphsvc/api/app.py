@@ -12,12 +12,13 @@ import graphsvc
 from graphsvc.api.errors import install_error_handlers
 from graphsvc.api.exports import router as exports_router
 from graphsvc.api.graphql.context import get_context
-from graphsvc.api.graphql.schema import schema
+from graphsvc.api.graphql.schema import make_schema
 from graphsvc.api.limits import BodySizeLimit
 from graphsvc.api.metrics import Metrics, RequestTimer, metrics_router
 from graphsvc.api.rest import router
 from graphsvc.reservations.leases import LeaseKeeper
 from graphsvc.reservations.service import ReservationService
+from graphsvc.security.auth import RateLimiter, TokenStore
 from graphsvc.settings import Settings
 from graphsvc.store.factory import open_store
 from graphsvc.store.gateway import Gateway
@@ -56,6 +57,8 @@ def create_app(settings: Settings | None = None, *, gateway: Gateway | None = No
     )
     app.state.settings = settings
     app.state.metrics = Metrics()
+    app.state.tokens = TokenStore.load(settings.tokens_file, settings.tokens)
+    app.state.limiter = RateLimiter(settings.mutation_rate_per_minute, settings.mutation_burst)
     if gateway is not None:
         app.state.gateway = gateway
         gateway.observers.append(app.state.metrics.observe_query)
@@ -65,7 +68,11 @@ def create_app(settings: Settings | None = None, *, gateway: Gateway | None = No
     app.include_router(metrics_router())
     app.include_router(exports_router)
     app.include_router(
-        GraphQLRouter(schema, context_getter=get_context, graphql_ide="graphiql" if settings.dev_mode else None),
+        GraphQLRouter(
+            make_schema(dev=settings.dev_mode),
+            context_getter=get_context,
+            graphql_ide="graphiql" if settings.dev_mode else None,
+        ),
         prefix="/graphql",
     )
 

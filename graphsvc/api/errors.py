@@ -9,11 +9,39 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from graphsvc.ingest.service import IngestRejected
-from graphsvc.store.errors import StoreTimeoutError, StoreUnavailableError
+from graphsvc.store.errors import StoreTimeoutError, StoreUnavailableError, UnrepresentableParameter
 
 log = logging.getLogger("graphsvc.api")
+
+
+class FieldProblem(BaseModel):
+    field: str
+    message: str
+    input: Any = None
+
+
+class ErrorBody(BaseModel):
+    """Every 4xx graphsvc writes itself (bad input, conflicts, limits) has this shape."""
+
+    error: str
+    message: str | None = None
+    fields: list[FieldProblem] = []
+    detail: Any = None
+
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorBody, "description": "No or unknown bearer token"},
+    403: {"model": ErrorBody, "description": "The token's role may not do this"},
+    404: {"model": ErrorBody, "description": "Not found"},
+    409: {"model": ErrorBody, "description": "Conflicts with the graph"},
+    413: {"model": ErrorBody, "description": "Request body too large"},
+    422: {"model": ErrorBody, "description": "Invalid input; `fields` names each bad field"},
+    503: {"model": ErrorBody, "description": "The graph store is unavailable or timed out; retry"},
+}
 
 
 def _field(loc: tuple[Any, ...] | list[Any]) -> str:
@@ -50,6 +78,15 @@ def install_error_handlers(app: FastAPI) -> None:
             fields.append({"field": where, "message": msg, "input": _input(err.get("input"))})
         return JSONResponse(status_code=422, content={"error": "invalid request", "fields": fields})
 
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        """FastAPI's HTTPException answers in the same shape as every other 4xx."""
+        return JSONResponse(
+            status_code=exc.status_code,
+            content={"error": str(exc.detail), "detail": exc.detail, "fields": []},
+            headers=getattr(exc, "headers", None),
+        )
+
     @app.exception_handler(IngestRejected)
     async def rejected(_: Request, exc: IngestRejected) -> JSONResponse:
         return JSONResponse(
@@ -61,15 +98,21 @@ def install_error_handlers(app: FastAPI) -> None:
             },
         )
 
+    @app.exception_handler(UnrepresentableParameter)
+    async def bad_parameter(_: Request, exc: UnrepresentableParameter) -> JSONResponse:
+        return JSONResponse(status_code=422, content={"error": exc.message, "fields": []})
+
     @app.exception_handler(StoreTimeoutError)
     async def timed_out(_: Request, exc: StoreTimeoutError) -> JSONResponse:
         log.warning("query=%s timed out", exc.query)
-        return JSONResponse(status_code=503, content={"error": "the graph store timed out; retry later"})
+        return JSONResponse(status_code=503, content={"error": "the graph store timed out; retry later", "fields": []})
 
     @app.exception_handler(StoreUnavailableError)
     async def unavailable(_: Request, exc: StoreUnavailableError) -> JSONResponse:
         log.error("store unavailable: %s", exc)
-        return JSONResponse(status_code=503, content={"error": "the graph store is unavailable; retry later"})
+        return JSONResponse(
+            status_code=503, content={"error": "the graph store is unavailable; retry later", "fields": []}
+        )
 
     @app.exception_handler(Exception)
     async def unexpected(_: Request, exc: Exception) -> JSONResponse:

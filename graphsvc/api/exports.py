@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from enum import Enum
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import PlainTextResponse
 
+from graphsvc.api.errors import ERROR_RESPONSES
 from graphsvc.exports import formats
 from graphsvc.exports.model import cluster_view
 from graphsvc.exports.nccl import nccl_xml
+from graphsvc.security.auth import Principal, Role, authenticate, require
 from graphsvc.store.gateway import Gateway
 
 
@@ -23,7 +25,7 @@ class ExportFormat(str, Enum):  # noqa: UP042 - FastAPI path enums
     NCCL = "nccl"
 
 
-router = APIRouter()
+router = APIRouter(responses=ERROR_RESPONSES)
 NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 
 
@@ -33,7 +35,9 @@ async def export(
     request: Request,
     cluster: str = Query("default", max_length=253, pattern=NAME),
     host: str | None = Query(None, max_length=253, pattern=NAME),
+    caller: Principal = Depends(authenticate),  # noqa: B008 - FastAPI's dependency idiom
 ) -> PlainTextResponse:
+    require(caller, Role.SCHEDULER, Role.OPERATOR)
     gw: Gateway = request.app.state.gateway
     return PlainTextResponse(await render(gw, fmt, cluster, host))
 

@@ -69,7 +69,7 @@ class BodySizeLimit:
 
 
 async def _reject(send: Send, status: int, message: str) -> None:
-    body = json.dumps({"error": "request rejected", "message": message}).encode()
+    body = json.dumps({"error": "request rejected", "message": message, "fields": []}).encode()
     await send(
         {
             "type": "http.response.start",

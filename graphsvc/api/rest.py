@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, HTTPException, Path, Request
 from pydantic import BaseModel
 from topo_facts import FabricFacts, HostFacts, HostMetrics
 
+from graphsvc.api.errors import ERROR_RESPONSES
 from graphsvc.ingest.service import (
     FabricIngestResult,
     HostIngestResult,
@@ -18,10 +19,11 @@ from graphsvc.ingest.service import (
     ingest_host,
     ingest_metrics,
 )
+from graphsvc.security.auth import Principal, Role, authenticate, require
 from graphsvc.store.gateway import Gateway
 from graphsvc.store.migrate import stored_version
 
-router = APIRouter()
+router = APIRouter(responses=ERROR_RESPONSES)
 
 HostPath = Annotated[str, Path(min_length=1, max_length=253, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]
 
@@ -32,6 +34,14 @@ def gateway(request: Request) -> Gateway:
 
 
 GatewayDep = Annotated[Gateway, Depends(gateway)]
+Caller = Annotated[Principal, Depends(authenticate)]
+
+
+def may_write(principal: Principal, host: str) -> None:
+    if not principal.may_write_host(host):
+        if principal.role is Role.COLLECTOR:
+            raise HTTPException(status_code=403, detail=f"forbidden: this collector token may not write host {host!r}")
+        require(principal, Role.COLLECTOR, Role.OPERATOR)
 
 
 class Health(BaseModel):
@@ -45,8 +55,11 @@ class Health(BaseModel):
 
 
 @router.put("/v1/hosts/{name}/facts", tags=["ingest"])
-async def put_host_facts(name: HostPath, facts: HostFacts, gw: GatewayDep, request: Request) -> HostIngestResult:
+async def put_host_facts(
+    name: HostPath, facts: HostFacts, gw: GatewayDep, request: Request, caller: Caller
+) -> HostIngestResult:
     """Replace everything the graph knows about one host; devices missing from the facts are removed."""
+    may_write(caller, name)
     if facts.hostname != name:
         raise IngestRejected(422, "hostname", f"body hostname {facts.hostname!r} does not match the URL {name!r}")
     result = await ingest_host(gw, facts)
@@ -57,9 +70,10 @@ async def put_host_facts(name: HostPath, facts: HostFacts, gw: GatewayDep, reque
 
 @router.put("/v1/hosts/{name}/metrics", tags=["ingest"])
 async def put_host_metrics(
-    name: HostPath, metrics: HostMetrics, gw: GatewayDep, request: Request
+    name: HostPath, metrics: HostMetrics, gw: GatewayDep, request: Request, caller: Caller
 ) -> MetricsIngestResult:
     """Update the fast-changing GPU metrics of a host already known from its full facts."""
+    may_write(caller, name)
     if metrics.hostname != name:
         raise IngestRejected(422, "hostname", f"body hostname {metrics.hostname!r} does not match the URL {name!r}")
     result = await ingest_metrics(gw, metrics)
@@ -68,15 +82,17 @@ async def put_host_metrics(
 
 
 @router.put("/v1/fabric", tags=["ingest"])
-async def put_fabric(facts: FabricFacts, gw: GatewayDep, request: Request) -> FabricIngestResult:
+async def put_fabric(facts: FabricFacts, gw: GatewayDep, request: Request, caller: Caller) -> FabricIngestResult:
     """Replace one cluster's switch fabric (switches, NIC cables, switch cables)."""
+    require(caller, Role.OPERATOR)
     result = await ingest_fabric(gw, facts)
     request.app.state.metrics.ingest.labels("fabric").inc()
     return result
 
 
 @router.get("/v1/hosts/{name}", tags=["read"])
-async def get_host(name: HostPath, gw: GatewayDep) -> dict[str, Any]:
+async def get_host(name: HostPath, gw: GatewayDep, caller: Caller) -> dict[str, Any]:
+    require(caller, Role.SCHEDULER, Role.OPERATOR)
     rows = await gw.read("host_detail", {"name": name})
     if not rows:
         raise HTTPException(status_code=404, detail=f"no host named {name!r}")

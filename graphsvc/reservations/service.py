@@ -54,6 +54,7 @@ class Reservation:
     idempotency_key: str
     request: str | None
     gpus: list[ReservedGpu]
+    owner: str | None = None
     ended_at: float | None = None
     renewed_at: float | None = None
 
@@ -182,6 +183,7 @@ class ReservationService:
         preemptible: bool = False,
         labels: Sequence[str] = (),
         allow_preemption: bool = False,
+        owner: str | None = None,
     ) -> ReserveOutcome:
         try:
             ttl = self._ttl(ttl_s)
@@ -217,6 +219,7 @@ class ReservationService:
             "labels": list(labels),
             "idempotency_key": idempotency_key or reservation_id,
             "gpu_count": 0,
+            "owner": owner or holder,
         }
         if gpus is not None:
             return await self._reserve_exact(list(gpus), props, ttl, idempotency_key, holder)
@@ -235,7 +238,10 @@ class ReservationService:
     # ---- preemption -------------------------------------------------------------------
 
     async def preemption_plan(self, request: PlacementRequest, priority: int) -> PreemptionPlan:
-        request = request.validated()
+        try:
+            request = request.validated()
+        except RequestError as err:
+            return PreemptionPlan(False, [], [], [], 0, 0, f"invalid request: {err}")
         rows = await self.gw.read("reservations/preemptible_holdings", {"priority": priority})
         victims = {r["reservation"]: Victim(r["reservation"], r["holder"], int(r["priority"] or 0), list(r["gpus"]))
                    for r in rows}  # fmt: skip
@@ -366,6 +372,8 @@ class ReservationService:
             ttl = self._ttl(ttl_s)
         except RequestError as err:
             return Invalid(err.field, err.message)
+        if not _printable(reservation_id):
+            return NotFound(reservation_id, "no such reservation")
         now = self.clock()
         rows = await self.gw.write(
             "reservations/renew_reservation", {"id": reservation_id, "now": now, "expires_at": now + ttl}
@@ -384,6 +392,8 @@ class ReservationService:
 
     async def release(self, reservation_id: str, *, state: str = "released") -> Reservation | NotFound:
         """Idempotent: releasing an ended reservation returns it as it is."""
+        if not _printable(reservation_id):
+            return NotFound(reservation_id, "no such reservation")
         rows = await self.gw.write(
             "reservations/release_reservation", {"id": reservation_id, "now": self.clock(), "state": state}
         )
@@ -423,6 +433,10 @@ class ReservationService:
         return expired
 
 
+def _printable(text: str) -> bool:
+    return 0 < len(text) <= 256 and not any(ord(c) < 0x20 for c in text)
+
+
 def _reservation(row: dict[str, Any]) -> Reservation:
     r = row["reservation"]
     return Reservation(
@@ -436,6 +450,7 @@ def _reservation(row: dict[str, Any]) -> Reservation:
         labels=list(r.get("labels") or []),
         idempotency_key=r["idempotency_key"],
         request=r.get("request"),
+        owner=r.get("owner"),
         ended_at=r.get("ended_at"),
         renewed_at=r.get("renewed_at"),
         gpus=[

@@ -24,6 +24,14 @@ class StoreQueryError(StoreError):
         self.message = message
 
 
+class UnrepresentableParameter(StoreQueryError):
+    """A parameter the store cannot carry (FalkorDB's query text cannot hold a NUL character).
+
+    Nothing stored can contain one (ingest rejects control characters), so the caller's
+    input is at fault: surface it as bad input, not as a failure of the service.
+    """
+
+
 class StoreTimeoutError(StoreQueryError):
     """A query ran past its time budget and was stopped by the database."""
 

@@ -17,7 +17,12 @@ from redis import exceptions as redis_errors
 from redis.asyncio import BlockingConnectionPool, Connection, UnixDomainSocketConnection
 
 from graphsvc.store.backend import Row
-from graphsvc.store.errors import StoreQueryError, StoreTimeoutError, StoreUnavailableError
+from graphsvc.store.errors import (
+    StoreQueryError,
+    StoreTimeoutError,
+    StoreUnavailableError,
+    UnrepresentableParameter,
+)
 from graphsvc.store.queries import NamedQuery
 from graphsvc.store.schema import GraphSchema
 
@@ -25,6 +30,26 @@ log = logging.getLogger(__name__)
 
 
 _SCALARS = (str, int, float, bool, type(None))
+
+
+def _without_nul(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, Mapping):
+        return {k: _without_nul(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_without_nul(v) for v in value]
+    return value
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, Mapping):
+        return any(_has_nul(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_has_nul(v) for v in value)
+    return False
 
 
 def _plain(value: Any) -> Any:
@@ -77,7 +102,10 @@ class FalkorBackend:
             )
         else:
             self._pool = BlockingConnectionPool(connection_class=Connection, host=self._host, port=self._port, **common)
-        self._db = FalkorDB(connection_pool=self._pool)
+        try:
+            self._db = FalkorDB(connection_pool=self._pool)
+        except (redis_errors.ConnectionError, OSError) as exc:
+            raise StoreUnavailableError(f"FalkorDB is unreachable: {exc}") from exc
         await self.ping()
 
     async def close(self) -> None:
@@ -98,6 +126,12 @@ class FalkorBackend:
             raise StoreUnavailableError(f"FalkorDB is unreachable: {exc}") from exc
 
     async def run(self, query: NamedQuery, params: Mapping[str, Any], *, write: bool, timeout_s: float) -> list[Row]:
+        if _has_nul(params):
+            if write:
+                raise UnrepresentableParameter(query.name, "invalid input: a string contains a NUL character")
+            # Nothing stored holds a NUL (ingest refuses control characters): a lookup by
+            # such a string matches nothing, which U+FFFD (also never stored) reproduces.
+            params = _without_nul(params)
         graph = self._database().select_graph(self.graph_name)
         timeout_ms = max(1, int(timeout_s * 1000))
         try:

@@ -124,7 +124,7 @@ async def gpus_page(gw: Gateway, flt: GPUFilter | None, first: int, after: str |
             "state": flt.state or "",
             "health": flt.health or "",
             "host": flt.host or "",
-            "min_memory_mib": int((flt.min_memory_gib or 0) * 1024),
+            "min_memory_mib": int(min(max(flt.min_memory_gib or 0.0, 0.0), 16 * 1024 * 1024) * 1024),
             "first": n + 1,
         },
     )

@@ -7,10 +7,11 @@ from typing import Annotated
 
 import strawberry
 
-from graphsvc.api.graphql.context import Info
+from graphsvc.api.graphql.context import READERS, Forbidden, Info
 from graphsvc.api.graphql.inputs import PlacementRequestInput
 from graphsvc.api.graphql.types import GPU, HostRef, InfeasibleReason
 from graphsvc.reservations import service as svc
+from graphsvc.security.auth import Role
 
 
 @strawberry.type
@@ -137,11 +138,24 @@ async def _conflict(info: Info, c: svc.Conflict) -> Conflict:
     return Conflict(message=c.message, gpus=gpus, holders=holders)
 
 
+async def _own(info: Info, reservation_id: str) -> None:
+    """Schedulers renew and release only their own reservations; operators any."""
+    principal = info.context.require(Role.SCHEDULER, Role.OPERATOR)
+    if principal.role is Role.OPERATOR:
+        return
+    existing = await info.context.reservations.get(reservation_id)
+    if existing is not None and existing.owner != principal.name:
+        raise Forbidden("forbidden: only its owner or an operator may change this reservation")
+
+
 @strawberry.type(name="Mutation")
 class ReservationMutations:
     @strawberry.mutation(description="Hold GPUs for a job, all or none, until the lease expires.")
     async def reserve(self, info: Info, input: ReserveInput) -> ReserveResult:
+        principal = info.context.require(Role.SCHEDULER, Role.OPERATOR)
+        info.context.limit_mutations()
         out = await info.context.reservations.reserve(
+            owner=principal.name,
             holder=input.holder,
             request=input.request.to_request() if input.request is not None else None,
             gpus=input.gpus,
@@ -167,6 +181,8 @@ class ReservationMutations:
 
     @strawberry.mutation(description="Extend a live lease.")
     async def renew(self, info: Info, id: str, ttl_seconds: int | None = None) -> RenewResult:
+        await _own(info, id)
+        info.context.limit_mutations()
         out = await info.context.reservations.renew(id, ttl_seconds)
         if isinstance(out, svc.Reservation):
             return to_graphql(out)
@@ -178,6 +194,8 @@ class ReservationMutations:
 
     @strawberry.mutation(description="Free the GPUs now; releasing twice is harmless.")
     async def release(self, info: Info, id: str) -> ReleaseResult:
+        await _own(info, id)
+        info.context.limit_mutations()
         out = await info.context.reservations.release(id)
         if isinstance(out, svc.NotFound):
             return NotFound(id=out.id, message=out.message)
@@ -234,6 +252,7 @@ async def reservations(
 class Subscription:
     @strawberry.subscription(description="Reservation and host events as they happen.")
     async def events(self, info: Info, holder: str | None = None) -> AsyncGenerator[ReservationEvent, None]:
+        info.context.require(*READERS)
         async for event in info.context.reservations.events.subscribe():
             if holder is None or event.holder == holder or event.kind.startswith(("host.", "subscriber.")):
                 yield ReservationEvent(kind=event.kind, subject=event.subject, holder=event.holder, at=event.at)

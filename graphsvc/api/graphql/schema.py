@@ -12,6 +12,7 @@ import logging
 import strawberry
 from graphql.error import GraphQLError
 from strawberry.extensions import (
+    DisableIntrospection,
     MaskErrors,
     MaxAliasesLimiter,
     MaxTokensLimiter,
@@ -22,7 +23,7 @@ from strawberry.extensions import (
 
 from graphsvc.api.graphql import browse
 from graphsvc.api.graphql import reservations as res
-from graphsvc.api.graphql.context import Info
+from graphsvc.api.graphql.context import READERS, Forbidden, Info, RateLimited
 from graphsvc.api.graphql.inputs import GPUFilter, HostFilter, PlacementRequestInput
 from graphsvc.api.graphql.placement import place
 from graphsvc.api.graphql.reservations import (
@@ -42,6 +43,7 @@ from graphsvc.api.graphql.types import (
     PlacementResult,
 )
 from graphsvc.api.metrics import GraphQLTimer
+from graphsvc.store.errors import UnrepresentableParameter
 
 log = logging.getLogger("graphsvc.graphql")
 
@@ -54,6 +56,7 @@ MAX_TOKENS = 2000
 class Query:
     @strawberry.field(description="GPUs by model, state and health; NVLink domains; stale hosts.")
     async def cluster_summary(self, info: Info) -> ClusterSummary:
+        info.context.require(*READERS)
         ctx = info.context
         return await browse.cluster_summary(ctx.gateway, ctx.settings.stale_after_s)
 
@@ -61,6 +64,7 @@ class Query:
     async def hosts(
         self, info: Info, filter: HostFilter | None = None, first: int = 100, after: str | None = None
     ) -> HostConnection:
+        info.context.require(*READERS)
         ctx = info.context
         return await browse.hosts_page(ctx.gateway, filter, first, after, ctx.settings.stale_after_s)
 
@@ -68,10 +72,12 @@ class Query:
     async def gpus(
         self, info: Info, filter: GPUFilter | None = None, first: int = 100, after: str | None = None
     ) -> GPUConnection:
+        info.context.require(*READERS)
         return await browse.gpus_page(info.context.gateway, filter, first, after)
 
     @strawberry.field(description="One host: GPUs, NVLink matrix, PCIe/NUMA placement, NICs. Null if unknown.")
     async def host(self, info: Info, name: str) -> Host | None:
+        info.context.require(*READERS)
         ctx = info.context
         return await browse.host_detail(ctx.gateway, name, ctx.settings.stale_after_s)
 
@@ -79,56 +85,72 @@ class Query:
     async def fabric(
         self, info: Info, cluster: str = "default", tier: str | None = None, first: int = 200, after: str | None = None
     ) -> Fabric:
+        info.context.require(*READERS)
         return await browse.fabric(info.context.gateway, cluster, tier, first, after)
 
     @strawberry.field(description="Switch hops and bottleneck bandwidth between two hosts. Null if either is unknown.")
     async def fabric_path(self, info: Info, from_host: str, to_host: str) -> FabricPath | None:
+        info.context.require(*READERS)
         return await browse.fabric_path(info.context.gateway, from_host, to_host)
 
     @strawberry.field(description="Ranked places where a job can run, each with its reason; or why none fits.")
     async def placement(self, info: Info, request: PlacementRequestInput) -> PlacementResult:
+        info.context.require(*READERS)
         return await place(info.context.engine, request.to_request())
 
     @strawberry.field(description="Which reservations a request of this priority would displace; changes nothing.")
     async def preemption_plan(self, info: Info, request: PlacementRequestInput, priority: int) -> PreemptionPlan:
+        info.context.require(*READERS)
         return await res.preemption_plan(info, request, priority)
 
     @strawberry.field(description="One reservation by id, null if unknown.")
     async def reservation(self, info: Info, id: str) -> Reservation | None:
+        info.context.require(*READERS)
         return await res.reservation(info, id)
 
     @strawberry.field(description="Reservations by id, filtered by holder and state (first <= 500).")
     async def reservations(
         self, info: Info, filter: ReservationFilter | None = None, first: int = 100, after: str | None = None
     ) -> list[Reservation]:
+        info.context.require(*READERS)
         return await res.reservations(info, filter, first, after)
 
     @strawberry.field(description='The same from the compact text form, e.g. "8xH100 nvlink=full-mesh ib-hops<=1".')
     async def placement_text(self, info: Info, text: str) -> PlacementResult:
+        info.context.require(*READERS)
         return await place(info.context.engine, None, text=text)
 
 
 def _mask(error: GraphQLError) -> bool:
-    """Mask what the code did not mean to say; keep GraphQL's own validation messages."""
+    """Mask what the code did not mean to say; keep GraphQL's own validation messages and our
+    deliberate refusals (FORBIDDEN, RATE_LIMITED), which carry no original exception."""
     original = error.original_error
-    if original is None:
+    if original is None or isinstance(original, (Forbidden, RateLimited, UnrepresentableParameter)):
         return False
     log.error("unexpected error in %s", error.path, exc_info=original)
     return True
 
 
-schema = strawberry.Schema(
-    query=Query,
-    mutation=ReservationMutations,
-    subscription=Subscription,
-    extensions=[
-        lambda: QueryDepthLimiter(max_depth=MAX_DEPTH),
-        lambda: MaxAliasesLimiter(max_alias_count=MAX_ALIASES),
-        lambda: MaxTokensLimiter(max_token_count=MAX_TOKENS),
-        lambda: MaskErrors(should_mask_error=_mask),
-        GraphQLTimer,
-        # Schedulers send the same few query documents again and again.
-        lambda: ParserCache(maxsize=256),
-        lambda: ValidationCache(maxsize=256),
-    ],
-)
+def make_schema(*, dev: bool) -> strawberry.Schema:
+    """The schema; outside development mode introspection is off (GraphiQL too, in the router)."""
+    extras = [] if dev else [DisableIntrospection]
+    return strawberry.Schema(
+        query=Query,
+        mutation=ReservationMutations,
+        subscription=Subscription,
+        extensions=[*_EXTENSIONS, *extras],
+    )
+
+
+_EXTENSIONS = [
+    lambda: QueryDepthLimiter(max_depth=MAX_DEPTH),
+    lambda: MaxAliasesLimiter(max_alias_count=MAX_ALIASES),
+    lambda: MaxTokensLimiter(max_token_count=MAX_TOKENS),
+    lambda: MaskErrors(should_mask_error=_mask),
+    GraphQLTimer,
+    # Schedulers send the same few query documents again and again.
+    lambda: ParserCache(maxsize=256),
+    lambda: ValidationCache(maxsize=256),
+]
+
+schema = make_schema(dev=True)
