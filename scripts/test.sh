@@ -9,6 +9,11 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
     apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null
 fi
 
+if ! command -v chromium >/dev/null; then
+    echo "== installing Chromium (for the explorer's browser tests)"
+    apt-get update -qq && apt-get install -y -qq chromium >/dev/null || echo "   (no Chromium: the browser tests will skip)"
+fi
+
 PY="${PYTHON:-python3}"
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 # shellcheck disable=SC1091

@@ -22,6 +22,7 @@ from graphsvc.security.auth import RateLimiter, TokenStore
 from graphsvc.settings import Settings
 from graphsvc.store.factory import open_store
 from graphsvc.store.gateway import Gateway
+from graphsvc.ui import mount_ui
 
 
 def _reservations(gw: Gateway, settings: Settings) -> ReservationService:
@@ -67,6 +68,7 @@ def create_app(settings: Settings | None = None, *, gateway: Gateway | None = No
     app.include_router(router)
     app.include_router(metrics_router())
     app.include_router(exports_router)
+    mount_ui(app)
     app.include_router(
         GraphQLRouter(
             make_schema(dev=settings.dev_mode),

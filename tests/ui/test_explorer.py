@@ -1,0 +1,127 @@
+"""The explorer in real headless Chromium (Debian's, driven by Playwright): every view, a
+placement highlighted, a reservation made and released, and no request leaving the service."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from graphsvc.cli import push_cluster
+from graphsvc.synthetic.clusters import build
+from tests.conftest import free_port
+from tests.service import ServiceProcess
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine (apt-get install chromium)"),
+]
+ROOT = Path(__file__).resolve().parents[2]
+SHOTS = ROOT / "docs" / "screenshots"
+FLAGS = ["--no-sandbox", "--headless=new", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
+    svc = ServiceProcess(tmp_path_factory.mktemp("ui") / "data", free_port(), env={"GRAPHSVC_DEV_MODE": "true"})
+    svc.start()
+    asyncio.run(push_cluster(svc.url, build("demo")))
+    yield svc
+    svc.stop()
+
+
+@pytest.fixture(scope="module")
+def browser_page(service: ServiceProcess, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, list[str]]]:
+    from playwright.sync_api import sync_playwright
+
+    foreign: list[str] = []
+    own = urlsplit(service.url).netloc
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+
+        def guard(route: Any) -> None:
+            if urlsplit(route.request.url).netloc != own:
+                foreign.append(route.request.url)
+                route.abort()
+            else:
+                route.continue_()
+
+        page.route("**/*", guard)
+        yield page, foreign
+        browser.close()
+
+
+def open_view(page: Any, url: str) -> float:
+    started = time.perf_counter()
+    page.goto(url)
+    page.wait_for_selector('#view[data-ready="true"]', timeout=60_000)
+    return (time.perf_counter() - started) * 1000
+
+
+def free_total(page: Any) -> int:
+    return int(page.inner_text("#free-total"))
+
+
+def test_every_view_placement_reserve_release(service: ServiceProcess, browser_page: tuple[Any, list[str]]) -> None:
+    page, foreign = browser_page
+    base = f"{service.url}/ui/"
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    timings: dict[str, Any] = {}
+
+    timings["overview_ms"] = open_view(page, base + "#/overview")
+    assert "1184 GPUs" in page.inner_text("h2")
+    groups = page.locator("section.group").count()
+    assert groups >= 6  # 4 SUs, the NVL72 rack, the PCIe racks
+    before = free_total(page)
+    page.screenshot(path=str(SHOTS / "overview.png"), full_page=True)
+    open_view(page, base + "#/overview?color=utilization")
+    assert "GPU utilization" in page.inner_text(".legend")
+
+    timings["fabric_ms"] = open_view(page, base + "#/fabric")
+    assert page.locator("svg#fabric g.switch").count() > 40
+    page.screenshot(path=str(SHOTS / "fabric.png"), full_page=True)
+
+    open_view(page, base + "#/host/h100-su1-n01")
+    assert page.locator("#matrix td.nv").count() == 56  # 8x8 minus the diagonal, all NV18
+    assert "NV18" in page.inner_text("#matrix")
+    assert page.locator("#nics tr").count() == 9
+    page.screenshot(path=str(SHOTS / "host.png"), full_page=True)
+
+    open_view(page, base + "#/place?q=" + "8xH100%20nvlink%3Dfull-mesh%20ib-hops%3C%3D1")
+    page.wait_for_selector("#picture .gpu.picked", timeout=60_000)
+    assert page.locator("#picture .gpu.picked").count() == 8  # the candidate's GPUs, highlighted
+    assert "NVLink" in page.inner_text(".cand")
+    page.screenshot(path=str(SHOTS / "placement.png"), full_page=True)
+    page.click('button.reserve[data-rank="1"]')
+    page.wait_for_function("document.querySelector('#status').textContent.startsWith('reserved')", timeout=30_000)
+
+    open_view(page, base + "#/overview")
+    assert free_total(page) == before - 8
+
+    open_view(page, base + "#/reservations")
+    assert page.locator("#reservations button.release").count() == 1
+    page.screenshot(path=str(SHOTS / "reservations.png"), full_page=True)
+    page.click("#reservations button.release")
+    page.wait_for_function("document.querySelectorAll('#reservations button.release').length === 0", timeout=30_000)
+
+    open_view(page, base + "#/overview")
+    assert free_total(page) == before
+
+    page.fill("#search input", "l40s-002")
+    page.press("#search input", "Enter")
+    page.wait_for_selector("#matrix", timeout=30_000)
+    assert "l40s-002" in page.inner_text("h2")
+
+    assert foreign == []  # no request left for any host but the service
+    timings["gpus"] = 1184
+    (ROOT / "docs" / "benchmarks" / "ui.json").write_text(json.dumps(timings, indent=1))
