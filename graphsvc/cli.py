@@ -106,6 +106,15 @@ def _parser() -> argparse.ArgumentParser:
     export = sub.add_parser("export-schema", help="write the GraphQL schema (SDL) to a file or stdout")
     export.add_argument("out", nargs="?", type=Path)
 
+    bench = sub.add_parser("bench", help="replay a job trace against scheduler baselines (a benchmark)")
+    bench.add_argument("what", choices=["placement"])
+    bench.add_argument("--trace", default="generated", help="'generated' (LLM-like, seeded) or the Alibaba pods CSV")
+    bench.add_argument("--cluster", default="superpod-h100:sus=4", help="synthetic profile to load")
+    bench.add_argument("--policy", default=",".join(["service", "first-fit", "slurm-tree", "kueue-bestfit"]))
+    bench.add_argument("--jobs", type=int, default=300)
+    bench.add_argument("--seed", type=int, default=7)
+    bench.add_argument("--server", help="replay against this running service (it must hold the cluster)")
+
     token = sub.add_parser("token", help="create an API token (prints it once, and the hashed entry to store)")
     token.add_argument("action", choices=["create"])
     token.add_argument("--name", required=True)
@@ -150,6 +159,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             asyncio.run(push_cluster(args.server, cluster))
         elif args.command == "place":
             return asyncio.run(_place(args.server, args.request, as_json=args.json))
+        elif args.command == "bench":
+            from graphsvc.bench.run import bench as run_bench
+
+            report = asyncio.run(
+                run_bench(args.cluster, args.trace, args.policy.split(","), args.jobs, args.seed, args.server)
+            )
+            print(json.dumps(report, indent=1))
         elif args.command == "reserve":
             return asyncio.run(_reserve(args))
         elif args.command == "export":

@@ -1,0 +1,1 @@
+"""Benchmarks that drive the service: trace replay against scheduler baselines."""
