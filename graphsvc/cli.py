@@ -163,7 +163,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             from graphsvc.bench.run import bench as run_bench
 
             report = asyncio.run(
-                run_bench(args.cluster, args.trace, args.policy.split(","), args.jobs, args.seed, args.server)
+                run_bench(
+                    args.cluster,
+                    args.trace,
+                    [p.strip() for p in args.policy.split(",")],
+                    args.jobs,
+                    args.seed,
+                    args.server,
+                )
             )
             print(json.dumps(report, indent=1))
         elif args.command == "reserve":

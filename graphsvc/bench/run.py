@@ -56,6 +56,14 @@ async def bench(
     server: str | None = None,
     progress: bool = True,
 ) -> dict[str, Any]:
+    # Checked before a store starts: a typo should cost a second, not a cluster load.
+    unknown = [p for p in policies if p not in POLICIES]
+    if unknown:
+        raise ValueError(f"unknown policy {', '.join(unknown)}; known: {', '.join(POLICIES)}")
+    if trace != "generated" and not Path(trace).is_file():  # noqa: ASYNC240 - once, before any awaiting
+        raise ValueError(f"trace {trace!r} is not a file (give the Alibaba pods CSV or 'generated')")
+    if jobs < 1:
+        raise ValueError("--jobs must be at least 1")
     async with service_for(profile, server) as client:
         topology, models = await snapshot(client)
         job_list = llm_jobs(jobs, seed, topology.total) if trace == "generated" else alibaba_jobs(Path(trace), jobs)

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+
+import pytest
+
 from graphsvc.bench.policies import HostView, Topology, first_fit, kueue_bestfit, slurm_tree
+from graphsvc.bench.run import bench
 
 
 def topo(free: dict[str, int], groups: dict[str, str], racks: dict[str, str] | None = None) -> Topology:
@@ -48,3 +53,18 @@ def test_kueue_bestfit_takes_the_emptiest_block_then_the_tightest_rack() -> None
 def test_policies_answer_none_when_nothing_fits() -> None:
     t = topo({"a": 1}, {"a": "L1"})
     assert first_fit(t, 2) is None and slurm_tree(t, 2) is None and kueue_bestfit(t, 2) is None
+
+
+@pytest.mark.parametrize(
+    ("policies", "trace", "jobs", "message"),
+    [
+        (["nope"], "generated", 5, "unknown policy nope"),
+        (["service"], "/no/such/trace.csv", 5, "is not a file"),
+        (["service"], "generated", 0, "at least 1"),
+    ],
+)
+def test_bench_rejects_bad_input_before_starting_a_store(
+    policies: list[str], trace: str, jobs: int, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        asyncio.run(bench("demo", trace, policies, jobs, seed=1, progress=False))
