@@ -125,15 +125,9 @@ class NVSwitchFact(_Strict):
     location: str = Field(default="host", pattern=r"^(host|rack)$")
 
 
-class GPUFact(_Strict):
-    uuid: Ident
-    index: int = Field(ge=0, lt=MAX_GPUS_PER_HOST)
-    model: Text
-    memory_mib: int | None = Field(default=None, ge=0, le=16 * 1024 * 1024)
-    pci_bus_id: PciBusId | None = Field(default=None, description="Unknown in nvidia-smi topo -m imports")
-    numa_node: int | None = Field(default=None, ge=0, lt=4096)
-    compute_capability: str | None = Field(default=None, pattern=r"^\d{1,2}\.\d{1,2}$")
-    mig_mode: bool | None = None
+class GPUState(_Strict):
+    """Health and load: the part of a GPU's facts that also travels alone, more often."""
+
     health: Health = Health.UNKNOWN
     health_reasons: list[Text] = Field(default_factory=list, max_length=32)
     ecc_uncorrected: int | None = Field(default=None, ge=0)
@@ -142,6 +136,17 @@ class GPUFact(_Strict):
     power_w: float | None = Field(default=None, ge=0, le=10_000)
     utilization_pct: float | None = Field(default=None, ge=0, le=100)
     memory_used_mib: int | None = Field(default=None, ge=0)
+
+
+class GPUFact(GPUState):
+    uuid: Ident
+    index: int = Field(ge=0, lt=MAX_GPUS_PER_HOST)
+    model: Text
+    memory_mib: int | None = Field(default=None, ge=0, le=16 * 1024 * 1024)
+    pci_bus_id: PciBusId | None = Field(default=None, description="Unknown in nvidia-smi topo -m imports")
+    numa_node: int | None = Field(default=None, ge=0, lt=4096)
+    compute_capability: str | None = Field(default=None, pattern=r"^\d{1,2}\.\d{1,2}$")
+    mig_mode: bool | None = None
     nvlinks: list[NVLinkFact] = Field(default_factory=list, max_length=MAX_NVLINKS_PER_GPU)
     pcie_path: list[PciBusId] = Field(
         default_factory=list, max_length=16, description="PCIe switches from the GPU up to the root"
@@ -259,18 +264,10 @@ def _check_acyclic(problems: list[str], switches: list[PCIeSwitchFact]) -> None:
             cur = parent[cur]
 
 
-class GPUMetrics(_Strict):
+class GPUMetrics(GPUState):
     """The fast-changing part of a GPU's facts, sent more often than the full facts."""
 
     uuid: Ident
-    health: Health = Health.UNKNOWN
-    health_reasons: list[Text] = Field(default_factory=list, max_length=32)
-    ecc_uncorrected: int | None = Field(default=None, ge=0)
-    retired_pages: int | None = Field(default=None, ge=0)
-    temperature_c: float | None = Field(default=None, ge=-50, le=200)
-    power_w: float | None = Field(default=None, ge=0, le=10_000)
-    utilization_pct: float | None = Field(default=None, ge=0, le=100)
-    memory_used_mib: int | None = Field(default=None, ge=0)
 
 
 class HostMetrics(_Strict):
@@ -294,17 +291,7 @@ class HostMetrics(_Strict):
             hostname=facts.hostname,
             collected_at=facts.collected_at,
             gpus=[
-                GPUMetrics(
-                    uuid=g.uuid,
-                    health=g.health,
-                    health_reasons=g.health_reasons,
-                    ecc_uncorrected=g.ecc_uncorrected,
-                    retired_pages=g.retired_pages,
-                    temperature_c=g.temperature_c,
-                    power_w=g.power_w,
-                    utilization_pct=g.utilization_pct,
-                    memory_used_mib=g.memory_used_mib,
-                )
+                GPUMetrics(uuid=g.uuid, **{name: getattr(g, name) for name in GPUState.model_fields})
                 for g in facts.gpus
             ],
         )

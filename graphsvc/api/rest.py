@@ -37,11 +37,14 @@ GatewayDep = Annotated[Gateway, Depends(gateway)]
 Caller = Annotated[Principal, Depends(authenticate)]
 
 
-def may_write(principal: Principal, host: str) -> None:
+def may_write_host(principal: Principal, host: str, body_hostname: str) -> None:
+    """A collector writes only its own host, and the URL and body must name the same one."""
     if not principal.may_write_host(host):
         if principal.role is Role.COLLECTOR:
             raise HTTPException(status_code=403, detail=f"forbidden: this collector token may not write host {host!r}")
         require(principal, Role.COLLECTOR, Role.OPERATOR)
+    if body_hostname != host:
+        raise IngestRejected(422, "hostname", f"body hostname {body_hostname!r} does not match the URL {host!r}")
 
 
 class Health(BaseModel):
@@ -59,9 +62,7 @@ async def put_host_facts(
     name: HostPath, facts: HostFacts, gw: GatewayDep, request: Request, caller: Caller
 ) -> HostIngestResult:
     """Replace everything the graph knows about one host; devices missing from the facts are removed."""
-    may_write(caller, name)
-    if facts.hostname != name:
-        raise IngestRejected(422, "hostname", f"body hostname {facts.hostname!r} does not match the URL {name!r}")
+    may_write_host(caller, name, facts.hostname)
     result = await ingest_host(gw, facts)
     request.app.state.metrics.ingest.labels("host_facts").inc()
     request.app.state.metrics.ingest_gpus.inc(len(facts.gpus))
@@ -73,9 +74,7 @@ async def put_host_metrics(
     name: HostPath, metrics: HostMetrics, gw: GatewayDep, request: Request, caller: Caller
 ) -> MetricsIngestResult:
     """Update the fast-changing GPU metrics of a host already known from its full facts."""
-    may_write(caller, name)
-    if metrics.hostname != name:
-        raise IngestRejected(422, "hostname", f"body hostname {metrics.hostname!r} does not match the URL {name!r}")
+    may_write_host(caller, name, metrics.hostname)
     result = await ingest_metrics(gw, metrics)
     request.app.state.metrics.ingest.labels("host_metrics").inc()
     return result
