@@ -12,7 +12,7 @@ from collections import defaultdict
 from datetime import datetime
 from typing import Any
 
-from topo_facts import HostFacts, PeerType
+from topo_facts import GPUState, HostFacts, PeerType
 
 
 def numa_uuid(host: str, index: int) -> str:
@@ -29,6 +29,9 @@ def nvswitch_uuid(host: str, switch_id: str) -> str:
 
 def nic_uuid(host: str, name: str) -> str:
     return f"{host}/nic/{name}"
+
+
+_STATE_FIELDS = set(GPUState.model_fields)  # health and load: the same keys the metrics ingest sets
 
 
 def _props(**values: Any) -> dict[str, Any]:
@@ -108,14 +111,7 @@ def host_params(facts: HostFacts, *, received_at: float) -> dict[str, Any]:
                     numa_node=g.numa_node,
                     compute_capability=g.compute_capability,
                     mig_mode=g.mig_mode,
-                    health=g.health.value,
-                    health_reasons=list(g.health_reasons),
-                    ecc_uncorrected=g.ecc_uncorrected,
-                    retired_pages=g.retired_pages,
-                    temperature_c=g.temperature_c,
-                    power_w=g.power_w,
-                    utilization_pct=g.utilization_pct,
-                    memory_used_mib=g.memory_used_mib,
+                    **g.model_dump(mode="json", include=_STATE_FIELDS),
                     nvlink_domain=gpu_domain.get(g.uuid),
                     nvswitch_gbps=sum(link.bandwidth_gbps for link in g.nvlinks if link.peer_type is PeerType.NVSWITCH),
                 ),
