@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,11 @@ log = logging.getLogger("graphsvc")
 
 
 def _store_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--store", help="'embedded' (default), falkordb://host:port, or neo4j:// / bolt:// URI")
+    p.add_argument(
+        "--store",
+        help="'embedded' (default), falkordb://host:port, a neo4j:// / bolt:// URI, or (demo only) 'neo4j': "
+        "a local Neo4j 5 server started from tools/neo4j-local (jars: scripts/neo4j-jars.sh)",
+    )
     p.add_argument("--data-dir", type=Path, help="embedded store data directory (default ./.graphsvc)")
     p.add_argument("--graph", help="graph name inside the store (default 'topology')")
 
@@ -153,7 +158,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "serve":
             asyncio.run(_serve(_settings(args)))
         elif args.command == "demo":
-            asyncio.run(_demo(_settings(args), args.profile))
+            with _local_neo4j_if_asked(args):
+                asyncio.run(_demo(_settings(args), args.profile))
         elif args.command == "load":
             cluster = build(args.profile, cluster=args.cluster)
             asyncio.run(push_cluster(args.server, cluster))
@@ -237,6 +243,30 @@ async def _serve(settings: Settings) -> None:
     await server.serve()
     if not server.started:
         raise RuntimeError("the service did not start; see the log above")
+
+
+@contextlib.contextmanager
+def _local_neo4j_if_asked(args: argparse.Namespace) -> Iterator[None]:
+    """`demo --store neo4j`: run the demo on the project's local Neo4j 5 server (tools/neo4j-local).
+
+    The server keeps its data under DATA_DIR/neo4j and stops (cleanly) with the demo.
+    """
+    if getattr(args, "store", None) != "neo4j":
+        yield
+        return
+    from graphsvc.store.neo4j_local import LocalNeo4j
+
+    data_dir = (args.data_dir or Path(".graphsvc")) / "neo4j"
+    server = LocalNeo4j(data_dir, password=os.environ.get("GRAPHSVC_NEO4J_PASSWORD") or "graphsvc-demo")
+    print(f"starting a local Neo4j 5 server (data in {data_dir}) ...", file=sys.stderr)
+    server.start()
+    print(f"local Neo4j ready at {server.uri} (user neo4j, password {server.password})", file=sys.stderr)
+    args.store = server.uri
+    os.environ["GRAPHSVC_NEO4J_PASSWORD"] = server.password
+    try:
+        yield
+    finally:
+        server.stop()
 
 
 async def _demo(settings: Settings, profile: str) -> None:

@@ -1,4 +1,5 @@
 // Every node with its labels and properties, for offline checkers and debugging.
 MATCH (n)
 RETURN labels(n) AS labels, properties(n) AS props
+ORDER BY labels[0], coalesce(props.uuid, props.name, props.id, props.key)
 LIMIT $limit

@@ -4,6 +4,24 @@
 // ($host.collected_at older) or a GPU uuid belongs to another host.
 // (Filters follow a projection, not an OPTIONAL MATCH variable directly: FalkorDB
 // would fold such a WHERE into the OPTIONAL MATCH instead of dropping the row.)
+// Locks first (Neo4j read committed): the host's current GPUs in uuid order, then the counters
+// they feed (fragments/lock_counters), then the NVLink domains the new facts join, and only
+// then reads the stored collected_at it decides on. The free-GPU counters of the host, its
+// NVLink domains and leaves are recounted at the end of this same statement, so a crash can
+// never leave them behind the GPUs.
+OPTIONAL MATCH (prev:Host {name: $host.name})
+OPTIONAL MATCH (prev)-[:HAS_GPU]->(pg:GPU)
+WITH pg
+ORDER BY pg.uuid
+FOREACH (x IN CASE WHEN pg IS NULL THEN [] ELSE [pg] END | SET x.uuid = x.uuid)
+WITH collect(pg) AS gpus, null AS keep
+//@include lock_counters
+OPTIONAL MATCH (joined:NVLinkDomain)
+WHERE joined.uuid IN [d IN $domains | d.uuid]
+WITH joined
+ORDER BY joined.uuid
+FOREACH (x IN CASE WHEN joined IS NULL THEN [] ELSE [joined] END | SET x.uuid = x.uuid)
+WITH count(joined) AS locked
 OPTIONAL MATCH (prev:Host {name: $host.name})
 WITH coalesce(prev.collected_at, 0.0) AS stored_at
 WHERE stored_at <= $host.props.collected_at
@@ -94,4 +112,25 @@ FOREACH (l IN $gpu_nics |
   MERGE (b:NIC {uuid: l.dst})
   CREATE (a)-[e:NIC_AFFINITY]->(b)
   SET e.via = l.via)
+WITH h
+OPTIONAL MATCH (h)-[:HAS_GPU]->(g:GPU)
+WITH h, count(CASE WHEN g.state = 'free' THEN 1 END) AS host_free, min(g.model) AS host_model
+SET h.free_gpus = host_free, h.gpu_model = host_model
+WITH h
+OPTIONAL MATCH (h)-[:HAS_GPU]->(:GPU)-[:IN_DOMAIN]->(d:NVLinkDomain)
+WITH h, collect(DISTINCT d) AS domains
+UNWIND (CASE WHEN size(domains) = 0 THEN [null] ELSE domains END) AS d
+OPTIONAL MATCH (d)<-[:IN_DOMAIN]-(m:GPU)
+WITH h, d, count(CASE WHEN m.state = 'free' THEN 1 END) AS domain_free, count(m) AS domain_size, min(m.model) AS domain_model
+FOREACH (x IN CASE WHEN d IS NULL THEN [] ELSE [d] END |
+  SET x.free_gpus = domain_free, x.size = domain_size, x.gpu_model = domain_model)
+WITH DISTINCT h
+OPTIONAL MATCH (h)-[:HAS_NIC]->(:NIC)-[:UPLINK]->(leaf:Switch)
+WITH h, collect(DISTINCT leaf) AS leaves
+UNWIND (CASE WHEN size(leaves) = 0 THEN [null] ELSE leaves END) AS leaf
+OPTIONAL MATCH (leaf)<-[:UPLINK]-(:NIC)<-[:HAS_NIC]-(lh:Host)
+WITH h, leaf, collect(DISTINCT lh) AS leaf_hosts
+FOREACH (x IN CASE WHEN leaf IS NULL THEN [] ELSE [leaf] END |
+  SET x.free_gpus = reduce(total = 0, y IN leaf_hosts | total + coalesce(y.free_gpus, 0)))
+WITH DISTINCT h
 RETURN h.name AS host

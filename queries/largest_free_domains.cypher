@@ -3,4 +3,5 @@ UNWIND range($top, 1, -1) AS want
 MATCH (d:NVLinkDomain)
 WHERE d.free_gpus = want
 RETURN d.uuid AS unit, want AS free
+ORDER BY free DESC, unit
 LIMIT $limit

@@ -1,7 +1,9 @@
 // The hosts with the most free GPUs, probing free counts down from $top:
-// index seeks that stop after $limit rows instead of sorting every host.
+// index seeks per free count; ties are broken by name (ORDER BY), so the answer never depends
+// on the plan's row order (Neo4j gives no order without one).
 UNWIND range($top, 1, -1) AS want
 MATCH (h:Host)
 WHERE h.free_gpus = want
 RETURN h.name AS unit, want AS free
+ORDER BY free DESC, unit
 LIMIT $limit

@@ -3,6 +3,7 @@ UNWIND range($first_size, $last_size, $step) AS want
 MATCH (d:NVLinkDomain)
 WHERE d.free_gpus = want AND toLower(coalesce(d.gpu_model, '')) CONTAINS $model
 WITH d, want
+ORDER BY abs(want - $first_size), d.uuid
 SKIP $skip
 LIMIT $limit
 MATCH (d)<-[:IN_DOMAIN]-(:GPU)<-[:HAS_GPU]-(h:Host)

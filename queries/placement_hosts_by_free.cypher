@@ -1,9 +1,10 @@
 // Candidate hosts in best-fit order: hosts with exactly $first_size free GPUs first, then
-// the next size towards $last_size, ... Each step is an index seek on Host.free_gpus, and the scan stops after
-// $limit rows, so the cost follows the candidates read, not the size of the cluster.
+// the next size towards $last_size, ... Each step is an index seek on Host.free_gpus; ties are
+// broken by name (ORDER BY), so pages (SKIP/LIMIT) never depend on the plan's row order.
 UNWIND range($first_size, $last_size, $step) AS want
 MATCH (h:Host)
 WHERE h.free_gpus = want AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
 RETURN h.name AS host, want AS free
+ORDER BY abs(want - $first_size), host
 SKIP $skip
 LIMIT $limit

@@ -2,6 +2,8 @@
 # Installs the service into .venv and runs it with the embedded store and a demo
 # cluster of 1,184 GPUs (H100 SuperPOD SUs, one GB200 NVL72 rack, A100 PCIe, L40S).
 # Extra args go to `graphsvc demo` (e.g. --port 9000, --profile superpod-h100:sus=2).
+# `./scripts/demo.sh --store neo4j` runs the same demo on a local Neo4j 5 server instead
+# (its jars are fetched from Maven Central on first use; needs Java 17).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
@@ -9,4 +11,7 @@ PY="${PYTHON:-python3}"
 # shellcheck disable=SC1091
 . .venv/bin/activate
 python -m pip install -q --disable-pip-version-check -e ./collectors -e .
+case " $* " in
+    *" --store neo4j "*|*" --store=neo4j "*) ./scripts/neo4j-jars.sh ;;
+esac
 exec graphsvc demo "$@"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs everything the tests need into .venv (and the Cypher linter with npm),
-# then runs ruff, mypy --strict and the whole pytest suite. Extra args go to pytest.
+# Installs everything the tests need into .venv (the Cypher linter with npm, the Neo4j 5
+# server jars with Maven), then runs ruff, mypy --strict and the whole pytest suite, every
+# store test on the embedded FalkorDB and on a real local Neo4j server. Extra args go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +14,9 @@ if ! command -v chromium >/dev/null; then
     echo "== installing Chromium (for the explorer's browser tests)"
     apt-get update -qq && apt-get install -y -qq chromium >/dev/null || echo "   (no Chromium: the browser tests will skip)"
 fi
+
+echo "== fetching the Neo4j 5.26 server jars (Maven Central, cached in tools/neo4j-local/lib)"
+./scripts/neo4j-jars.sh
 
 PY="${PYTHON:-python3}"
 [ -x .venv/bin/python ] || "$PY" -m venv .venv

@@ -1,7 +1,15 @@
-"""Shared fixtures: one real embedded FalkorDB per test session, one fresh graph per test.
+"""Shared fixtures: one suite, both stores.
 
-A graph per test (not a server per test) keeps tests isolated and fast; the
-server is the real ``redis-server`` + FalkorDB module the service itself runs.
+Every test that takes ``gateway`` (or ``app``/``client``, built on it) runs twice: on the
+embedded FalkorDB (the real ``redis-server`` + module the service runs) and on a real Neo4j 5
+server. One server of each kind per test session; a fresh graph per test (a new graph name on
+FalkorDB; an emptied database on Neo4j Community, which has one user database).
+
+The Neo4j server is, in this order: ``GRAPHSVC_TEST_NEO4J_URI`` (with ``..._USER``/``..._PASSWORD``)
+if set; else the project's local server (``tools/neo4j-local``, jars fetched by
+``scripts/neo4j-jars.sh``); else a ``neo4j:5`` container where a Docker engine answers. If none
+starts, the Neo4j tests FAIL (never skip). ``GRAPHSVC_TEST_STORES=falkordb`` runs one store only,
+on purpose (it is never the default, and CI never sets it).
 """
 
 from __future__ import annotations
@@ -24,6 +32,8 @@ from graphsvc.store.embedded import EmbeddedFalkorDB, EmbeddedOptions
 from graphsvc.store.falkordb_backend import FalkorBackend
 from graphsvc.store.gateway import Gateway
 from graphsvc.store.migrate import migrate
+from graphsvc.store.neo4j_backend import Neo4jBackend
+from tests.stores import NEO4J_TEST_TIMEOUT_S, STORES, Neo4jServer, reset_neo4j, start_neo4j_server
 
 _graph_ids = itertools.count(1)
 
@@ -63,8 +73,40 @@ def embedded_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Embedd
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def neo4j_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Neo4jServer]:
+    """A real Neo4j 5 server for the whole session; failing to start it fails the tests that need it."""
+    server = start_neo4j_server(tmp_path_factory.mktemp("neo4j"))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=STORES)
+def store(request: pytest.FixtureRequest) -> str:
+    """The store kind a test runs on: 'falkordb' (embedded) or 'neo4j'."""
+    kind: str = request.param
+    return kind
+
+
 @pytest.fixture
-async def gateway(embedded_server: EmbeddedFalkorDB) -> AsyncIterator[Gateway]:
+async def gateway(store: str, request: pytest.FixtureRequest) -> AsyncIterator[Gateway]:
+    if store == "neo4j":
+        server: Neo4jServer = request.getfixturevalue("neo4j_server")
+        neo = Neo4jBackend(server.uri, user=server.user, password=server.password)
+        await neo.open()
+        # A longer budget than production's 10 s: the first run of a big statement includes
+        # Neo4j's query planning on a cold JVM, and CI machines are small and shared.
+        gw = Gateway(neo, timeout_s=NEO4J_TEST_TIMEOUT_S)
+        await reset_neo4j(neo)
+        await migrate(gw)
+        try:
+            yield gw
+        finally:
+            await neo.close()
+        return
+    embedded_server: EmbeddedFalkorDB = request.getfixturevalue("embedded_server")
     backend = FalkorBackend(
         f"test{next(_graph_ids)}_{os.getpid()}", unix_socket=str(embedded_server.socket_path), kind="embedded"
     )

@@ -11,17 +11,30 @@ from pathlib import Path
 
 import httpx
 
+from graphsvc.store.neo4j_local import LocalNeo4j
+from tests.stores import neo4j_env
+
 
 class ServiceProcess:
-    def __init__(self, data_dir: Path, port: int, env: dict[str, str] | None = None) -> None:
+    """The service as a child process; with ``neo4j``, on that (private) Neo4j server instead of
+    the embedded store, which it starts with the service and kills with it in ``kill9``."""
+
+    def __init__(
+        self, data_dir: Path, port: int, env: dict[str, str] | None = None, neo4j: LocalNeo4j | None = None
+    ) -> None:
         self.data_dir = data_dir
         self.port = port
         self.env = env or {}
+        self.neo4j = neo4j
         self.url = f"http://127.0.0.1:{port}"
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout_s: float = 60) -> None:
         env = {**os.environ, "GRAPHSVC_LOG_LEVEL": "warning", **self.env}
+        if self.neo4j is not None:
+            if self.neo4j.proc is None:
+                self.neo4j.start()
+            env.update(neo4j_env(self.neo4j.uri, self.neo4j.password))
         cmd = [
             sys.executable,
             "-m",
@@ -55,12 +68,22 @@ class ServiceProcess:
         if self.proc is not None and self.proc.stderr:
             self.proc.stderr.close()
         self.proc = None
+        if self.neo4j is not None:
+            self.neo4j.stop()
 
     def kill9(self) -> None:
-        """SIGKILL the service and its embedded store, as a crash would."""
-        store_pid = int((self.data_dir / "falkordb.pid").read_text())
-        os.kill(store_pid, signal.SIGKILL)
+        """SIGKILL the service and its store (embedded, or the private Neo4j server), as a crash would."""
+        if self.neo4j is not None:
+            self.neo4j.kill()
+        else:
+            store_pid = int((self.data_dir / "falkordb.pid").read_text())
+            os.kill(store_pid, signal.SIGKILL)
         assert self.proc is not None
         os.kill(self.proc.pid, signal.SIGKILL)
         self.proc.wait()
         self.proc = None
+
+
+def private_neo4j(store: str, tmp_path: Path) -> LocalNeo4j | None:
+    """A Neo4j server of the test's own (it will be killed), or None for the embedded store."""
+    return LocalNeo4j(tmp_path / "neo4j") if store == "neo4j" else None

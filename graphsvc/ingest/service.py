@@ -65,9 +65,12 @@ async def ingest_host(gateway: Gateway, facts: HostFacts) -> HostIngestResult:
         return await _explain_host_refusal(gateway, facts, received_at)
     old_domains = set(before[0]["uuids"]) if before else set()
     new_domains = {d["uuid"] for d in params["domains"]}
-    if old_domains - new_domains:
-        await gateway.write("prune_nvlink_domains", {"uuids": sorted(old_domains - new_domains)})
-    await recount(gateway, [facts.hostname])
+    left = sorted(old_domains - new_domains)
+    if left:
+        # The statement recounted the host and the domains it is in now; domains it left
+        # (rare: recabling) lose members: drop the empty ones, recount the rest.
+        await gateway.write("prune_nvlink_domains", {"uuids": left})
+        await gateway.write("recount_domains", {"uuids": left})
     log.debug("ingest host=%s gpus=%d nics=%d", facts.hostname, len(facts.gpus), len(facts.nics))
     return HostIngestResult(facts.hostname, True, len(facts.gpus), len(facts.nics), received_at)
 

@@ -21,7 +21,7 @@ from graphsvc.placement.engine import PlacementEngine
 from graphsvc.placement.model import InfeasibleReason
 from graphsvc.placement.request import PlacementRequest, RequestError, format_request
 from graphsvc.reservations.events import Event, EventBus
-from graphsvc.store.errors import StoreQueryError
+from graphsvc.store.errors import StoreConstraintError
 from graphsvc.store.gateway import Gateway
 
 log = logging.getLogger(__name__)
@@ -314,8 +314,8 @@ class ReservationService:
         """One write; the reservation, or None when a GPU was taken (or the key raced in)."""
         try:
             ok = await self._write(uuids, props, ttl)
-        except StoreQueryError as exc:
-            if key is not None and "unique" in exc.message.lower():
+        except StoreConstraintError:
+            if key is not None:
                 existing = await self.get_many(keys=[key])
                 if existing:
                     return self._same_holder(existing[0], holder)

@@ -32,6 +32,18 @@ class UnrepresentableParameter(StoreQueryError):
     """
 
 
+class StoreConstraintError(StoreQueryError):
+    """A write broke a unique constraint (two writers raced for one key, e.g. an idempotency key).
+
+    Recognised by the database's error code (Neo4j's Neo.ClientError.Schema.ConstraintValidationFailed)
+    or, on FalkorDB, which has no codes, by its constraint-violation reply.
+    """
+
+
+class StoreBusyError(StoreUnavailableError):
+    """The database kept answering with transient failures (deadlocks, lock waits) after bounded retries."""
+
+
 class StoreTimeoutError(StoreQueryError):
     """A query ran past its time budget and was stopped by the database."""
 

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from urllib.parse import urlsplit
 
+from graphsvc.ingest.counters import repair_counters
 from graphsvc.settings import Settings
 from graphsvc.store.backend import Backend
 from graphsvc.store.embedded import EmbeddedFalkorDB, EmbeddedOptions
@@ -65,6 +66,7 @@ async def open_store(settings: Settings, *, run_migrations: bool = True) -> Asyn
         gateway = Gateway(backend, timeout_s=settings.query_timeout_s)
         if run_migrations:
             await migrate(gateway)
+            await repair_counters(gateway)
         yield gateway
     finally:
         await backend.close()

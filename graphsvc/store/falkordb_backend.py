@@ -18,6 +18,8 @@ from redis.asyncio import BlockingConnectionPool, Connection, UnixDomainSocketCo
 
 from graphsvc.store.backend import Row
 from graphsvc.store.errors import (
+    StoreBusyError,
+    StoreConstraintError,
     StoreQueryError,
     StoreTimeoutError,
     StoreUnavailableError,
@@ -77,7 +79,9 @@ class FalkorBackend:
         host: str = "127.0.0.1",
         port: int = 6379,
         password: str | None = None,
-        max_connections: int = 32,
+        max_connections: int | None = None,
+        queue_timeout_s: float = 30.0,
+        socket_timeout_s: float = 75.0,
         kind: str = "falkordb",
     ) -> None:
         self.kind = kind
@@ -85,16 +89,38 @@ class FalkorBackend:
         self._socket = unix_socket
         self._host, self._port, self._password = host, port, password
         self._max_connections = max_connections
+        self._queue_timeout_s = queue_timeout_s
+        # Longer than any query's own time budget (60 s at most), so a slow query ends as the
+        # server's timeout error, never as a dropped socket ("unreachable").
+        self._socket_timeout_s = socket_timeout_s
         self._pool: BlockingConnectionPool | None = None
         self._db: FalkorDB | None = None
+        self._slots: asyncio.Semaphore | None = None
+        self.connections = 0
 
     async def open(self) -> None:
+        self.connections = self._max_connections or 4
+        self._connect(self.connections)
+        await self.ping()
+        if self._max_connections is None:
+            # Sized from the server: FalkorDB runs THREAD_COUNT queries at once (writes one at a
+            # time); more connections only queue inside the server, where a wait is invisible.
+            threads = await self._server_threads()
+            wanted = max(4, 2 * threads + 2)
+            if wanted != self.connections:
+                await self.close()
+                self.connections = wanted
+                self._connect(wanted)
+        self._slots = asyncio.Semaphore(self.connections)
+
+    def _connect(self, connections: int) -> None:
         common: dict[str, Any] = {
-            "max_connections": self._max_connections,
-            "timeout": 30,
+            "max_connections": connections,
+            "timeout": None,  # callers queue on self._slots, with a bounded wait, before they take one
             "decode_responses": True,
             "password": self._password,
             "socket_connect_timeout": 5,
+            "socket_timeout": self._socket_timeout_s,
         }
         if self._socket:
             self._pool = BlockingConnectionPool(
@@ -106,7 +132,13 @@ class FalkorBackend:
             self._db = FalkorDB(connection_pool=self._pool)
         except (redis_errors.ConnectionError, OSError) as exc:
             raise StoreUnavailableError(f"FalkorDB is unreachable: {exc}") from exc
-        await self.ping()
+
+    async def _server_threads(self) -> int:
+        try:
+            reply = await self._database().connection.execute_command("GRAPH.CONFIG", "GET", "THREAD_COUNT")
+            return max(1, int(reply[1]))
+        except (redis_errors.RedisError, OSError, ValueError, IndexError, TypeError):
+            return 1
 
     async def close(self) -> None:
         if self._pool is not None:
@@ -134,6 +166,17 @@ class FalkorBackend:
             params = _without_nul(params)
         graph = self._database().select_graph(self.graph_name)
         timeout_ms = max(1, int(timeout_s * 1000))
+        slots = self._slots
+        if slots is None:
+            raise StoreUnavailableError("FalkorDB connection is not open")
+        try:
+            async with asyncio.timeout(self._queue_timeout_s):
+                await slots.acquire()
+        except TimeoutError:
+            raise StoreBusyError(
+                f"the store is busy: query {query.name!r} waited {self._queue_timeout_s:.0f} s "
+                f"for one of {self.connections} connections"
+            ) from None
         try:
             if write:
                 result = await graph.query(query.text, dict(params), timeout=timeout_ms)
@@ -143,9 +186,14 @@ class FalkorBackend:
             message = str(exc)
             if "timed out" in message.lower():
                 raise StoreTimeoutError(query.name, message) from exc
+            if "unique constraint violation" in message.lower():
+                # FalkorDB replies carry no error codes; this reply text is its constraint error.
+                raise StoreConstraintError(query.name, message) from exc
             raise StoreQueryError(query.name, message) from exc
         except (redis_errors.ConnectionError, redis_errors.TimeoutError, OSError) as exc:
             raise StoreUnavailableError(f"FalkorDB is unreachable: {exc}") from exc
+        finally:
+            slots.release()
         header = [h[1] if isinstance(h, list | tuple) else h for h in (result.header or [])]
         return [
             {str(name): _plain(value) for name, value in zip(header, row, strict=True)}

@@ -1,11 +1,18 @@
 """Neo4j 5 through the official async driver, with managed transactions.
 
-Managed transactions retry transient failures (deadlocks, leader changes) with
-backoff, so every named write query must be idempotent: they are MERGE-based.
+Neo4j runs read committed. The named write queries take their write locks first (a
+``SET`` on the nodes they will change, in one global order: GPUs by uuid, then hosts, NVLink
+domains and leaves) and only then read what they decide on, so a check and its write see
+the same state. Deadlocks and other transient failures are retried by the managed
+transaction a bounded time (``max_retry_s``), so every named write must be safe to repeat:
+they are MERGE-based or conditional. Failures are mapped by Neo4j's status code, never by
+message text. All sessions share the driver's bookmark manager, so a read that follows a
+write (from any request of this process) sees it, also on a cluster with read replicas.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,9 +21,43 @@ from neo4j import AsyncGraphDatabase, AsyncManagedTransaction
 from neo4j import exceptions as neo4j_errors
 
 from graphsvc.store.backend import Row
-from graphsvc.store.errors import StoreQueryError, StoreTimeoutError, StoreUnavailableError
+from graphsvc.store.errors import (
+    StoreBusyError,
+    StoreConstraintError,
+    StoreQueryError,
+    StoreTimeoutError,
+    StoreUnavailableError,
+)
 from graphsvc.store.queries import NamedQuery
 from graphsvc.store.schema import GraphSchema
+
+log = logging.getLogger(__name__)
+
+CONSTRAINT_CODES = frozenset({"Neo.ClientError.Schema.ConstraintValidationFailed"})
+TIMEOUT_CODES = frozenset(
+    {
+        "Neo.ClientError.Transaction.TransactionTimedOut",
+        "Neo.ClientError.Transaction.TransactionTimedOutClientConfiguration",
+        "Neo.TransientError.Transaction.LockAcquisitionTimeout",
+    }
+)
+
+
+def map_neo4j_error(query: str, exc: Exception) -> Exception:
+    """The typed store error for a driver exception, decided by its Neo4j status code."""
+    code = getattr(exc, "code", None) or ""
+    message = getattr(exc, "message", None) or str(exc)
+    if code in CONSTRAINT_CODES:
+        return StoreConstraintError(query, message)
+    if code in TIMEOUT_CODES:
+        return StoreTimeoutError(query, message)
+    if isinstance(exc, neo4j_errors.ServiceUnavailable | neo4j_errors.SessionExpired | OSError):
+        return StoreUnavailableError(f"Neo4j is unreachable: {message}")
+    if isinstance(exc, neo4j_errors.TransientError):
+        return StoreBusyError(f"Neo4j stayed busy for query {query!r} ({code}): {message}")
+    if isinstance(exc, neo4j_errors.DriverError):
+        return StoreUnavailableError(f"Neo4j driver failed for query {query!r}: {message}")
+    return StoreQueryError(query, f"{code}: {message}" if code else message)
 
 
 class Neo4jBackend:
@@ -30,16 +71,27 @@ class Neo4jBackend:
         password: str,
         database: str = "neo4j",
         max_connections: int = 64,
+        max_retry_s: float = 5.0,
+        connect_timeout_s: float = 3.0,
     ) -> None:
         self._uri = uri
         self._auth = (user, password)
         self._database = database
         self._max_connections = max_connections
+        self._max_retry_s = max_retry_s
+        self._connect_timeout_s = connect_timeout_s
         self._driver: neo4j.AsyncDriver | None = None
 
     async def open(self) -> None:
         self._driver = AsyncGraphDatabase.driver(
-            self._uri, auth=self._auth, max_connection_pool_size=self._max_connections
+            self._uri,
+            auth=self._auth,
+            max_connection_pool_size=self._max_connections,
+            # Bounded: while the server is down a request answers StoreUnavailable in seconds, not a hang.
+            max_transaction_retry_time=self._max_retry_s,
+            connection_timeout=self._connect_timeout_s,
+            connection_acquisition_timeout=max(self._connect_timeout_s, 10.0),
+            notifications_min_severity="OFF",  # deprecations are caught by the Cypher lint test instead
         )
         await self.ping()
 
@@ -53,10 +105,15 @@ class Neo4jBackend:
             raise StoreUnavailableError("Neo4j driver is not open")
         return self._driver
 
+    def _session(self) -> neo4j.AsyncSession:
+        driver = self._drv()
+        # One bookmark manager for every session: read-your-writes across requests and sessions.
+        return driver.session(database=self._database, bookmark_manager=driver.execute_query_bookmark_manager)
+
     async def ping(self) -> None:
         try:
             await self._drv().verify_connectivity()
-        except (neo4j_errors.ServiceUnavailable, neo4j_errors.AuthError, OSError) as exc:
+        except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError) as exc:
             raise StoreUnavailableError(f"Neo4j is unreachable: {exc}") from exc
 
     async def run(self, query: NamedQuery, params: Mapping[str, Any], *, write: bool, timeout_s: float) -> list[Row]:
@@ -68,20 +125,20 @@ class Neo4jBackend:
             return [dict(record) for record in await result.data()]
 
         try:
-            async with self._drv().session(database=self._database) as session:
+            async with self._session() as session:
                 if write:
                     return await session.execute_write(work)
                 return await session.execute_read(work)
-        except neo4j_errors.ClientError as exc:
-            code = exc.code or ""
-            if "TransactionTimedOut" in code or "Timeout" in code:
-                raise StoreTimeoutError(query.name, exc.message or str(exc)) from exc
-            raise StoreQueryError(query.name, exc.message or str(exc)) from exc
-        except (neo4j_errors.ServiceUnavailable, neo4j_errors.SessionExpired, OSError) as exc:
-            raise StoreUnavailableError(f"Neo4j is unreachable: {exc}") from exc
+        except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError) as exc:
+            raise map_neo4j_error(query.name, exc) from exc
 
     async def apply_ddl(self, schema: GraphSchema) -> None:
-        async with self._drv().session(database=self._database) as session:
-            for statement in schema.neo4j_ddl():
-                # Generated from the declared schema, never from input.
-                await session.run(statement)
+        try:
+            async with self._session() as session:
+                for statement in schema.neo4j_ddl():
+                    # Generated from the declared schema, never from input.
+                    await (await session.run(statement)).consume()
+                # Constraints and indexes build in the background: writes must not start before they hold.
+                await (await session.run("CALL db.awaitIndexes(300)")).consume()
+        except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError) as exc:
+            raise map_neo4j_error("ddl", exc) from exc

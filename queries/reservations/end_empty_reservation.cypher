@@ -1,6 +1,11 @@
-// Ends a live reservation that no longer holds any GPU (every one was taken over after its
-// lease lapsed). No GPU changes, so no counters move.
+// Ends a live reservation that no longer owns any GPU (every one was taken over after its
+// lease lapsed). No GPU changes, so no counters move. Locks the reservation before reading.
 MATCH (r:Reservation {id: $id})
+SET r.id = r.id
+WITH r
 WHERE r.state = 'active'
+OPTIONAL MATCH (r)-[:HOLDS]->(g:GPU)
+WITH r, count(CASE WHEN g.reservation = r.id THEN 1 END) AS owned
+WHERE owned = 0
 SET r.state = $state, r.ended_at = $now
 RETURN r.id AS id

@@ -1,11 +1,18 @@
-// Ends lapsed reservations that no longer hold any GPU (all taken over); nothing to free.
+// Ends lapsed reservations that no longer own any GPU (all taken over); nothing to free.
+// Locks each candidate before checking it again (a renew cannot succeed without GPUs, but a
+// release may have ended it meanwhile).
 MATCH (r:Reservation)
 WHERE r.state = 'active' AND r.expires_at < $now
+WITH r
+ORDER BY r.id
+SET r.id = r.id
+WITH r
+WHERE r.state = 'active' AND r.expires_at < $now
 OPTIONAL MATCH (r)-[:HOLDS]->(g:GPU)
-WHERE g.reservation = r.id
-WITH r, count(g) AS held
+WITH r, count(CASE WHEN g.reservation = r.id THEN 1 END) AS held
 WHERE held = 0
 WITH r
+ORDER BY r.id
 LIMIT $limit
 SET r.state = 'expired', r.ended_at = $now
 RETURN collect(r.id) AS ids

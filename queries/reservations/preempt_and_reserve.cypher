@@ -1,32 +1,41 @@
 // Preemption in one statement: ends the named victim reservations (live, preemptible and of
 // lower priority), frees their GPUs, and reserves exactly $uuids for the new reservation,
 // with the counters. Writes nothing and returns no row if any condition fails (a victim
-// ended or was renewed away, a GPU is held by someone else). Locks as in reserve_gpus.
-MATCH (g:GPU)
-WHERE g.uuid IN $uuids
+// ended or was renewed away, a GPU is held by someone else). Locks, in the global order, the
+// union of the wanted GPUs and the victims' GPUs, then their counters, then the victims,
+// and only then reads what it decides on (see reserve_gpus).
+OPTIONAL MATCH (v:Reservation)-[:HOLDS]->(vg:GPU)
+WHERE v.id IN $victims
+WITH collect(DISTINCT vg.uuid) AS victim_gpus
+UNWIND $uuids + victim_gpus AS u
+WITH DISTINCT u
+MATCH (g:GPU {uuid: u})
 WITH g
 ORDER BY g.uuid
-SET g.lock_token = $props.id
-WITH collect(g) AS gpus
+SET g.uuid = g.uuid
+WITH collect(g) AS gpus, null AS keep
+//@include lock_counters
 OPTIONAL MATCH (v:Reservation)
-WHERE v.id IN $victims AND v.state = 'active' AND v.preemptible = true AND v.priority < $props.priority
-WITH gpus, collect(v) AS victims, collect(v.id) AS victim_ids
-WHERE size(gpus) = size($uuids) AND size(victims) = size($victims)
-  AND all(x IN gpus WHERE x.state = 'free' OR coalesce(x.lease_expires_at, 0.0) < $now OR x.reservation IN victim_ids)
+WHERE v.id IN $victims
+WITH gpus, v
+ORDER BY v.id
+FOREACH (x IN CASE WHEN v IS NULL THEN [] ELSE [v] END | SET x.id = x.id)
+WITH gpus, collect(v) AS named
+WITH gpus, [v IN named WHERE v.state = 'active' AND v.preemptible = true AND v.priority < $props.priority] AS victims
+WITH gpus, victims, [v IN victims | v.id] AS victim_ids, [x IN gpus WHERE x.uuid IN $uuids] AS wanted
+// (Counted in a projection: see renew_reservation for the FalkorDB quirk this avoids.)
+WITH gpus, victims, victim_ids, wanted,
+     size([x IN wanted WHERE x.state = 'free' OR coalesce(x.lease_expires_at, 0.0) < $now OR x.reservation IN victim_ids]) AS takeable
+WHERE size(wanted) = size($uuids) AND size(victims) = size($victims) AND takeable = size(wanted)
 FOREACH (v IN victims | SET v.state = 'preempted', v.ended_at = $now)
-WITH gpus, victims
-UNWIND victims AS v
-OPTIONAL MATCH (v)-[:HOLDS]->(vg:GPU)
-WHERE vg.reservation = v.id
-FOREACH (x IN CASE WHEN vg IS NULL THEN [] ELSE [vg] END |
-  SET x.state = 'free', x.reservation = NULL, x.lease_expires_at = NULL)
-WITH gpus, collect(DISTINCT vg) AS freed
+WITH gpus, wanted, [x IN gpus WHERE x.reservation IN victim_ids] AS freed
+FOREACH (x IN freed | SET x.state = 'free', x.reservation = NULL, x.lease_expires_at = NULL)
 CREATE (r:Reservation)
 SET r += $props
-FOREACH (x IN gpus |
+FOREACH (x IN wanted |
   SET x.state = 'reserved', x.reservation = $props.id, x.lease_expires_at = $props.expires_at
   MERGE (r)-[:HOLDS]->(x))
-WITH r, gpus + freed AS touched
+WITH r, wanted + freed AS touched
 UNWIND touched AS x
 OPTIONAL MATCH (old:Reservation)-[stale:HOLDS]->(x)
 WHERE old.id <> $props.id AND x.reservation = $props.id

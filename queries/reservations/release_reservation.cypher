@@ -1,13 +1,22 @@
 // Ends a live reservation (released or preempted) and frees the GPUs it still holds, with
-// the counters, in one statement. Returns no row when it is not live (already ended).
+// the counters, in one statement. Returns no row when it is not live (already ended) or
+// holds no GPU any more (then end_empty_reservation ends it). Locks the GPUs it may free
+// (uuid order), their counters, then the reservation, before it reads state (see
+// reserve_gpus): a concurrent expiry or takeover is seen, never overwritten.
+MATCH (r:Reservation {id: $id})-[:HOLDS]->(g:GPU)
+WITH g
+ORDER BY g.uuid
+SET g.uuid = g.uuid
+WITH collect(g) AS gpus, null AS keep
+//@include lock_counters
 MATCH (r:Reservation {id: $id})
-WHERE r.state = 'active'
+SET r.id = r.id
+WITH r, [x IN gpus WHERE x.reservation = r.id] AS owned
+WHERE r.state = 'active' AND size(owned) > 0
 SET r.state = $state, r.ended_at = $now
-WITH r
-MATCH (r)-[:HOLDS]->(g:GPU)
-WHERE g.reservation = r.id
-SET g.state = 'free', g.reservation = NULL, g.lease_expires_at = NULL
-WITH r, g
+FOREACH (x IN owned | SET x.state = 'free', x.reservation = NULL, x.lease_expires_at = NULL)
+WITH r, owned
+UNWIND owned AS g
 MATCH (h:Host)-[:HAS_GPU]->(g)
 WITH r.id AS carry, collect(DISTINCT h) AS hosts
 //@include recount_tail

@@ -1,9 +1,19 @@
-// Extends a live, unexpired lease on the reservation and its GPUs. No row when it cannot be renewed.
+// Extends a live, unexpired lease on the reservation and its GPUs, only while the reservation
+// still owns every GPU it was granted. No row when it cannot be renewed: ended, lapsed, or a
+// GPU was taken over after the lease lapsed (the holder must stop: another job owns it).
+// Locks its GPUs (uuid order) and then the reservation before reading, so a renew racing a
+// takeover either extends the lease before the takeover looks, or sees the GPU gone.
+MATCH (r:Reservation {id: $id})-[:HOLDS]->(g:GPU)
+WITH g
+ORDER BY g.uuid
+SET g.uuid = g.uuid
+WITH collect(g) AS gpus
 MATCH (r:Reservation {id: $id})
-WHERE r.state = 'active' AND r.expires_at >= $now
+SET r.id = r.id
+// (Ownership is counted in a projection first: FalkorDB drops every row when a WHERE holds a
+// list predicate over a collected list that refers to a node bound in the same WITH.)
+WITH r, gpus, size([x IN gpus WHERE x.reservation = r.id]) AS owned
+WHERE r.state = 'active' AND r.expires_at >= $now AND size(gpus) = r.gpu_count AND owned = size(gpus)
 SET r.expires_at = $expires_at, r.renewed_at = $now
-WITH r
-OPTIONAL MATCH (r)-[:HOLDS]->(g:GPU)
-WHERE g.reservation = r.id
-SET g.lease_expires_at = $expires_at
-RETURN r.id AS id, count(g) AS gpus
+FOREACH (x IN gpus | SET x.lease_expires_at = $expires_at)
+RETURN r.id AS id, size(gpus) AS gpus

@@ -1,14 +1,17 @@
 // Reserves exactly these GPUs for a new reservation, or writes nothing and returns no row.
-// Neo4j (read committed): the first SET takes a write lock on every GPU in uuid order, so
-// the state read after it is current and two reservations cannot interleave or deadlock.
-// FalkorDB runs the statement as one atomic write. A GPU whose hold has expired counts as
-// free (even before the lease reaper has run). Counters move in the same statement.
+// Locks first, in the one global order (GPUs by uuid, then the counters they feed: see
+// fragments/lock_counters), and only then reads the states it decides on, so under Neo4j's
+// read committed isolation two reservations cannot both take a GPU, cannot write a stale
+// counter, and cannot deadlock. FalkorDB runs the statement as one atomic write. A GPU whose
+// hold has expired counts as free (even before the lease reaper has run).
 MATCH (g:GPU)
 WHERE g.uuid IN $uuids
 WITH g
 ORDER BY g.uuid
-SET g.lock_token = $props.id
-WITH collect(g) AS gpus
+SET g.uuid = g.uuid
+WITH collect(g) AS gpus, null AS keep
+//@include lock_counters
+WITH gpus
 WHERE size(gpus) = size($uuids) AND all(x IN gpus WHERE x.state = 'free' OR coalesce(x.lease_expires_at, 0.0) < $now)
 CREATE (r:Reservation)
 SET r += $props

@@ -15,11 +15,14 @@ from graphsvc.client import ConflictError, GraphsvcClient, InfeasibleError, Vali
 from graphsvc.synthetic.clusters import build
 from tests.conftest import free_port
 from tests.service import ServiceProcess
+from tests.stores import STORES, service_store_env
 
 
-@pytest.fixture(scope="module")
-def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
-    svc = ServiceProcess(tmp_path_factory.mktemp("svc") / "data", free_port())
+@pytest.fixture(scope="module", params=STORES)
+def service(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
+    svc = ServiceProcess(
+        tmp_path_factory.mktemp("svc") / "data", free_port(), env=service_store_env(request.param, request)
+    )
     svc.start()
     asyncio.run(push_cluster(svc.url, build("demo:sus=1,nvl72_racks=1,a100_hosts=2,l40s_hosts=2")))
     yield svc

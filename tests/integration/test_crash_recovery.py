@@ -11,14 +11,14 @@ import pytest
 
 from graphsvc.synthetic.clusters import build
 from tests.conftest import free_port
-from tests.service import ServiceProcess
+from tests.service import ServiceProcess, private_neo4j
 
 pytestmark = pytest.mark.slow
 
 
-def test_kill_9_keeps_every_acknowledged_ingest(tmp_path: Path) -> None:
+def test_kill_9_keeps_every_acknowledged_ingest(tmp_path: Path, store: str) -> None:
     cluster = build("superpod-h100:sus=2")
-    service = ServiceProcess(tmp_path / "data", free_port())
+    service = ServiceProcess(tmp_path / "data", free_port(), neo4j=private_neo4j(store, tmp_path))
     service.start()
     port = service.port
     acked: list[str] = []

@@ -20,14 +20,19 @@ from graphsvc.cli import push_cluster
 from graphsvc.synthetic.clusters import build
 from tests.conftest import free_port
 from tests.service import ServiceProcess
+from tests.stores import STORES, service_store_env
 
 pytestmark = pytest.mark.slow
 EXAMPLES = 20
 
 
-@pytest.fixture(scope="module")
-def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
-    svc = ServiceProcess(tmp_path_factory.mktemp("fuzz") / "data", free_port(), env={"GRAPHSVC_DEV_MODE": "true"})
+@pytest.fixture(scope="module", params=STORES)
+def service(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
+    svc = ServiceProcess(
+        tmp_path_factory.mktemp("fuzz") / "data",
+        free_port(),
+        env={"GRAPHSVC_DEV_MODE": "true", **service_store_env(request.param, request)},
+    )
     svc.start()
     asyncio.run(push_cluster(svc.url, build("l40s:hosts=2")))
     yield svc

@@ -242,11 +242,11 @@ async def test_fabric_ingest_and_replace(client: httpx.AsyncClient, gateway: Gat
     assert await snapshot(gateway) == before
 
 
-async def test_healthz_counts(client: httpx.AsyncClient) -> None:
+async def test_healthz_counts(client: httpx.AsyncClient, store: str) -> None:
     for facts in (h100(), a100(), l40()):
         await put_host(client, as_json(facts))
     body = (await client.get("/healthz")).json()
-    assert body["store"] == "embedded"
+    assert body["store"] == {"falkordb": "embedded", "neo4j": "neo4j"}[store]
     assert body["graph_version"] == GRAPH_VERSION
     assert (body["hosts"], body["gpus"]) == (3, 20)
     assert body["gpus_by_model"] == {"NVIDIA H100 80GB HBM3": 8, "NVIDIA A100 80GB PCIe": 8, "NVIDIA L40S": 4}

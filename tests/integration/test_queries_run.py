@@ -148,6 +148,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         },
     },
     "largest_free_domains": {"top": 72, "limit": 3},
+    "counter_drift": {},
 }
 
 
@@ -155,7 +156,7 @@ def test_every_query_has_an_example() -> None:
     assert sorted(default_registry().names()) == sorted(EXAMPLES)
 
 
-async def test_every_query_runs_on_embedded_store(gateway: Gateway) -> None:
+async def test_every_query_runs_on_each_store(gateway: Gateway) -> None:
     for host in CLUSTER.hosts:
         await ingest_host(gateway, host)
     await ingest_fabric(gateway, CLUSTER.fabric())

@@ -15,7 +15,7 @@ import pytest
 from graphsvc.cli import push_cluster
 from graphsvc.synthetic.clusters import build
 from tests.conftest import free_port
-from tests.service import ServiceProcess
+from tests.service import ServiceProcess, private_neo4j
 
 pytestmark = pytest.mark.slow
 
@@ -28,8 +28,8 @@ RESERVE_PLACED = """mutation($holder: String!) {
 GET = "query($id: String!) { reservation(id: $id) { id state gpus { uuid state } } }"
 
 
-def test_kill_9_keeps_every_acknowledged_reservation(tmp_path: Path) -> None:
-    service = ServiceProcess(tmp_path / "data", free_port())
+def test_kill_9_keeps_every_acknowledged_reservation(tmp_path: Path, store: str) -> None:
+    service = ServiceProcess(tmp_path / "data", free_port(), neo4j=private_neo4j(store, tmp_path))
     service.start()
     cluster = build("l40s:hosts=16")
     asyncio.run(push_cluster(service.url, cluster))

@@ -1,0 +1,100 @@
+/*
+ * A local Neo4j 5 Community server for tests and the demo, without Docker.
+ *
+ * Run with the jars that pom.xml fetches:
+ *   java -cp 'tools/neo4j-local/lib/*' tools/neo4j-local/Neo4jLocal.java --port 7687 --data DIR [--password PW]
+ *
+ * It embeds the database (DatabaseManagementServiceBuilder) and opens Bolt on 127.0.0.1:PORT,
+ * prints "NEO4J READY bolt://127.0.0.1:PORT" once Bolt answers, and shuts the database down
+ * cleanly on SIGTERM/SIGINT (a JVM shutdown hook), so the store files stay consistent.
+ * A SIGKILL is a crash: Neo4j recovers from its transaction log on the next start.
+ */
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.CountDownLatch;
+
+import org.neo4j.configuration.GraphDatabaseSettings;
+import org.neo4j.configuration.connectors.BoltConnector;
+import org.neo4j.configuration.connectors.HttpConnector;
+import org.neo4j.configuration.helpers.SocketAddress;
+import org.neo4j.dbms.api.DatabaseManagementService;
+import org.neo4j.dbms.api.DatabaseManagementServiceBuilder;
+import org.neo4j.graphdb.GraphDatabaseService;
+
+public final class Neo4jLocal {
+    /** The data directory may already hold this password (a restart): that is not an error. */
+    private static void setPassword(DatabaseManagementService dbms, String password) {
+        GraphDatabaseService system = dbms.database(GraphDatabaseSettings.SYSTEM_DATABASE_NAME);
+        try {
+            // Parameters only: the password never becomes query text.
+            system.executeTransactionally(
+                    "ALTER USER neo4j SET PASSWORD $pw CHANGE NOT REQUIRED", java.util.Map.of("pw", password));
+        } catch (org.neo4j.graphdb.QueryExecutionException e) {
+            if (e.getMessage() == null || !e.getMessage().contains("cannot be the same")) {
+                throw e;
+            }
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        int port = 7687;
+        Path data = null;
+        String password = null;
+        String pageCache = "256m";
+        String txMemory = "1g";
+        for (int i = 0; i < args.length; i++) {
+            switch (args[i]) {
+                case "--port" -> port = Integer.parseInt(args[++i]);
+                case "--data" -> data = Path.of(args[++i]);
+                case "--password" -> password = args[++i];
+                case "--page-cache" -> pageCache = args[++i];
+                case "--tx-memory" -> txMemory = args[++i];
+                default -> {
+                    System.err.println("usage: Neo4jLocal --port N --data DIR [--password PW] [--page-cache 256m] [--tx-memory 1g]");
+                    System.exit(2);
+                }
+            }
+        }
+        if (data == null) {
+            System.err.println("Neo4jLocal: --data DIR is required");
+            System.exit(2);
+        }
+        Files.createDirectories(data);
+        boolean auth = password != null && !password.isEmpty();
+
+        DatabaseManagementService dbms = new DatabaseManagementServiceBuilder(data.toAbsolutePath())
+                .setConfig(BoltConnector.enabled, true)
+                .setConfig(BoltConnector.listen_address, new SocketAddress("127.0.0.1", port))
+                .setConfig(BoltConnector.advertised_address, new SocketAddress("127.0.0.1", port))
+                .setConfig(HttpConnector.enabled, false)
+                .setConfig(GraphDatabaseSettings.auth_enabled, auth)
+                .setConfig(GraphDatabaseSettings.pagecache_memory, org.neo4j.io.ByteUnit.parse(pageCache))
+                .setConfig(GraphDatabaseSettings.memory_transaction_global_max_size, org.neo4j.io.ByteUnit.parse(txMemory))
+                .setConfig(GraphDatabaseSettings.transaction_timeout, Duration.ofSeconds(120))
+                .build();
+
+        CountDownLatch stopped = new CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            System.out.println("NEO4J STOPPING");
+            System.out.flush();
+            dbms.shutdown();
+            stopped.countDown();
+        }, "neo4j-local-shutdown"));
+
+        try {
+            if (auth) {
+                setPassword(dbms, password);
+            }
+            GraphDatabaseService db = dbms.database(GraphDatabaseSettings.DEFAULT_DATABASE_NAME);
+            db.executeTransactionally("RETURN 1");
+        } catch (RuntimeException e) {
+            System.err.println("NEO4J FAILED " + e.getMessage());
+            System.exit(1);
+        }
+        System.out.println("NEO4J READY bolt://127.0.0.1:" + port);
+        System.out.flush();
+        stopped.await();
+    }
+}
