@@ -205,6 +205,8 @@ class _Search:
         )
 
     async def search_domains(self) -> None:
+        # Excluded hosts are dropped by `eligible`, not here: a domain row must not vanish,
+        # or the page would look short and end the search early.
         await self._pages("placement_domains_by_free", {**self.sizes(MAX_DOMAIN_GPUS), "model": self.model})
 
     async def search_multi_host(self) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from functools import cached_property
 
 MAX_GPUS = 4096
 MAX_LIMIT = 20
@@ -93,6 +94,11 @@ class PlacementRequest:
         """
         wants_nvlink = self.nvlink is not NVLinkRequirement.NONE or self.same_nvlink_domain
         return self.gpus_per_host is None and self.gpus > 1 and wants_nvlink
+
+    @cached_property
+    def excluded(self) -> frozenset[str]:
+        """`exclude_hosts` as a set: every search path checks each GPU's host against it."""
+        return frozenset(self.exclude_hosts)
 
     def with_(self, **changes: object) -> PlacementRequest:
         return replace(self, **changes)  # type: ignore[arg-type]

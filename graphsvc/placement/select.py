@@ -19,8 +19,12 @@ MAX_CLIQUE_SEARCH_NODES = 32
 
 
 def eligible(gpu: Gpu, req: PlacementRequest) -> bool:
-    """Every per-GPU hard constraint; unknown telemetry passes, unknown memory does not."""
-    if gpu.state != "free":
+    """Every per-GPU hard constraint; unknown telemetry passes, unknown memory does not.
+
+    The host exclusion is checked here too, not only in the candidate queries: every search
+    path (one host, an NVLink domain spanning trays, a leaf, a preemption plan) ends here.
+    """
+    if gpu.state != "free" or gpu.host in req.excluded:
         return False
     if req.model and req.model.lower() not in gpu.model.lower():
         return False
