@@ -20,6 +20,8 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import cached_property
 
+from topo_facts.gpu_models import ModelMatch, model_match
+
 MAX_GPUS = 4096
 MAX_LIMIT = 20
 
@@ -94,6 +96,11 @@ class PlacementRequest:
         """
         wants_nvlink = self.nvlink is not NVLinkRequirement.NONE or self.same_nvlink_domain
         return self.gpus_per_host is None and self.gpus > 1 and wants_nvlink
+
+    @cached_property
+    def model_match(self) -> ModelMatch | None:
+        """Exact model matching: a family ("H100"), an alias, or a full name; never a substring."""
+        return model_match(self.model) if self.model else None
 
     @cached_property
     def excluded(self) -> frozenset[str]:

@@ -26,7 +26,7 @@ def eligible(gpu: Gpu, req: PlacementRequest) -> bool:
     """
     if gpu.state != "free" or gpu.host in req.excluded:
         return False
-    if req.model and req.model.lower() not in gpu.model.lower():
+    if req.model_match is not None and not req.model_match.matches(gpu.model):
         return False
     if req.min_memory_gib is not None and (gpu.memory_mib is None or gpu.memory_mib < req.min_memory_gib * 1024):
         return False
