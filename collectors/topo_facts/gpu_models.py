@@ -98,7 +98,8 @@ def by_pci(vendor: str | None, device: str | None, subsystem: str | None = None)
     rows = [r for r in table() if r.vendor == v and r.device == d]
     exact = [r for r in rows if r.subsystem is not None and r.subsystem == s]
     generic = [r for r in rows if r.subsystem is None]
-    return (exact or generic or [None])[0]
+    found = exact or generic
+    return found[0] if found else None
 
 
 def _norm(text: str) -> str:
