@@ -102,6 +102,14 @@ def by_pci(vendor: str | None, device: str | None, subsystem: str | None = None)
     return found[0] if found else None
 
 
+def by_model(name: str) -> GpuModel | None:
+    """The row a model or family name stands for, when all its rows agree on memory and links."""
+    match = model_match(name)
+    rows = [r for r in table() if match.matches(r.model)]
+    facts = {(r.memory_gib, r.link, r.link_generation, r.link_gbps) for r in rows}
+    return rows[0] if len(facts) == 1 else None
+
+
 def _norm(text: str) -> str:
     return re.sub(r"\s+", " ", text.strip().lower())
 
