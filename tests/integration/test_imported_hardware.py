@@ -1,0 +1,92 @@
+"""Imported real and spec-written topology files, placed on the real store (issue 14).
+
+The acceptance check of issue 14 runs end to end in `test_place_cli_on_a_two_tray_import`:
+`topo-collector import` sends a two-tray NVL72 dump to a running service and
+`graphsvc place "8xGB200 nvlink=full-mesh"` answers with both trays.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import httpx
+import pytest
+from topo_collector.importers import ImportOptions, import_hosts
+
+from graphsvc.placement.engine import PlacementEngine
+from graphsvc.placement.request import parse_request
+from graphsvc.store.gateway import Gateway
+from tests.conftest import free_port
+from tests.service import ServiceProcess
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "topology"
+
+
+async def push_file(client: httpx.AsyncClient, name: str, **opts: object) -> list[str]:
+    result = import_hosts(FIXTURES / name, ImportOptions(**opts))  # type: ignore[arg-type]
+    for facts in result.hosts:
+        resp = await client.put(
+            f"/v1/hosts/{facts.hostname}/facts",
+            content=facts.model_dump_json(),
+            headers={"content-type": "application/json"},
+        )
+        assert resp.status_code == 200, resp.text
+    return [f.hostname for f in result.hosts]
+
+
+async def test_full_mesh_across_two_nvl72_trays_of_one_dump(client: httpx.AsyncClient, gateway: Gateway) -> None:
+    trays = await push_file(client, "nvl72-two-trays.nccl.xml", host="x", rack="r1", host_pattern="r1-t{n}")
+    engine = PlacementEngine(gateway)
+    r = await engine.place(parse_request("8xGB200 nvlink=full-mesh"))
+    assert r.candidates, r.infeasible
+    best = r.candidates[0]
+    assert sorted(h.name for h in best.hosts) == trays and best.bottleneck_gbps == 1800.0
+    # B200 is not GB200, and a ninth GPU does not exist.
+    assert not (await engine.place(parse_request("8xB200 nvlink=full-mesh"))).candidates
+    assert not (await engine.place(parse_request("9xGB200 nvlink=full-mesh"))).candidates
+
+
+async def test_full_mesh_over_xgmi(client: httpx.AsyncClient, gateway: Gateway) -> None:
+    await push_file(client, "mi300x-like.rccl.xml", host="mi-1")
+    await push_file(client, "mi300x-like.rocm-smi-showtopo.txt", host="mi-2", gpu_model="AMD Instinct MI300X")
+    engine = PlacementEngine(gateway)
+    r = await engine.place(parse_request("8xMI300X nvlink=full-mesh mem>=192 limit=5"))
+    assert sorted(c.hosts[0].name for c in r.candidates) == ["mi-1", "mi-2"]
+    assert {c.bottleneck_gbps for c in r.candidates} == {128.0}
+    four = await engine.place(parse_request("4xMI300X nvlink=full-mesh"))
+    assert four.candidates and len(four.candidates[0].hosts) == 1
+
+
+async def test_memory_comes_from_the_pci_id(client: httpx.AsyncClient, gateway: Gateway) -> None:
+    await push_file(client, "oci-bm-gpu-h100-8.nccl.xml", host="oci")
+    engine = PlacementEngine(gateway)
+    assert (await engine.place(parse_request("8xH100 nvlink=full-mesh mem>=80"))).candidates
+    assert not (await engine.place(parse_request("8xH100 mem>=81"))).candidates
+
+
+@pytest.mark.slow
+def test_place_cli_on_a_two_tray_import(tmp_path: Path) -> None:
+    graphsvc, collector = shutil.which("graphsvc"), shutil.which("topo-collector")
+    assert graphsvc and collector, "console scripts are not installed"
+    service = ServiceProcess(tmp_path / "data", free_port())
+    service.start()
+    try:
+        sent = subprocess.run(
+            [collector, "import", str(FIXTURES / "nvl72-two-trays.nccl.xml"), "--host-pattern", "nvl72-r01-t{n:02d}",
+             "--rack", "nvl72-r01", "--server", service.url],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert sent.returncode == 0, sent.stderr
+        place = subprocess.run(
+            [graphsvc, "place", "8xGB200 nvlink=full-mesh", "--server", service.url, "--json"],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert place.returncode == 0, place.stderr + place.stdout
+        best = json.loads(place.stdout)["candidates"][0]
+        assert sorted(h["name"] for h in best["hosts"]) == ["nvl72-r01-t01", "nvl72-r01-t02"]
+        assert len(best["gpus"]) == 8 and best["bottleneckGbps"] == 1800.0
+    finally:
+        service.stop()
