@@ -90,3 +90,19 @@ def test_place_cli_on_a_two_tray_import(tmp_path: Path) -> None:
         assert len(best["gpus"]) == 8 and best["bottleneckGbps"] == 1800.0
     finally:
         service.stop()
+
+
+async def test_gres_names_amd_render_nodes(client: httpx.AsyncClient, gateway: Gateway) -> None:
+    await push_file(client, "mi300x-like.rccl.xml", host="mi-1")
+    await push_file(client, "oci-bm-gpu-h100-8.nccl.xml", host="oci")
+    resp = await client.get("/v1/export/slurm-gres")
+    assert resp.status_code == 200, resp.text
+    files: dict[str, list[str]] = {}
+    for line in resp.text.splitlines():
+        if line.startswith("NodeName="):
+            fields = dict(part.split("=", 1) for part in line.split())
+            files.setdefault(fields["NodeName"], []).append(fields["File"])
+    assert files["mi-1"] == [f"/dev/dri/renderD{128 + i}" for i in range(8)]
+    assert files["oci"] == [f"/dev/nvidia{i}" for i in range(8)]
+    mi = [line for line in resp.text.splitlines() if line.startswith("NodeName=mi-1")]
+    assert "Links=-1,1,1,1,1,1,1,1" in mi[0]  # one xGMI link to each peer
