@@ -13,7 +13,8 @@ from pathlib import Path
 from topo_facts import HostFacts, HostMetrics
 
 from topo_collector.agent import Agent, Outcome, Sender
-from topo_collector.collect import build_host_facts, local_hostname, nvml_inventory
+from topo_collector.amdsmi_api import AmdSmiApi, ReplayAmdSmi
+from topo_collector.collect import amd_inventory, build_host_facts, local_hostname, nvml_inventory
 from topo_collector.importers import FORMATS, ImportOptions, ImportResult, import_hosts
 from topo_collector.nvml import read_metrics
 from topo_collector.nvml_api import NvmlApi, NvmlError, RealNvml, RecordingNvml, ReplayNvml
@@ -55,6 +56,7 @@ def _parser() -> argparse.ArgumentParser:
     collect.add_argument("--server", help="send the facts to this service")
     collect.add_argument("--token", help="bearer token (a collector token naming this host)")
     collect.add_argument("--nvml-replay", type=Path, help="answer NVML calls from a recording (testing)")
+    collect.add_argument("--amdsmi-replay", type=Path, help="answer AMD SMI calls from a recording (testing)")
 
     imp = sub.add_parser(
         "import",
@@ -101,6 +103,8 @@ def _nvml(path: Path | None) -> NvmlApi:
 
 
 def _facts(args: argparse.Namespace, nv: NvmlApi) -> HostFacts:
+    replay = getattr(args, "amdsmi_replay", None)
+    amd: AmdSmiApi | None = ReplayAmdSmi.load(replay) if replay else None
     return build_host_facts(
         args.host or local_hostname(),
         nvml_inventory(nv),
@@ -108,6 +112,7 @@ def _facts(args: argparse.Namespace, nv: NvmlApi) -> HostFacts:
         cluster=args.cluster,
         rack=args.rack,
         scalable_unit=args.scalable_unit,
+        amd=amd_inventory(amd),
     )
 
 
