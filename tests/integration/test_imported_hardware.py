@@ -106,3 +106,14 @@ async def test_gres_names_amd_render_nodes(client: httpx.AsyncClient, gateway: G
     assert files["oci"] == [f"/dev/nvidia{i}" for i in range(8)]
     mi = [line for line in resp.text.splitlines() if line.startswith("NodeName=mi-1")]
     assert "Links=-1,1,1,1,1,1,1,1" in mi[0]  # one xGMI link to each peer
+
+
+async def test_graphql_says_accelerator_vendor_and_scale_up_domain(client: httpx.AsyncClient) -> None:
+    await push_file(client, "mi300x-like.rccl.xml", host="mi-1")
+    query = '{ host(name: "mi-1") { gpus { vendor scaleUpDomain nvlinkDomain } } }'
+    resp = await client.post("/graphql", json={"query": query})
+    body = resp.json()
+    assert resp.status_code == 200 and "errors" not in body, body
+    gpus = body["data"]["host"]["gpus"]
+    assert {g["vendor"] for g in gpus} == {"amd"}
+    assert {g["scaleUpDomain"] for g in gpus} == {g["nvlinkDomain"] for g in gpus} == {"mi-1/nvlink/0"}
