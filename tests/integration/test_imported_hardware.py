@@ -117,3 +117,26 @@ async def test_graphql_says_accelerator_vendor_and_scale_up_domain(client: httpx
     gpus = body["data"]["host"]["gpus"]
     assert {g["vendor"] for g in gpus} == {"amd"}
     assert {g["scaleUpDomain"] for g in gpus} == {g["nvlinkDomain"] for g in gpus} == {"mi-1/nvlink/0"}
+
+
+async def test_nvml_trays_of_one_clique_share_a_domain_across_hosts(
+    client: httpx.AsyncClient, gateway: Gateway
+) -> None:
+
+    from topo_collector.collect import build_host_facts
+    from topo_collector.nvml import read_nvml
+    from topo_collector.nvml_api import ReplayNvml
+    from topo_collector.sysfs import SysfsInventory
+
+    calls = json.loads((FIXTURES.parent / "nvml" / "gb200-tray.json").read_text())["calls"]
+    for tray in (1, 2):
+        # The same recorded tray twice, as its rack neighbour would answer: own GPU uuids, same clique.
+        mine = {k: (v.replace("-b0000", f"-b{tray:04d}") if k.startswith("uuid(") else v) for k, v in calls.items()}
+        facts = build_host_facts(f"tray-{tray}", read_nvml(ReplayNvml(mine)), SysfsInventory(), rack="nvl72-r1")
+        resp = await client.put(f"/v1/hosts/{facts.hostname}/facts", content=facts.model_dump_json(),
+                                headers={"content-type": "application/json"})  # fmt: skip
+        assert resp.status_code == 200, resp.text
+    domains = await gateway.read("nvlink_domains")
+    assert [(r["kind"], r["members"]) for r in domains] == [("fabric-clique", 8)]
+    r = await PlacementEngine(gateway).place(parse_request("8xGB200 nvlink=full-mesh"))
+    assert r.candidates and sorted(h.name for h in r.candidates[0].hosts) == ["tray-1", "tray-2"]
