@@ -140,3 +140,14 @@ async def test_nvml_trays_of_one_clique_share_a_domain_across_hosts(
     assert [(r["kind"], r["members"]) for r in domains] == [("fabric-clique", 8)]
     r = await PlacementEngine(gateway).place(parse_request("8xGB200 nvlink=full-mesh"))
     assert r.candidates and sorted(h.name for h in r.candidates[0].hosts) == ["tray-1", "tray-2"]
+
+
+async def test_rccl_export_round_trip(client: httpx.AsyncClient) -> None:
+    from topo_collector.importers import parse_nccl_xml
+
+    await push_file(client, "mi300x-like.rccl.xml", host="mi-1")
+    resp = await client.get("/v1/export/nccl", params={"host": "mi-1"})
+    assert resp.status_code == 200 and "<xgmi " in resp.text and "<nvlink " not in resp.text
+    back = parse_nccl_xml(resp.text, ImportOptions(host="mi-1"))
+    assert {(g.model, g.memory_mib) for g in back.gpus} == {("AMD Instinct MI300X", 192 * 1024)}
+    assert all(sorted((x.links, x.bandwidth_gbps) for x in g.nvlinks) == [(1, 128.0)] * 7 for g in back.gpus)

@@ -35,7 +35,7 @@ from topo_facts import (
     PeerType,
     PortState,
 )
-from topo_facts.gpu_models import AMD, NVIDIA, GpuModel, by_pci
+from topo_facts.gpu_models import AMD, NVIDIA, GpuModel, by_model, by_pci
 
 from topo_collector.derive import assign_rails, gpu_nic_affinity
 from topo_collector.importers.common import (
@@ -189,6 +189,9 @@ def _gpu(pci: ET.Element, gpu_el: ET.Element | None, bus: str, path: list[str], 
         return g
     keep = ("uuid", "model", "memory_mib", "nic", "nic_via", "cluster_uuid", "clique_id")
     g.extra = {k: v for k, v in gpu_el.attrib.items() if k in keep}
+    if g.row is None and g.extra.get("model"):  # graphsvc's own export names the model, not the PCI id
+        g.row = by_model(g.extra["model"])
+        g.vendor = g.row.vendor if g.row is not None else g.vendor
     for link in gpu_el.findall("nvlink"):
         g.links.append(
             _Link("nvlink", link.get("target", "").lower(), _int(link.get("count"), 1),
