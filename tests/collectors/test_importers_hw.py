@@ -168,3 +168,26 @@ def test_oversized_file_is_refused_before_reading(tmp_path: Path) -> None:
     f.write_bytes(b"<system>" + b" " * 2048 + b"</system>")
     with pytest.raises(ValueError, match="larger than the 1024 byte limit"):
         read_topology_file(f, limit=1024)
+
+
+def test_gpu_model_option_gives_memory_and_link_bandwidth() -> None:
+    f = import_file(FIXTURES / "h100-8gpu.nvidia-smi-topo-m.txt", ImportOptions(host="h", gpu_model="H100-SXM"))
+    assert {g.memory_mib for g in f.gpus} == {80 * 1024}
+    assert {x.bandwidth_gbps for g in f.gpus for x in g.nvlinks} == {900.0}  # NV18 x 50 GB/s
+    p5 = import_file(FIXTURES / "aws-p5-48xlarge.nccl.xml", ImportOptions(host="p5", gpu_model="NVIDIA H100 80GB HBM3"))
+    assert {g.memory_mib for g in p5.gpus} == {80 * 1024}
+
+
+def test_smi_topo_spreads_gpus_over_equally_near_nics() -> None:
+    from topo_collector.importers import parse_smi_topo
+
+    text = (
+        "        GPU0    GPU1    NIC0    NIC1    CPU Affinity    NUMA Affinity\n"
+        "GPU0     X      SYS     NODE    NODE    0-31            0\n"
+        "GPU1    SYS      X      NODE    NODE    0-31            0\n"
+        "NIC0    NODE    NODE     X      PIX\n"
+        "NIC1    NODE    NODE    PIX      X\n"
+        "\nNIC Legend:\n\n  NIC0: mlx5_0\n  NIC1: mlx5_1\n"
+    )
+    f = parse_smi_topo(text, ImportOptions(host="h"))
+    assert [(a.nic, a.via) for a in f.gpu_nic_affinity] == [("mlx5_0", "numa"), ("mlx5_1", "numa")]

@@ -298,6 +298,14 @@ def _model(g: _Gpu, opts: ImportOptions) -> str:
     return "NVIDIA GPU" if g.vendor in (None, NVIDIA) else f"GPU (PCI vendor {g.vendor})"
 
 
+def _memory(g: _Gpu, opts: ImportOptions) -> int | None:
+    """From the PCI id's row; with --gpu-model, from that model's row (unknown when it has none)."""
+    if opts.gpu_model:
+        named = by_model(opts.gpu_model)
+        return named.memory_mib if named is not None else None
+    return g.row.memory_mib if g.row is not None else None
+
+
 def _link_gbps(g: _Gpu) -> tuple[int | None, float | None]:
     """Generation and GB/s of one link: the PCI id's row, else the SM's NVLink generation."""
     if g.row is not None and g.row.link is not None:
@@ -342,9 +350,7 @@ def _facts(opts: ImportOptions, name: str, host: _Host, fabric: dict[str, str], 
                 uuid=uuid_by_bus[g.bus],
                 index=index,
                 model=_model(g, opts),
-                memory_mib=int(memory)
-                if memory.isdigit()
-                else (g.row.memory_mib if g.row and not opts.gpu_model else None),
+                memory_mib=int(memory) if memory.isdigit() else _memory(g, opts),
                 pci_bus_id=g.bus,
                 numa_node=g.numa,
                 compute_capability=f"{g.sm // 10}.{g.sm % 10}" if g.sm and g.vendor != AMD and g.sm < 1000 else None,
