@@ -100,9 +100,11 @@ class SysfsInventory:
             cur = parent
         return out
 
-    def _downstream_port(self, bridge: PciDevice) -> bool:
+    def _downstream_port(self, bridge: PciDevice, depth: int = 0) -> bool:
+        """Under an upstream port with the same ids; identical chips can cascade (up, down, up, down)."""
         up = self.pci.get(bridge.parent or "")
-        return up is not None and up.is_bridge and (up.vendor, up.device) == (bridge.vendor, bridge.device)
+        same = up is not None and up.is_bridge and (up.vendor, up.device) == (bridge.vendor, bridge.device)
+        return same and up is not None and depth < 16 and not self._downstream_port(up, depth + 1)
 
 
 def _attr(device: pyudev.Device, name: str) -> str | None:

@@ -125,6 +125,10 @@ def test_dgx2_hwloc() -> None:
     # baseboards, so the import sees two NVLink groups of 8 (a limit of the file, documented).
     assert domains(f) == [8, 8]
     assert f.cpu_model == "Intel(R) Xeon(R) Platinum 8174 CPU @ 3.10GHz"
+    # Cascaded PLX PEX9781 chips: each chip's upstream port is a switch, its downstream ports are not.
+    assert f.gpus[0].pcie_path == ["0000:32:00.0", "0000:2c:00.0", "0000:2b:00.0"]
+    assert len(f.pcie_switches) == 18
+    assert {g.memory_mib for g in f.gpus} == {32 * 1024}  # 10de:1db8, V100 SXM3 32GB
 
 
 def test_nvidia_smi_topo_m() -> None:

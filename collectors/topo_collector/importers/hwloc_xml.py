@@ -59,7 +59,7 @@ def parse_hwloc_xml(text: str, opts: ImportOptions) -> HostFacts:
         raise ValueError("not an hwloc XML file: the root element is not <topology>")
     st = _State()
 
-    def walk(obj: ET.Element, numa: int | None, path: list[str]) -> None:
+    def walk(obj: ET.Element, numa: int | None, path: list[str], downstream: bool = False) -> None:
         children = obj.findall("object")
         local = [c for c in children if c.get("type") == "NUMANode"]
         if local:
@@ -80,7 +80,9 @@ def parse_hwloc_xml(text: str, opts: ImportOptions) -> HostFacts:
                 walk(child, numa, path)
             elif kind == "Bridge":
                 bus = child.get("pci_busid")
-                if bus:
+                if bus and not downstream and _chip(child) is not None and _chip(child) == _chip(obj):
+                    walk(child, numa, path, downstream=True)  # a downstream port of `obj`'s switch chip
+                elif bus:
                     st.switches[bus] = PCIeSwitchFact(bus_id=bus, parent=path[0] if path else None, numa_node=numa)
                     walk(child, numa, [bus, *path])
                 else:
@@ -93,6 +95,12 @@ def parse_hwloc_xml(text: str, opts: ImportOptions) -> HostFacts:
     walk(root, None, [])
     links = _nvlink_matrix(root, st)
     return _facts(opts, st, links)
+
+
+def _chip(bridge: ET.Element) -> str | None:
+    """The vendor:device of a bridge ('0604 [10b5:9781] ...' -> '10b5:9781'), None when not a PCI bridge."""
+    m = re.search(r"\[([0-9a-f]{4}:[0-9a-f]{4})\]", bridge.get("pci_type") or "")
+    return m.group(1) if m and bridge.get("type") == "Bridge" else None
 
 
 def _pci_device(dev: ET.Element, numa: int | None, path: list[str], st: _State) -> None:

@@ -133,7 +133,8 @@ def parse_nccl_hosts(text: str, opts: ImportOptions) -> ImportResult:
     return ImportResult(facts, warnings)
 
 
-def _walk(host: _Host, el: ET.Element, path: list[str], numa: int | None) -> None:
+def _walk(host: _Host, el: ET.Element, path: list[str], numa: int | None, downstream: bool = False) -> None:
+    """`downstream`: `el` is a switch's downstream port, so a same-id bridge below it is the next chip."""
     for pci in el.findall("pci"):
         bus = pci.get("busid", "").lower()
         cls = _class(pci) >> 8
@@ -141,9 +142,9 @@ def _walk(host: _Host, el: ET.Element, path: list[str], numa: int | None) -> Non
         nic_el = pci.find("nic")
         vendor, device = pci.get("vendor"), pci.get("device")
         row = by_pci(vendor, device, pci.get("subsystem_device"))
-        if cls == 0x0604 and _same_chip(pci, el):
+        if cls == 0x0604 and not downstream and _same_chip(pci, el):
             # A downstream port of the switch chip whose upstream port is `el`: one switch, not two.
-            _walk(host, pci, path, numa)
+            _walk(host, pci, path, numa, downstream=True)
         elif cls == 0x0604:
             host.switches[bus] = PCIeSwitchFact(
                 bus_id=bus,
@@ -165,7 +166,9 @@ def _same_chip(bridge: ET.Element, parent: ET.Element) -> bool:
     """Bridges with the same known vendor:device nested directly are the ports of one switch chip.
 
     A PCIe switch shows as an upstream port with a bridge per downstream port; counting each
-    as a switch doubles the tree. Bridges without ids (static skeletons) stay as the file says.
+    as a switch doubles the tree. Identical chips can cascade (DGX-2: upstream, downstream,
+    upstream, downstream...), so only a bridge under an upstream port is a downstream port.
+    Bridges without ids (static skeletons) stay as the file says.
     """
     ids = (bridge.get("vendor"), bridge.get("device"))
     return (
