@@ -191,3 +191,11 @@ def test_smi_topo_spreads_gpus_over_equally_near_nics() -> None:
     )
     f = parse_smi_topo(text, ImportOptions(host="h"))
     assert [(a.nic, a.via) for a in f.gpu_nic_affinity] == [("mlx5_0", "numa"), ("mlx5_1", "numa")]
+
+
+def test_unknown_numa_node_stays_unknown() -> None:
+    xml = """<system version="1"><cpu numaid="-1" affinity="ff">
+<pci busid="0000:11:00.0" class="0x030200" vendor="0x10de" device="0x2330"><gpu dev="0" sm="90"/></pci>
+</cpu></system>"""
+    f = parse_nccl_hosts(xml, ImportOptions(host="vm")).hosts[0]
+    assert f.numa_nodes == [] and f.gpus[0].numa_node is None

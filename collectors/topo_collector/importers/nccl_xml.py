@@ -116,9 +116,10 @@ def parse_nccl_hosts(text: str, opts: ImportOptions) -> ImportResult:
     for cpu in root.findall("cpu"):
         key = cpu.get("host_hash") or ""
         host = hosts.setdefault(key, _Host(key))
-        numa = _int(cpu.get("numaid"), 0)
+        numaid = _int(cpu.get("numaid"), 0)
+        numa = numaid if numaid >= 0 else None  # NCCL writes -1 where the kernel does not know (VMs)
         affinity = cpu.get("affinity")
-        if all(n.index != numa for n in host.numa_nodes):
+        if numa is not None and all(n.index != numa for n in host.numa_nodes):
             host.numa_nodes.append(NUMANodeFact(index=numa, cpus=mask_to_cpulist(affinity) if affinity else None))
         _walk(host, cpu, [], numa)
     if not hosts:
