@@ -99,7 +99,7 @@ def test_azure_nd_h100_v5_skeleton() -> None:
 def test_azure_nd_a100_v4_two_per_switch() -> None:
     f = load("azure-nd-a100-v4.nccl.xml", gpu_model="NVIDIA A100-SXM4-40GB")
     assert (len(f.gpus), len(f.nics), len(f.pcie_switches), len(f.numa_nodes)) == (8, 8, 4, 4)
-    assert {g.model for g in f.gpus} == {"NVIDIA A100-SXM4-40GB"}
+    assert {(g.model, g.memory_mib) for g in f.gpus} == {("NVIDIA A100-SXM4-40GB", 40 * 1024)}
     per_switch = Counter(n for n, _ in nearest(f).values())
     assert set(per_switch.values()) == {1}  # two GPUs and two HCAs a switch: paired one to one
 
