@@ -15,7 +15,7 @@ from __future__ import annotations
 import csv
 import re
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 
 NVIDIA = "0x10de"
@@ -110,6 +110,7 @@ def by_model(name: str) -> GpuModel | None:
     return rows[0] if len(facts) == 1 else None
 
 
+@lru_cache(maxsize=4096)
 def _norm(text: str) -> str:
     return re.sub(r"\s+", " ", text.strip().lower())
 
@@ -126,6 +127,7 @@ def families() -> frozenset[str]:
     return frozenset(r.family.lower() for r in table())
 
 
+@lru_cache(maxsize=4096)  # placement asks once per GPU judged: the model strings are few
 def family_of(model: str) -> str | None:
     """'NVIDIA A100-SXM4-40GB' -> 'a100'; 'NVIDIA GB200' -> 'gb200'; None when no word is a family."""
     known = families()
@@ -165,6 +167,7 @@ class ModelMatch:
         return _norm(model) in self.names or _strip_vendor(model) in self.names
 
 
+@lru_cache(maxsize=4096)
 def _strip_vendor(model: str) -> str:
     return " ".join(w for w in _norm(model).split(" ") if w not in _VENDOR_WORDS)
 
