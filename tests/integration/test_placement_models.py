@@ -36,3 +36,12 @@ async def test_unknown_model_is_a_typed_answer_over_graphql(client: httpx.AsyncC
     assert result["candidates"] == []
     assert result["infeasible"][0]["constraint"] == "model"
     assert "NVIDIA GB200" in result["infeasible"][0]["message"]
+
+
+async def test_reserve_with_an_unknown_model_is_infeasible_naming_the_models(gateway: Gateway) -> None:
+    from graphsvc.reservations.service import Infeasible, ReservationService
+
+    await load(gateway, "nvl72:racks=1")
+    out = await ReservationService(gateway).reserve(holder="j", request=parse_request("4xB200"))
+    assert isinstance(out, Infeasible)
+    assert [r.constraint for r in out.reasons] == ["model"] and "NVIDIA GB200" in out.reasons[0].message
