@@ -10,7 +10,8 @@ Text form (one function parses it for the CLI and for GraphQL)::
 Semantics: ``nvlink`` applies to the whole set of GPUs, or to each host's share when
 ``per-host`` is given. ``full-mesh`` means every pair of chosen GPUs is directly
 NVLink-connected (through a shared NVSwitch, the same NVL72 clique, or a direct link);
-``any`` means all chosen GPUs are in one NVLink domain; ``none`` asks nothing.
+``any`` means all chosen GPUs are in one NVLink domain; ``none`` asks nothing. On AMD GPUs
+the scale-up link is xGMI: ``scale-up=`` (or ``xgmi=``) is the same option as ``nvlink=``.
 """
 
 from __future__ import annotations
@@ -170,7 +171,7 @@ def _apply(token: str, values: dict[str, object]) -> None:
         if op not in ops:
             raise RequestError("text", f"{token!r}: use {' or '.join(ops)} with {key}")
 
-    if key == "nvlink":
+    if key in ("nvlink", "scale-up", "xgmi"):  # any vendor's scale-up link: NVLink or AMD xGMI
         need("=")
         try:
             values["nvlink"] = NVLinkRequirement(raw.lower().replace("_", "-").replace("fullmesh", "full-mesh"))

@@ -95,3 +95,10 @@ def test_every_row_has_a_source_and_a_known_family() -> None:
         seen.add((row.vendor, row.device, row.subsystem))
     assert vendor_of("AMD Instinct MI300X") == "amd" and vendor_of("NVIDIA L4") == "nvidia"
     assert vendor_of("Acme X1") is None
+
+
+def test_scale_up_is_the_vendor_neutral_spelling_of_nvlink() -> None:
+    from graphsvc.placement.request import parse_request
+
+    assert parse_request("8xMI300X scale-up=full-mesh") == parse_request("8xMI300X nvlink=full-mesh")
+    assert parse_request("8xMI300X xgmi=any") == parse_request("8xMI300X nvlink=any")
