@@ -105,7 +105,7 @@ def eligible(s: Snapshot, uuid: str, req: PlacementRequest) -> bool:
     g = s.gpus[uuid]
     if g.get("state") != "free" or s.host_of[uuid] in req.exclude_hosts:
         return False
-    if req.model and req.model.lower() not in g.get("model", "").lower():
+    if req.model_match is not None and not req.model_match.matches(g.get("model", "")):
         return False
     if req.min_memory_gib is not None and (g.get("memory_mib") is None or g["memory_mib"] < req.min_memory_gib * 1024):
         return False

@@ -13,8 +13,9 @@ from pathlib import Path
 from topo_facts import HostFacts, HostMetrics
 
 from topo_collector.agent import Agent, Outcome, Sender
-from topo_collector.collect import build_host_facts, local_hostname, nvml_inventory
-from topo_collector.importers import ImportOptions, import_file
+from topo_collector.amdsmi_api import AmdSmiApi, ReplayAmdSmi
+from topo_collector.collect import amd_inventory, build_host_facts, local_hostname, nvml_inventory
+from topo_collector.importers import FORMATS, ImportOptions, ImportResult, import_hosts
 from topo_collector.nvml import read_metrics
 from topo_collector.nvml_api import NvmlApi, NvmlError, RealNvml, RecordingNvml, ReplayNvml
 from topo_collector.spool import Spool
@@ -55,12 +56,31 @@ def _parser() -> argparse.ArgumentParser:
     collect.add_argument("--server", help="send the facts to this service")
     collect.add_argument("--token", help="bearer token (a collector token naming this host)")
     collect.add_argument("--nvml-replay", type=Path, help="answer NVML calls from a recording (testing)")
+    collect.add_argument("--amdsmi-replay", type=Path, help="answer AMD SMI calls from a recording (testing)")
 
-    imp = sub.add_parser("import", help="turn an NCCL XML, hwloc XML or `nvidia-smi topo -m` file into facts")
+    imp = sub.add_parser(
+        "import",
+        help="turn an NCCL/RCCL XML, hwloc XML, `nvidia-smi topo -m`, `amd-smi topology` or "
+        "`rocm-smi --showtopo` file into facts",
+    )
     imp.add_argument("file", type=Path)
     _location(imp)
-    imp.add_argument("--format", choices=["nccl", "hwloc", "nvidia-smi-topo"])
+    imp.add_argument("--format", choices=list(FORMATS))
     imp.add_argument("--gpu-model", help="GPU model to record when the file does not name one")
+    imp.add_argument("--hosts", help="multi-host dump: comma-separated host names, one per host, in file order")
+    imp.add_argument(
+        "--host-pattern",
+        help="multi-host dump: host names from a pattern, {n} 1-based, {i} 0-based, {hash} the host hash "
+        "(e.g. 'rack1-tray{n:02d}')",
+    )
+    imp.add_argument(
+        "--nvlink-domain", help="name of the NVLink fabric domain the GPUs share (NVL72 trays imported one by one)"
+    )
+    imp.add_argument(
+        "--allow-no-gpus",
+        action="store_true",
+        help="import a file that lists no GPUs (the service then holds no GPUs for that host)",
+    )
     imp.add_argument("--server", help="send the facts to this service instead of printing them")
     imp.add_argument("--token", help="bearer token for the service")
 
@@ -83,6 +103,8 @@ def _nvml(path: Path | None) -> NvmlApi:
 
 
 def _facts(args: argparse.Namespace, nv: NvmlApi) -> HostFacts:
+    replay = getattr(args, "amdsmi_replay", None)
+    amd: AmdSmiApi | None = ReplayAmdSmi.load(replay) if replay else None
     return build_host_facts(
         args.host or local_hostname(),
         nvml_inventory(nv),
@@ -90,6 +112,7 @@ def _facts(args: argparse.Namespace, nv: NvmlApi) -> HostFacts:
         cluster=args.cluster,
         rack=args.rack,
         scalable_unit=args.scalable_unit,
+        amd=amd_inventory(amd),
     )
 
 
@@ -113,18 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 print(facts.model_dump_json(indent=2))
         elif args.command == "import":
-            opts = ImportOptions(
-                host=args.host or args.file.stem,
-                cluster=args.cluster,
-                rack=args.rack,
-                scalable_unit=args.scalable_unit,
-                gpu_model=args.gpu_model,
-            )
-            facts = import_file(args.file, opts, args.format)
-            if args.server:
-                _push_once(args.server, facts, args.token)
-            else:
-                print(facts.model_dump_json(indent=2))
+            _import(args)
         elif args.command == "run":
             _run(args)
         elif args.command == "record-nvml":
@@ -134,9 +146,42 @@ def main(argv: Sequence[str] | None = None) -> int:
             recorder.save(args.out, {"host": local_hostname(), "recorded_at": datetime.now(UTC).isoformat()})
             print(f"recorded {len(recorder.calls)} NVML answers to {args.out}", file=sys.stderr)
     except (OSError, ValueError, RuntimeError, NvmlError) as exc:
-        print(f"topo-collector: error: {exc}", file=sys.stderr)
+        print(f"topo-collector: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 1
+    except RecursionError:
+        print("topo-collector: error: the file nests elements too deeply to be a topology file", file=sys.stderr)
         return 1
     return 0
+
+
+def _import(args: argparse.Namespace) -> None:
+    """Parse and check every host first; send (or print) only when all are good: nothing half-sent."""
+    opts = ImportOptions(
+        host=args.host or args.file.stem,
+        cluster=args.cluster,
+        rack=args.rack,
+        scalable_unit=args.scalable_unit,
+        gpu_model=args.gpu_model,
+        host_names=[h.strip() for h in args.hosts.split(",") if h.strip()] if args.hosts else None,
+        host_pattern=args.host_pattern,
+        nvlink_domain=args.nvlink_domain,
+    )
+    result: ImportResult = import_hosts(args.file, opts, args.format)
+    for facts in result.hosts:
+        if not facts.gpus and not args.allow_no_gpus:
+            raise ValueError(
+                f"{args.file}: no GPUs found for host {facts.hostname}; importing it would remove every GPU the "
+                "service holds for that host. Pass --allow-no-gpus if the host really has none"
+            )
+    for warning in result.warnings:
+        print(f"topo-collector: warning: {warning}", file=sys.stderr)
+    if args.server:
+        for facts in result.hosts:
+            _push_once(args.server, facts, args.token)
+    elif len(result.hosts) == 1:
+        print(result.hosts[0].model_dump_json(indent=2))
+    else:
+        print("[" + ",\n".join(f.model_dump_json(indent=2) for f in result.hosts) + "]")
 
 
 def _run(args: argparse.Namespace) -> None:

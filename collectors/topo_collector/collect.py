@@ -10,6 +10,8 @@ from datetime import UTC, datetime
 from topo_facts import HostFacts, LinkLayer, NICFact, NUMANodeFact, PCIeSwitchFact, PortState
 
 from topo_collector import __version__
+from topo_collector.amd import AmdInventory, read_amdsmi
+from topo_collector.amdsmi_api import AMDSMI_NOT_INSTALLED, AmdSmiApi, AmdSmiError, RealAmdSmi
 from topo_collector.derive import assign_rails, gpu_nic_affinity
 from topo_collector.nvml import NvmlInventory, read_nvml
 from topo_collector.nvml_api import NvmlApi, NvmlError, RealNvml
@@ -40,6 +42,16 @@ def nvml_inventory(nv: NvmlApi | None = None) -> NvmlInventory | None:
             exc.code,
             exc,
         )
+        return None
+
+
+def amd_inventory(api: AmdSmiApi | None = None) -> AmdInventory | None:
+    """AMD SMI's view where the amdsmi package is installed, else None (quietly: most hosts are NVIDIA)."""
+    try:
+        return read_amdsmi(api if api is not None else RealAmdSmi())
+    except AmdSmiError as exc:
+        level = logging.DEBUG if exc.code == AMDSMI_NOT_INSTALLED else logging.WARNING
+        log.log(level, "AMD SMI not available (%s): no AMD GPUs reported", exc)
         return None
 
 
@@ -91,10 +103,14 @@ def build_host_facts(
     rack: str | None = None,
     scalable_unit: str | None = None,
     collected_at: datetime | None = None,
+    amd: AmdInventory | None = None,
 ) -> HostFacts:
     numa_ids = {n.index for n in sysfs.numa}
     gpus = []
-    for gpu in nvml.gpus if nvml else []:
+    found = list(nvml.gpus if nvml else [])
+    # AMD GPUs (if any) follow the NVIDIA ones in index order.
+    found += [g.model_copy(update={"index": len(found) + k}) for k, g in enumerate(amd.gpus if amd else [])]
+    for gpu in found:
         path = sysfs.bridges_above(gpu.pci_bus_id) if gpu.pci_bus_id else []
         numa = gpu.numa_node
         if numa is None and gpu.pci_bus_id in sysfs.pci:
@@ -137,6 +153,7 @@ def collect(
     hostname: str | None = None,
     *,
     nv: NvmlApi | None = None,
+    amd: AmdSmiApi | None = None,
     cluster: str = "default",
     rack: str | None = None,
     scalable_unit: str | None = None,
@@ -149,4 +166,5 @@ def collect(
         cluster=cluster,
         rack=rack,
         scalable_unit=scalable_unit,
+        amd=amd_inventory(amd),
     )

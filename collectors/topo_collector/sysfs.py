@@ -82,7 +82,11 @@ class SysfsInventory:
     cpu_model: str | None = None
 
     def bridges_above(self, bus_id: str) -> list[str]:
-        """Bridge ancestors of a device, nearest first (its PCIe switch chain up to the root port)."""
+        """Bridge ancestors of a device, nearest first (its PCIe switch chain up to the root port).
+
+        A switch chip shows as an upstream-port bridge with a bridge per downstream port, all
+        with the chip's vendor:device: the downstream port is left out, so one chip is one switch.
+        """
         out: list[str] = []
         cur = self.pci.get(bus_id)
         seen: set[str] = set()
@@ -91,10 +95,16 @@ class SysfsInventory:
             parent = self.pci.get(cur.parent)
             if parent is None:
                 break
-            if parent.is_bridge:
+            if parent.is_bridge and not self._downstream_port(parent):
                 out.append(parent.bus_id)
             cur = parent
         return out
+
+    def _downstream_port(self, bridge: PciDevice, depth: int = 0) -> bool:
+        """Under an upstream port with the same ids; identical chips can cascade (up, down, up, down)."""
+        up = self.pci.get(bridge.parent or "")
+        same = up is not None and up.is_bridge and (up.vendor, up.device) == (bridge.vendor, bridge.device)
+        return same and up is not None and depth < 16 and not self._downstream_port(up, depth + 1)
 
 
 def _attr(device: pyudev.Device, name: str) -> str | None:

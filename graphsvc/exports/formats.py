@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from topo_facts.gpu_models import vendor_of
+
 from graphsvc.exports.model import ClusterView, slug
 from graphsvc.store.gateway import Gateway
 
@@ -71,13 +73,21 @@ async def slurm_gres(gw: Gateway, view: ClusterView) -> str:
         gpus = sorted(detail["gpus"], key=lambda g: g["index"])
         matrix = nvlink_lanes(gpus, edges)
         model = slug((host.model or "gpu").replace("NVIDIA ", ""), 30).replace(".", "-")
+        amd = vendor_of(host.model or "") == "amd"
         for g in gpus:
             i = g["index"]
+            dev = gres_file(i, amd)
             links = ",".join(str(-1 if j == i else matrix.get((i, j), 0)) for j in (x["index"] for x in gpus))
             cores = cpus.get(g["numa_node"])
             core_part = f" Cores={cores}" if cores else ""
-            lines.append(f"NodeName={host.name} Name=gpu Type={model} File=/dev/nvidia{i} Links={links}{core_part}")
+            lines.append(f"NodeName={host.name} Name=gpu Type={model} File={dev} Links={links}{core_part}")
     return "\n".join(lines) + "\n"
+
+
+def gres_file(index: int, amd: bool) -> str:
+    """The device file Slurm binds: /dev/nvidiaN, or on AMD the DRM render node (renderD128 + N,
+    the amdgpu driver's numbering for the N-th GPU when no other DRM device precedes it)."""
+    return f"/dev/dri/renderD{128 + index}" if amd else f"/dev/nvidia{index}"
 
 
 def nvlink_lanes(gpus: list[dict[str, Any]], edges: list[dict[str, Any]]) -> dict[tuple[int, int], int]:

@@ -1,7 +1,8 @@
 """NCCL topology XML for one host, from the graph: what NCCL_TOPO_FILE reads.
 
 The PCIe tree nests switches under the CPU (NUMA node) they hang off; GPUs carry their SM
-version and NVLinks (tclass 0x068000 to an NVSwitch, 0x030200 to a peer GPU); NICs carry
+version and NVLinks (tclass 0x068000 to an NVSwitch, 0x030200 to a peer GPU; AMD GPUs' links
+to peers are `<xgmi>`, as RCCL writes them); NICs carry
 their ports. NCCL ignores attributes it does not know, so graphsvc adds a few (`uuid`,
 `model`, `memory_mib`, `nic`, `nic_via` on GPUs, `rail` on NIC ports, `switch_id` on NVLinks) that let
 `topo-collector import` read the same host facts back.
@@ -12,6 +13,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from typing import Any
+
+from topo_facts.gpu_models import vendor_of
 
 from graphsvc.store.gateway import Gateway
 
@@ -97,6 +100,7 @@ async def nccl_xml(gw: Gateway, host: str) -> str | None:
             attrs["nic"] = affinity[g["index"]]["nic"]
             attrs["nic_via"] = affinity[g["index"]]["via"]
         el = ET.SubElement(pci, "gpu", attrs)
+        amd = vendor_of(g["model"]) == "amd"  # RCCL lists GPU-GPU links as <xgmi>, same attributes
         for e in sorted(links[g["uuid"]], key=lambda e: str(e["peer"])):
             if e["peer_kind"] == "GPU":
                 target, tclass, switch_id = bus_of.get(e["peer"]), "0x030200", None
@@ -111,7 +115,7 @@ async def nccl_xml(gw: Gateway, host: str) -> str | None:
             attrs = {"target": target, "count": str(e["links"]), "tclass": tclass}
             if switch_id is not None and switch_id != target:
                 attrs["switch_id"] = switch_id
-            ET.SubElement(el, "nvlink", attrs)
+            ET.SubElement(el, "xgmi" if amd and e["peer_kind"] == "GPU" else "nvlink", attrs)
     for k, n in enumerate(sorted(detail["nics"], key=lambda n: n["name"])):
         bus = n.get("pci_bus_id") or _NO_BUS.format(0x80 + k)
         under = attach.get(n["name"])

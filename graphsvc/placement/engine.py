@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from graphsvc.placement.explain import describe, diagnose
-from graphsvc.placement.model import Candidate, Gpu, Host, PlacementResult, hops
+from graphsvc.placement.model import Candidate, Gpu, Host, InfeasibleReason, PlacementResult, hops
 from graphsvc.placement.request import NVLinkRequirement, Packing, PlacementRequest
 from graphsvc.placement.select import bottleneck, choose_in_host, eligible, rank_order
 from graphsvc.store.gateway import Gateway
@@ -116,7 +116,7 @@ class PlacementEngine:
         candidates = await search.finish()
         infeasible = []
         if not candidates and explain_infeasible:
-            infeasible = await diagnose(self, req)
+            infeasible = await unknown_model(self.gw, req) or await diagnose(self, req)
         return PlacementResult(
             candidates=candidates,
             infeasible=infeasible,
@@ -133,7 +133,8 @@ class _Search:
         self.loader = HostLoader(engine.gw, engine.clock(), virtual_free)
         self.found: dict[frozenset[str], list[Gpu]] = {}
         self.units_read = 0
-        self.model = (req.model or "").lower()
+        # A coarse substring the candidate queries filter on; `eligible` matches exactly.
+        self.model = req.model_match.prefilter if req.model_match is not None else ""
         self.exclude = list(req.exclude_hosts)
         # Read a few more than asked, so ranking has something to choose from.
         self.want = req.limit + 2
@@ -205,6 +206,8 @@ class _Search:
         )
 
     async def search_domains(self) -> None:
+        # Excluded hosts are dropped by `eligible`, not here: a domain row must not vanish,
+        # or the page would look short and end the search early.
         await self._pages("placement_domains_by_free", {**self.sizes(MAX_DOMAIN_GPUS), "model": self.model})
 
     async def search_multi_host(self) -> None:
@@ -418,6 +421,24 @@ def _rail_aligned(gpus: list[Gpu]) -> bool:
             return False
         by_host.setdefault(g.host, set()).add((g.rail, g.leaf))
     return len({frozenset(v) for v in by_host.values()}) == 1
+
+
+async def unknown_model(gw: Gateway, req: PlacementRequest) -> list[InfeasibleReason]:
+    """A request naming a model no GPU in the graph matches: say which models there are."""
+    match = req.model_match
+    if match is None:
+        return []
+    models = [str(r["model"]) for r in await gw.read("placement_gpu_models", {}) if r.get("model")]
+    if any(match.matches(m) for m in models):
+        return []
+    listed = ", ".join(models[:20]) + (f" and {len(models) - 20} more" if len(models) > 20 else "")
+    return [
+        InfeasibleReason(
+            "model",
+            f"unknown model {req.model!r}: no GPU in the graph matches it (exactly, or by family name such as "
+            f"H100 or MI300X); models here: {listed or 'none'}",
+        )
+    ]
 
 
 async def largest_free_blocks(gw: Gateway, k: int) -> list[tuple[str, int]]:

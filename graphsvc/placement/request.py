@@ -10,7 +10,8 @@ Text form (one function parses it for the CLI and for GraphQL)::
 Semantics: ``nvlink`` applies to the whole set of GPUs, or to each host's share when
 ``per-host`` is given. ``full-mesh`` means every pair of chosen GPUs is directly
 NVLink-connected (through a shared NVSwitch, the same NVL72 clique, or a direct link);
-``any`` means all chosen GPUs are in one NVLink domain; ``none`` asks nothing.
+``any`` means all chosen GPUs are in one NVLink domain; ``none`` asks nothing. On AMD GPUs
+the scale-up link is xGMI: ``scale-up=`` (or ``xgmi=``) is the same option as ``nvlink=``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from functools import cached_property
+
+from topo_facts.gpu_models import ModelMatch, model_match
 
 MAX_GPUS = 4096
 MAX_LIMIT = 20
@@ -94,6 +98,16 @@ class PlacementRequest:
         wants_nvlink = self.nvlink is not NVLinkRequirement.NONE or self.same_nvlink_domain
         return self.gpus_per_host is None and self.gpus > 1 and wants_nvlink
 
+    @cached_property
+    def model_match(self) -> ModelMatch | None:
+        """Exact model matching: a family ("H100"), an alias, or a full name; never a substring."""
+        return model_match(self.model) if self.model else None
+
+    @cached_property
+    def excluded(self) -> frozenset[str]:
+        """`exclude_hosts` as a set: every search path checks each GPU's host against it."""
+        return frozenset(self.exclude_hosts)
+
     def with_(self, **changes: object) -> PlacementRequest:
         return replace(self, **changes)  # type: ignore[arg-type]
 
@@ -157,7 +171,7 @@ def _apply(token: str, values: dict[str, object]) -> None:
         if op not in ops:
             raise RequestError("text", f"{token!r}: use {' or '.join(ops)} with {key}")
 
-    if key == "nvlink":
+    if key in ("nvlink", "scale-up", "xgmi"):  # any vendor's scale-up link: NVLink or AMD xGMI
         need("=")
         try:
             values["nvlink"] = NVLinkRequirement(raw.lower().replace("_", "-").replace("fullmesh", "full-mesh"))

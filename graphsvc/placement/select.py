@@ -19,10 +19,14 @@ MAX_CLIQUE_SEARCH_NODES = 32
 
 
 def eligible(gpu: Gpu, req: PlacementRequest) -> bool:
-    """Every per-GPU hard constraint; unknown telemetry passes, unknown memory does not."""
-    if gpu.state != "free":
+    """Every per-GPU hard constraint; unknown telemetry passes, unknown memory does not.
+
+    The host exclusion is checked here too, not only in the candidate queries: every search
+    path (one host, an NVLink domain spanning trays, a leaf, a preemption plan) ends here.
+    """
+    if gpu.state != "free" or gpu.host in req.excluded:
         return False
-    if req.model and req.model.lower() not in gpu.model.lower():
+    if req.model_match is not None and not req.model_match.matches(gpu.model):
         return False
     if req.min_memory_gib is not None and (gpu.memory_mib is None or gpu.memory_mib < req.min_memory_gib * 1024):
         return False

@@ -37,19 +37,25 @@ def test_formats_are_detected() -> None:
         "aws-p5-48xlarge.nccl.xml": "nccl",
         "dgx2.hwloc.xml": "hwloc",
         "h100-8gpu.nvidia-smi-topo-m.txt": "nvidia-smi-topo",
+        "mi300x-like.rccl.xml": "nccl",
+        "mi300x-like.rocm-smi-showtopo.txt": "amd-topo",
+        "mi300x-like.amd-smi-topology.txt": "amd-topo",
+        "nvl72-two-trays.nccl.xml": "nccl",
     }
 
 
 def test_oci_h100_dump() -> None:
     f = load("oci-bm-gpu-h100-8.nccl.xml")
     assert len(f.gpus) == 8
-    assert {g.model for g in f.gpus} == {"NVIDIA H100"}
+    # 10de:2330 subsystem 10de:16c1 in the file: the PCI ID database's "H100 SXM5 80GB".
+    assert {(g.model, g.memory_mib) for g in f.gpus} == {("NVIDIA H100 80GB HBM3", 80 * 1024)}
     assert {g.compute_capability for g in f.gpus} == {"9.0"}
     assert [s.id for s in f.nvswitches] == ["0000:1a:00.0", "0000:1b:00.0", "0000:1c:00.0", "0000:1d:00.0"]
     for g in f.gpus:
         assert sum(link.links for link in g.nvlinks) == 18
         assert sorted(link.links for link in g.nvlinks) == [4, 4, 5, 5]
         assert all(link.peer_type is PeerType.NVSWITCH and link.generation == 4 for link in g.nvlinks)
+        assert sum(link.bandwidth_gbps for link in g.nvlinks) == 900.0  # NVLink 4: 18 x 50 GB/s
     assert domains(f) == [8]  # all 8 GPUs in one full-mesh NVLink group (through the NVSwitches)
     assert nearest(f) == {
         "0000:0f:00.0": ("mlx5_0", "pcie-switch"),
@@ -62,7 +68,14 @@ def test_oci_h100_dump() -> None:
         "0000:d8:00.0": ("mlx5_16", "pcie-switch"),
     }
     assert len(f.nics) == 16 and {n.rate_gbps for n in f.nics} == {180.0}
-    assert f.gpus[0].pcie_path == ["0000:0d:00.0", "0000:08:00.0"]
+    # Eight dual-port NICs: each port its own rail; the port serving GPU i is rail i.
+    assert len({n.pci_bus_id for n in f.nics}) == 8
+    rails = {n.name: n.rail for n in f.nics}
+    assert sorted(r for r in rails.values() if r is not None) == list(range(16))
+    assert [rails[nic] for nic, _ in nearest(f).values()] == list(range(8))
+    # Broadcom PEX switches: an upstream port with downstream-port bridges is one switch, not three.
+    assert len(f.pcie_switches) == 8
+    assert f.gpus[0].pcie_path == ["0000:08:00.0"]
     assert [n.index for n in f.numa_nodes] == [0, 1]
     assert f.numa_nodes[0].cpus == "0-55,112-167"
 
@@ -86,7 +99,7 @@ def test_azure_nd_h100_v5_skeleton() -> None:
 def test_azure_nd_a100_v4_two_per_switch() -> None:
     f = load("azure-nd-a100-v4.nccl.xml", gpu_model="NVIDIA A100-SXM4-40GB")
     assert (len(f.gpus), len(f.nics), len(f.pcie_switches), len(f.numa_nodes)) == (8, 8, 4, 4)
-    assert {g.model for g in f.gpus} == {"NVIDIA A100-SXM4-40GB"}
+    assert {(g.model, g.memory_mib) for g in f.gpus} == {("NVIDIA A100-SXM4-40GB", 40 * 1024)}
     per_switch = Counter(n for n, _ in nearest(f).values())
     assert set(per_switch.values()) == {1}  # two GPUs and two HCAs a switch: paired one to one
 
@@ -112,6 +125,10 @@ def test_dgx2_hwloc() -> None:
     # baseboards, so the import sees two NVLink groups of 8 (a limit of the file, documented).
     assert domains(f) == [8, 8]
     assert f.cpu_model == "Intel(R) Xeon(R) Platinum 8174 CPU @ 3.10GHz"
+    # Cascaded PLX PEX9781 chips: each chip's upstream port is a switch, its downstream ports are not.
+    assert f.gpus[0].pcie_path == ["0000:32:00.0", "0000:2c:00.0", "0000:2b:00.0"]
+    assert len(f.pcie_switches) == 18
+    assert {g.memory_mib for g in f.gpus} == {32 * 1024}  # 10de:1db8, V100 SXM3 32GB
 
 
 def test_nvidia_smi_topo_m() -> None:

@@ -64,3 +64,25 @@ def test_ib_ports_parse(tmp_path: Path) -> None:
         "infiniband",
     )
     assert (port.guid, port.pci_bus_id, port.netdevs) == ("0xb83fd20300a1b2c4", "0000:1a:00.0", ("ibp26s0",))
+
+
+def test_one_switch_chip_is_one_switch() -> None:
+    from topo_collector.sysfs import PciDevice, SysfsInventory
+
+    def dev(bus: str, cls: int, vendor: int, device: int, parent: str | None) -> PciDevice:
+        return PciDevice(bus, cls, vendor, device, 0, parent, None)
+
+    inv = SysfsInventory(
+        pci={
+            "0000:00:01.0": dev("0000:00:01.0", 0x060400, 0x8086, 0x352A, None),  # root port
+            "0000:01:00.0": dev("0000:01:00.0", 0x060400, 0x1000, 0xC030, "0000:00:01.0"),  # switch upstream port
+            "0000:02:00.0": dev("0000:02:00.0", 0x060400, 0x1000, 0xC030, "0000:01:00.0"),  # its downstream port
+            "0000:03:00.0": dev("0000:03:00.0", 0x030200, 0x10DE, 0x2330, "0000:02:00.0"),  # GPU
+            # a second, identical chip cascaded below the first (as on a DGX-2)
+            "0000:04:00.0": dev("0000:04:00.0", 0x060400, 0x1000, 0xC030, "0000:02:00.0"),
+            "0000:05:00.0": dev("0000:05:00.0", 0x060400, 0x1000, 0xC030, "0000:04:00.0"),
+            "0000:06:00.0": dev("0000:06:00.0", 0x030200, 0x10DE, 0x2330, "0000:05:00.0"),
+        }
+    )
+    assert inv.bridges_above("0000:03:00.0") == ["0000:01:00.0", "0000:00:01.0"]
+    assert inv.bridges_above("0000:06:00.0") == ["0000:04:00.0", "0000:01:00.0", "0000:00:01.0"]

@@ -23,6 +23,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "meta_set_version": {"version": 2, "now": 0.0},
     "graph_is_empty": {},
     "health_counts": {},
+    "placement_gpu_models": {},
     "stale_hosts_count": {"cutoff": time.time()},
     "host_detail": {"name": FIRST.hostname},
     "host_domains": {"host": FIRST.hostname},

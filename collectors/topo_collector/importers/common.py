@@ -3,27 +3,70 @@
 from __future__ import annotations
 
 import re
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
+import defusedxml
+import defusedxml.ElementTree as SafeET
 from topo_facts import HostFacts
 
 from topo_collector import __version__
 
-# GPU architecture by CUDA SM version: model family, NVLink generation.
-SM_FAMILY = {
-    60: ("NVIDIA Tesla P100", 1),
-    70: ("NVIDIA Tesla V100", 2),
-    80: ("NVIDIA A100", 3),
-    86: ("NVIDIA A10/A40", 3),
-    89: ("NVIDIA L40S/L4", None),
-    90: ("NVIDIA H100", 4),
-    100: ("NVIDIA B200", 5),
-    103: ("NVIDIA B300", 5),
+# The SM version names an architecture, never a model: sm_90 is an H100, H200, H800 or
+# GH200; sm_103 a B300 or a GB300. The model comes from the PCI id (topo_facts.gpu_models)
+# or the operator (--gpu-model); the SM only gives the NVLink generation of that family.
+SM_ARCH = {
+    60: ("Pascal", 1),
+    70: ("Volta", 2),
+    75: ("Turing", None),
+    80: ("Ampere", 3),
+    86: ("Ampere", 3),
+    89: ("Ada", None),
+    90: ("Hopper", 4),
+    100: ("Blackwell", 5),
+    103: ("Blackwell Ultra", 5),
 }
 # Bidirectional GB/s per NVLink lane by generation (see topo_collector.nvml).
 GBPS_PER_LINK = {1: 40.0, 2: 50.0, 3: 50.0, 4: 50.0, 5: 100.0}
+MAX_IMPORT_BYTES = 16 * 1024 * 1024
+
+
+def read_topology_file(path: Path, limit: int = MAX_IMPORT_BYTES) -> str:
+    """The file's text, refusing one too large to be a topology dump (a one-line error)."""
+    size = path.stat().st_size
+    if size > limit:
+        raise ValueError(f"{path}: {size} bytes is larger than the {limit} byte limit for a topology file")
+    with path.open("rb") as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"{path}: larger than the {limit} byte limit for a topology file")
+    return data.decode("utf-8", errors="replace")
+
+
+def parse_xml(text: str) -> ET.Element:
+    """Parse XML with entity declarations and external references refused (defusedxml).
+
+    A truncated or malformed file becomes a ValueError with one line saying so, never a
+    traceback; a billion-laughs file is refused before any entity is expanded.
+    """
+    try:
+        root: ET.Element = SafeET.fromstring(text, forbid_dtd=False, forbid_entities=True, forbid_external=True)
+    except defusedxml.DefusedXmlException as exc:
+        raise ValueError(f"refused: the XML declares entities or external references ({type(exc).__name__})") from None
+    except ET.ParseError as exc:
+        raise ValueError(f"not well-formed XML ({exc}); is the file truncated?") from None
+    return root
+
+
+@dataclass
+class ImportResult:
+    """The hosts a file describes, and what the file could not say (printed as warnings)."""
+
+    hosts: list[HostFacts]
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -34,15 +77,43 @@ class ImportOptions:
     scalable_unit: str | None = None
     gpu_model: str | None = None
     collected_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    # Multi-host dumps (one NCCL XML of an NVL72 rack): host names, in the file's order,
+    # from a list or a pattern ({n}: 1-based, {i}: 0-based position, {hash}: the host hash).
+    host_names: list[str] | None = None
+    host_pattern: str | None = None
+    nvlink_domain: str | None = None  # name of the NVLink fabric domain these hosts share
+
+    def names_for(self, hashes: list[str]) -> list[str]:
+        """One host name per host section of the file."""
+        if len(hashes) <= 1 and not self.host_names and not self.host_pattern:
+            return [self.host]
+        if self.host_names:
+            if len(self.host_names) != len(hashes):
+                raise ValueError(f"the file holds {len(hashes)} hosts but {len(self.host_names)} host names were given")
+            return list(self.host_names)
+        if self.host_pattern:
+            try:
+                names = [self.host_pattern.format(n=i + 1, i=i, hash=h) for i, h in enumerate(hashes)]
+            except (KeyError, IndexError, ValueError) as exc:
+                raise ValueError(
+                    f"bad host pattern {self.host_pattern!r}: use {{n}}, {{i}} or {{hash}} ({exc})"
+                ) from None
+            if len(set(names)) != len(names):
+                raise ValueError(f"host pattern {self.host_pattern!r} gives the same name to two hosts")
+            return names
+        raise ValueError(
+            f"the file holds {len(hashes)} hosts (host_hash {', '.join(hashes)}): name them with --hosts a,b,... "
+            "or --host-pattern 'rack1-tray{n:02d}'"
+        )
 
     @property
     def collector_version(self) -> str:
         return f"topo-collector/{__version__} import"
 
-    def host_facts(self, **parts: Any) -> HostFacts:
+    def host_facts(self, hostname: str | None = None, **parts: Any) -> HostFacts:
         """HostFacts for this host and location, from the parts an importer found."""
         return HostFacts(
-            hostname=self.host,
+            hostname=hostname or self.host,
             cluster=self.cluster,
             rack=self.rack,
             scalable_unit=self.scalable_unit,

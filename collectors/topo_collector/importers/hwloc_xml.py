@@ -22,9 +22,10 @@ from topo_facts import (
     PCIeSwitchFact,
     PeerType,
 )
+from topo_facts.gpu_models import by_pci
 
 from topo_collector.derive import assign_rails, gpu_nic_affinity
-from topo_collector.importers.common import ImportOptions, compress_cpus, imported_uuid
+from topo_collector.importers.common import ImportOptions, compress_cpus, imported_uuid, parse_xml
 
 _MODEL_GEN = (("V100", 2), ("A100", 3), ("H100", 4), ("H200", 4), ("B200", 5), ("GB200", 5), ("P100", 1))
 _LANE_MBPS = {1: 20_000, 2: 25_000, 3: 25_000, 4: 25_000, 5: 50_000}
@@ -53,12 +54,12 @@ def _mask_cpus(mask: str) -> str:
 
 
 def parse_hwloc_xml(text: str, opts: ImportOptions) -> HostFacts:
-    root = ET.fromstring(text)  # noqa: S314 - ElementTree does not expand external entities
+    root = parse_xml(text)
     if root.tag != "topology":
         raise ValueError("not an hwloc XML file: the root element is not <topology>")
     st = _State()
 
-    def walk(obj: ET.Element, numa: int | None, path: list[str]) -> None:
+    def walk(obj: ET.Element, numa: int | None, path: list[str], downstream: bool = False) -> None:
         children = obj.findall("object")
         local = [c for c in children if c.get("type") == "NUMANode"]
         if local:
@@ -79,7 +80,9 @@ def parse_hwloc_xml(text: str, opts: ImportOptions) -> HostFacts:
                 walk(child, numa, path)
             elif kind == "Bridge":
                 bus = child.get("pci_busid")
-                if bus:
+                if bus and not downstream and _chip(child) is not None and _chip(child) == _chip(obj):
+                    walk(child, numa, path, downstream=True)  # a downstream port of `obj`'s switch chip
+                elif bus:
                     st.switches[bus] = PCIeSwitchFact(bus_id=bus, parent=path[0] if path else None, numa_node=numa)
                     walk(child, numa, [bus, *path])
                 else:
@@ -92,6 +95,12 @@ def parse_hwloc_xml(text: str, opts: ImportOptions) -> HostFacts:
     walk(root, None, [])
     links = _nvlink_matrix(root, st)
     return _facts(opts, st, links)
+
+
+def _chip(bridge: ET.Element) -> str | None:
+    """The vendor:device of a bridge ('0604 [10b5:9781] ...' -> '10b5:9781'), None when not a PCI bridge."""
+    m = re.search(r"\[([0-9a-f]{4}:[0-9a-f]{4})\]", bridge.get("pci_type") or "")
+    return m.group(1) if m and bridge.get("type") == "Bridge" else None
 
 
 def _pci_device(dev: ET.Element, numa: int | None, path: list[str], st: _State) -> None:
@@ -113,6 +122,7 @@ def _pci_device(dev: ET.Element, numa: int | None, path: list[str], st: _State) 
                 "path": list(path),
                 "uuid": info.get("NVIDIAUUID"),
                 "model": info.get("GPUModel"),
+                "ids": re.findall(r"\[([0-9a-f]{4}):([0-9a-f]{4})\]", dev.get("pci_type") or ""),
             }
         elif pci_class.startswith("02") and name:
             layer = LinkLayer.INFINIBAND if pci_class == "0207" else LinkLayer.ETHERNET
@@ -183,11 +193,14 @@ def _facts(opts: ImportOptions, st: _State, matrix: dict[str, dict[str, int]]) -
                         generation=gen,
                     )
                 )
+        ids = list(info.get("ids") or [])  # type: ignore[call-overload]
+        row = by_pci(f"0x{ids[0][0]}", f"0x{ids[0][1]}", f"0x{ids[1][1]}" if len(ids) > 1 else None) if ids else None
         gpus.append(
             GPUFact(
                 uuid=uuid_of[gp],
                 index=int(info["index"]),  # type: ignore[call-overload]
                 model=model,
+                memory_mib=row.memory_mib if row is not None and not opts.gpu_model else None,
                 pci_bus_id=str(info["bus"]) or None,
                 numa_node=info["numa"],
                 nvlinks=links,

@@ -1,14 +1,24 @@
-"""NCCL topology XML: full ``NCCL_TOPO_DUMP_FILE`` dumps and static PCI skeletons.
+"""NCCL and RCCL topology XML: ``NCCL_TOPO_DUMP_FILE`` dumps, static PCI skeletons, multi-host dumps.
 
-A dump nests ``<pci>`` elements under ``<cpu numaid>``: bridges (class 0x0604) are PCIe
-switches, a ``<pci>`` holding ``<gpu dev sm>`` is a GPU with ``<nvlink target count
-tclass>`` children (tclass 0x0680: an NVSwitch; 0x0302: a peer GPU), and one holding
-``<nic><net name speed port guid>`` is an HCA with its ports. A static skeleton (Azure's
-files) has only ``<pci class>`` leaves: 0x0302 is a GPU, 0x0207/0x0200 a NIC.
+A dump nests ``<pci>`` elements under ``<cpu numaid>``: bridges (class 0x0604) are the PCIe
+tree, a ``<pci>`` holding ``<gpu dev sm>`` is a GPU with ``<nvlink target count tclass>``
+children (tclass 0x0680: an NVSwitch; 0x0302: a peer GPU), and one holding
+``<nic><net name speed port guid>`` is a NIC with its ports (two ``<net>`` under one
+``<nic>`` are two ports of one dual-port device). A static skeleton (Azure's files) has only
+``<pci class>`` leaves: 0x0302 is a GPU, 0x0207/0x0200 a NIC. RCCL writes the same format
+for AMD GPUs (``<gpu gcn="gfx942">``) with ``<xgmi target count>`` links, or an
+``<xgmi><link target count bw/></xgmi>`` list.
+
+The GPU's model, memory and link bandwidth come from its PCI vendor/device id (the
+``vendor``/``device`` attributes, table ``topo_facts/gpu_models.csv``); the SM version only
+names the architecture. A multi-node NVLink (MNNVL) dump holds one ``<cpu host_hash>`` set
+per host: each becomes a host, named by the operator, and GPUs on different hosts linked
+to the same NVLink fabric share one NVLink domain (an NVL72 rack is one domain).
 """
 
 from __future__ import annotations
 
+import hashlib
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
@@ -25,16 +35,22 @@ from topo_facts import (
     PeerType,
     PortState,
 )
+from topo_facts.gpu_models import AMD, NVIDIA, GpuModel, by_model, by_pci
 
 from topo_collector.derive import assign_rails, gpu_nic_affinity
 from topo_collector.importers.common import (
     GBPS_PER_LINK,
-    SM_FAMILY,
+    SM_ARCH,
     ImportOptions,
+    ImportResult,
     imported_uuid,
     mask_to_cpulist,
+    parse_xml,
     pcie_generation,
 )
+
+NVSWITCH_CLASS = 0x0680
+GPU_CLASSES = (0x0302, 0x0300, 0x0380, 0x1200)  # 3D, VGA, other display, processing accelerator
 
 
 def _class(el: ET.Element) -> int:
@@ -44,6 +60,23 @@ def _class(el: ET.Element) -> int:
         return 0
 
 
+def _int(value: str | None, default: int = 0) -> int:
+    try:
+        return int(value or "", 0) if value and value.lower().startswith("0x") else int(value or default)
+    except ValueError:
+        return default
+
+
+@dataclass
+class _Link:
+    kind: str  # "nvlink" or "xgmi"
+    target: str
+    count: int
+    tclass: int
+    switch_id: str | None = None
+    bw: float | None = None  # GB/s per link when the file says
+
+
 @dataclass
 class _Gpu:
     bus: str
@@ -51,154 +84,314 @@ class _Gpu:
     numa: int | None
     dev: int | None
     sm: int | None
-    links: list[tuple[str, int, int, str | None]] = field(default_factory=list)  # target, count, tclass, id
+    row: GpuModel | None
+    vendor: str | None
+    gcn: str | None = None
+    links: list[_Link] = field(default_factory=list)
     extra: dict[str, str] = field(default_factory=dict)  # graphsvc's own attributes, when present
 
 
+@dataclass
+class _Host:
+    key: str
+    numa_nodes: list[NUMANodeFact] = field(default_factory=list)
+    switches: dict[str, PCIeSwitchFact] = field(default_factory=dict)
+    gpus: list[_Gpu] = field(default_factory=list)
+    nics: list[NICFact] = field(default_factory=list)
+
+
 def parse_nccl_xml(text: str, opts: ImportOptions) -> HostFacts:
-    root = ET.fromstring(text)  # noqa: S314 - ElementTree does not expand external entities
+    """One host's facts; a multi-host dump needs parse_nccl_hosts (and host names)."""
+    result = parse_nccl_hosts(text, opts)
+    if len(result.hosts) != 1:
+        raise ValueError(f"the file holds {len(result.hosts)} hosts; import it with host names for each")
+    return result.hosts[0]
+
+
+def parse_nccl_hosts(text: str, opts: ImportOptions) -> ImportResult:
+    root = parse_xml(text)
     if root.tag != "system":
         raise ValueError("not an NCCL topology file: the root element is not <system>")
-    numa_nodes: list[NUMANodeFact] = []
-    switches: dict[str, PCIeSwitchFact] = {}
-    gpus: list[_Gpu] = []
-    nics: list[NICFact] = []
-
-    def walk(el: ET.Element, path: list[str], numa: int | None) -> None:
-        for pci in el.findall("pci"):
-            bus = pci.get("busid", "").lower()
-            cls = _class(pci)
-            gpu_el = pci.find("gpu")
-            nic_el = pci.find("nic")
-            if cls >> 8 == 0x0604:
-                switches[bus] = PCIeSwitchFact(
-                    bus_id=bus,
-                    parent=path[0] if path else None,
-                    generation=pcie_generation(pci.get("link_speed")),
-                    width=int(pci.get("link_width", "0")) or None,
-                    numa_node=numa,
-                )
-                walk(pci, [bus, *path], numa)
-            elif gpu_el is not None or cls >> 8 in (0x0302, 0x0300):
-                sm = int(gpu_el.get("sm", "0")) if gpu_el is not None else 0
-                dev = int(gpu_el.get("dev", "-1")) if gpu_el is not None else -1
-                g = _Gpu(bus, list(path), numa, dev if dev >= 0 else None, sm or None)
-                if gpu_el is not None:
-                    keep = ("uuid", "model", "memory_mib", "nic", "nic_via")
-                    g.extra = {k: v for k, v in gpu_el.attrib.items() if k in keep}
-                for link in gpu_el.findall("nvlink") if gpu_el is not None else []:
-                    g.links.append(
-                        (
-                            link.get("target", "").lower(),
-                            int(link.get("count", "1")),
-                            int(link.get("tclass", "0"), 16),
-                            link.get("switch_id"),
-                        )
-                    )
-                gpus.append(g)
-            elif nic_el is not None or cls >> 8 in (0x0207, 0x0200):
-                layer = LinkLayer.INFINIBAND if cls >> 8 == 0x0207 else LinkLayer.ETHERNET
-                nets = nic_el.findall("net") if nic_el is not None else []
-                if not nets:
-                    nics.append(
-                        NICFact(
-                            name=f"nic@{bus}",
-                            pci_bus_id=bus,
-                            link_layer=layer,
-                            numa_node=numa,
-                            pcie_path=list(path),
-                        )
-                    )
-                for net in nets:
-                    speed = int(net.get("speed", "0") or 0)
-                    guid = net.get("guid")
-                    nics.append(
-                        NICFact(
-                            name=net.get("name") or f"nic@{bus}/{net.get('port', '1')}",
-                            guid=guid if guid and guid.startswith("0x") and int(guid, 16) else None,
-                            pci_bus_id=bus,
-                            rate_gbps=speed / 1000 if speed else None,
-                            state=PortState.ACTIVE,
-                            link_layer=layer,
-                            numa_node=numa,
-                            rail=int(net.get("rail", "")) if net.get("rail", "").isdigit() else None,
-                            pcie_path=list(path),
-                        )
-                    )
-            else:
-                walk(pci, path, numa)
-
+    hosts: dict[str, _Host] = {}
     for cpu in root.findall("cpu"):
-        numa = int(cpu.get("numaid", "0"))
+        key = cpu.get("host_hash") or ""
+        host = hosts.setdefault(key, _Host(key))
+        numaid = _int(cpu.get("numaid"), 0)
+        numa = numaid if numaid >= 0 else None  # NCCL writes -1 where the kernel does not know (VMs)
         affinity = cpu.get("affinity")
-        numa_nodes.append(NUMANodeFact(index=numa, cpus=mask_to_cpulist(affinity) if affinity else None))
-        walk(cpu, [], numa)
-    return _facts(opts, numa_nodes, switches, gpus, nics)
+        if numa is not None and all(n.index != numa for n in host.numa_nodes):
+            host.numa_nodes.append(NUMANodeFact(index=numa, cpus=mask_to_cpulist(affinity) if affinity else None))
+        _walk(host, cpu, [], numa)
+    if not hosts:
+        hosts[""] = _Host("")
+    names = opts.names_for(list(hosts))
+    domains = _fabric_domains(list(hosts.values()), names, opts)
+    warnings: list[str] = []
+    facts = [
+        _facts(opts, name, host, domains.get(name, {}), warnings)
+        for name, host in zip(names, hosts.values(), strict=True)
+    ]
+    return ImportResult(facts, warnings)
 
 
-def _facts(
-    opts: ImportOptions,
-    numa_nodes: list[NUMANodeFact],
-    switches: dict[str, PCIeSwitchFact],
-    gpus: list[_Gpu],
-    nics: list[NICFact],
-) -> HostFacts:
-    ordered = sorted(gpus, key=lambda g: (g.dev if g.dev is not None else 1 << 16, g.bus))
-    uuid_by_bus = {g.bus: g.extra.get("uuid") or imported_uuid(opts.host, g.bus) for g in ordered}
+def _walk(host: _Host, el: ET.Element, path: list[str], numa: int | None, downstream: bool = False) -> None:
+    """`downstream`: `el` is a switch's downstream port, so a same-id bridge below it is the next chip."""
+    for pci in el.findall("pci"):
+        bus = pci.get("busid", "").lower()
+        cls = _class(pci) >> 8
+        gpu_el = pci.find("gpu")
+        nic_el = pci.find("nic")
+        vendor, device = pci.get("vendor"), pci.get("device")
+        row = by_pci(vendor, device, pci.get("subsystem_device"))
+        if cls == 0x0604 and not downstream and _same_chip(pci, el):
+            # A downstream port of the switch chip whose upstream port is `el`: one switch, not two.
+            _walk(host, pci, path, numa, downstream=True)
+        elif cls == 0x0604:
+            host.switches[bus] = PCIeSwitchFact(
+                bus_id=bus,
+                parent=path[0] if path else None,
+                generation=pcie_generation(pci.get("link_speed")),
+                width=_int(pci.get("link_width")) or None,
+                numa_node=numa,
+            )
+            _walk(host, pci, [bus, *path], numa)
+        elif gpu_el is not None or (cls in GPU_CLASSES and (row is not None or vendor is None or cls == 0x0302)):
+            host.gpus.append(_gpu(pci, gpu_el, bus, list(path), numa, row))
+        elif nic_el is not None or cls in (0x0207, 0x0200):
+            host.nics.extend(_nics(pci, nic_el, bus, cls, list(path), numa))
+        else:
+            _walk(host, pci, path, numa)
+
+
+def _same_chip(bridge: ET.Element, parent: ET.Element) -> bool:
+    """Bridges with the same known vendor:device nested directly are the ports of one switch chip.
+
+    A PCIe switch shows as an upstream port with a bridge per downstream port; counting each
+    as a switch doubles the tree. Identical chips can cascade (DGX-2: upstream, downstream,
+    upstream, downstream...), so only a bridge under an upstream port is a downstream port.
+    Bridges without ids (static skeletons) stay as the file says.
+    """
+    ids = (bridge.get("vendor"), bridge.get("device"))
+    return (
+        parent.tag == "pci"
+        and _class(parent) >> 8 == 0x0604
+        and None not in ids
+        and ids == (parent.get("vendor"), parent.get("device"))
+    )
+
+
+def _gpu(pci: ET.Element, gpu_el: ET.Element | None, bus: str, path: list[str], numa: int | None,
+         row: GpuModel | None) -> _Gpu:  # fmt: skip
+    vendor = row.vendor if row else (pci.get("vendor") or "").lower() or None
+    gcn = gpu_el.get("gcn") if gpu_el is not None else None
+    if gcn and vendor is None:
+        vendor = AMD
+    sm = _int(gpu_el.get("sm")) if gpu_el is not None else 0
+    dev = _int(gpu_el.get("dev"), -1) if gpu_el is not None else -1
+    g = _Gpu(bus, path, numa, dev if dev >= 0 else None, sm or None, row, vendor, gcn)
+    if gpu_el is None:
+        return g
+    keep = ("uuid", "model", "memory_mib", "nic", "nic_via", "cluster_uuid", "clique_id")
+    g.extra = {k: v for k, v in gpu_el.attrib.items() if k in keep}
+    if g.row is None and g.extra.get("model"):  # graphsvc's own export names the model, not the PCI id
+        g.row = by_model(g.extra["model"])
+        g.vendor = g.row.vendor if g.row is not None else g.vendor
+    for link in gpu_el.findall("nvlink"):
+        g.links.append(
+            _Link("nvlink", link.get("target", "").lower(), _int(link.get("count"), 1),
+                  _int(link.get("tclass"), 0), link.get("switch_id"))
+        )  # fmt: skip
+    for x in gpu_el.findall("xgmi"):
+        items = x.findall("link") or [x]
+        for link in items:
+            if link.get("target") is None:
+                continue
+            bw = link.get("bw")
+            g.links.append(
+                _Link("xgmi", link.get("target", "").lower(), _int(link.get("count"), 1),
+                      _int(link.get("tclass"), 0), None, float(bw) if bw else None)
+            )  # fmt: skip
+    return g
+
+
+def _nics(pci: ET.Element, nic_el: ET.Element | None, bus: str, cls: int, path: list[str],
+          numa: int | None) -> list[NICFact]:  # fmt: skip
+    layer = LinkLayer.INFINIBAND if cls == 0x0207 else LinkLayer.ETHERNET
+    nets = nic_el.findall("net") if nic_el is not None else []
+    if not nets:
+        return [NICFact(name=f"nic@{bus}", pci_bus_id=bus, link_layer=layer, numa_node=numa, pcie_path=path)]
+    out = []
+    for net in nets:
+        speed = _int(net.get("speed"))
+        guid = net.get("guid")
+        out.append(
+            NICFact(
+                name=net.get("name") or f"nic@{bus}/{net.get('port', '1')}",
+                guid=guid if guid and guid.startswith("0x") and int(guid, 16) else None,
+                pci_bus_id=bus,
+                rate_gbps=speed / 1000 if speed else None,
+                state=PortState.ACTIVE,
+                link_layer=layer,
+                numa_node=numa,
+                rail=int(net.get("rail", "")) if net.get("rail", "").isdigit() else None,
+                pcie_path=path,
+            )
+        )
+    return out
+
+
+def _fabric_domains(hosts: list[_Host], names: list[str], opts: ImportOptions) -> dict[str, dict[str, str]]:
+    """host -> GPU bus -> NVLink domain, for GPUs on a multi-node NVLink fabric.
+
+    A GPU that reports its fabric (cluster uuid + clique id, as NVML does) is in that
+    clique. Otherwise, in a dump of several hosts, GPUs whose NVLinks go to the same
+    NVSwitch id from different hosts are on one fabric (NCCL fuses hosts into one dump
+    only for multi-node NVLink). `--nvlink-domain` names the domain, e.g. to join trays
+    imported one file at a time.
+    """
+    out: dict[str, dict[str, str]] = {n: {} for n in names}
+    seen_on: dict[str, set[int]] = {}
+    for i, host in enumerate(hosts):
+        for g in host.gpus:
+            if g.extra.get("cluster_uuid") and g.extra.get("clique_id"):
+                out[names[i]][g.bus] = f"{g.extra['cluster_uuid']}/{g.extra['clique_id']}"
+            for link in g.links:
+                if link.kind == "nvlink" and link.tclass >> 8 == NVSWITCH_CLASS:
+                    seen_on.setdefault(link.switch_id or link.target, set()).add(i)
+    # Hosts joined by a shared switch id form one fabric (union-find over host positions).
+    parent = list(range(len(hosts)))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for on in seen_on.values():
+        first, *rest = sorted(on)
+        for other in rest:
+            parent[find(other)] = find(first)
+    groups: dict[int, list[int]] = {}
+    for i in range(len(hosts)):
+        groups.setdefault(find(i), []).append(i)
+    for members in groups.values():
+        if len(members) < 2 and not opts.nvlink_domain:
+            continue
+        key = "|".join(sorted(hosts[i].key or names[i] for i in members))
+        domain = opts.nvlink_domain or f"{opts.cluster}/nvlink-fabric/{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+        for i in members:
+            for g in hosts[i].gpus:
+                switched = any(x.kind == "nvlink" and x.tclass >> 8 == NVSWITCH_CLASS for x in g.links)
+                if switched:
+                    out[names[i]].setdefault(g.bus, domain)
+    return out
+
+
+def _model(g: _Gpu, opts: ImportOptions) -> str:
+    if opts.gpu_model:
+        return opts.gpu_model
+    if g.extra.get("model"):
+        return g.extra["model"]
+    if g.row is not None:
+        return g.row.model
+    if g.vendor == AMD:
+        return f"AMD GPU ({g.gcn})" if g.gcn else "AMD GPU"
+    arch = SM_ARCH.get(g.sm or 0)
+    if arch is not None:
+        return f"NVIDIA {arch[0]} GPU (sm_{g.sm})"
+    return "NVIDIA GPU" if g.vendor in (None, NVIDIA) else f"GPU (PCI vendor {g.vendor})"
+
+
+def _memory(g: _Gpu, opts: ImportOptions) -> int | None:
+    """From the PCI id's row; with --gpu-model, from that model's row (unknown when it has none)."""
+    if opts.gpu_model:
+        named = by_model(opts.gpu_model)
+        return named.memory_mib if named is not None else None
+    return g.row.memory_mib if g.row is not None else None
+
+
+def _link_gbps(g: _Gpu) -> tuple[int | None, float | None]:
+    """Generation and GB/s of one link: the PCI id's row, else the SM's NVLink generation."""
+    if g.row is not None and g.row.link is not None:
+        return g.row.link_generation, g.row.link_gbps
+    if g.vendor == AMD or g.sm is None:
+        return None, None
+    gen = SM_ARCH.get(g.sm, ("", None))[1]
+    return gen, GBPS_PER_LINK.get(gen or 0)
+
+
+def _facts(opts: ImportOptions, name: str, host: _Host, fabric: dict[str, str], warnings: list[str]) -> HostFacts:
+    ordered = sorted(host.gpus, key=lambda g: (g.dev if g.dev is not None else 1 << 16, g.bus))
+    uuid_by_bus = {g.bus: g.extra.get("uuid") or imported_uuid(name, g.bus) for g in ordered}
+    uuid_by_dev = {str(g.dev): uuid_by_bus[g.bus] for g in ordered if g.dev is not None}
     nvswitches: dict[str, NVSwitchFact] = {}
     facts: list[GPUFact] = []
+    unknown_bw: set[str] = set()
     for index, g in enumerate(ordered):
-        family, generation = SM_FAMILY.get(g.sm or 0, ("NVIDIA GPU", None))
-        per_link = GBPS_PER_LINK.get(generation or 0, 50.0)
+        generation, per_link = _link_gbps(g)
         links: list[NVLinkFact] = []
-        for target, count, tclass, switch_id in g.links:
-            if tclass >> 8 == 0x0680:
-                sid = switch_id or target
-                rack = switch_id is not None
+        for link in g.links:
+            gbps = link.bw if link.bw is not None and g.row is None else per_link
+            if gbps is None:
+                unknown_bw.add(link.kind)
+            total = link.count * (gbps or 0.0)
+            if link.kind == "nvlink" and link.tclass >> 8 == NVSWITCH_CLASS:
+                sid = link.switch_id or link.target
+                rack = link.switch_id is not None or g.bus in fabric
                 nvswitches.setdefault(
-                    sid, NVSwitchFact(id=sid, pci_bus_id=None if rack else target, location="rack" if rack else "host")
+                    sid, NVSwitchFact(id=sid, pci_bus_id=None if rack else sid, location="rack" if rack else "host")
                 )
-                links.append(
-                    NVLinkFact(
-                        peer_type=PeerType.NVSWITCH,
-                        peer_id=sid,
-                        links=count,
-                        bandwidth_gbps=count * per_link,
-                        generation=generation,
-                    )
-                )
-            elif target in uuid_by_bus and target != g.bus:
-                links.append(
-                    NVLinkFact(
-                        peer_type=PeerType.GPU,
-                        peer_id=uuid_by_bus[target],
-                        links=count,
-                        bandwidth_gbps=count * per_link,
-                        generation=generation,
-                    )
-                )
+                links.append(NVLinkFact(peer_type=PeerType.NVSWITCH, peer_id=sid, links=link.count,
+                                        bandwidth_gbps=total, generation=generation))  # fmt: skip
+                continue
+            peer = uuid_by_bus.get(link.target) or (uuid_by_dev.get(link.target) if link.kind == "xgmi" else None)
+            if peer is not None and peer != uuid_by_bus[g.bus]:
+                links.append(NVLinkFact(peer_type=PeerType.GPU, peer_id=peer, links=link.count,
+                                        bandwidth_gbps=total, generation=generation))  # fmt: skip
+        memory = g.extra.get("memory_mib", "")
         facts.append(
             GPUFact(
                 uuid=uuid_by_bus[g.bus],
                 index=index,
-                model=opts.gpu_model or g.extra.get("model") or family,
-                memory_mib=int(g.extra["memory_mib"]) if g.extra.get("memory_mib", "").isdigit() else None,
+                model=_model(g, opts),
+                memory_mib=int(memory) if memory.isdigit() else _memory(g, opts),
                 pci_bus_id=g.bus,
                 numa_node=g.numa,
-                compute_capability=f"{g.sm // 10}.{g.sm % 10}" if g.sm else None,
+                compute_capability=f"{g.sm // 10}.{g.sm % 10}" if g.sm and g.vendor != AMD and g.sm < 1000 else None,
                 nvlinks=links,
                 pcie_path=g.path,
+                nvlink_domain=fabric.get(g.bus),
             )
         )
-    nics = assign_rails(facts, nics)
+    _warn(name, host, ordered, facts, unknown_bw, opts, warnings)
+    nics = assign_rails(facts, host.nics)
     return opts.host_facts(
-        numa_nodes=numa_nodes,
+        hostname=name,
+        numa_nodes=sorted(host.numa_nodes, key=lambda n: n.index),
         gpus=facts,
         nvswitches=sorted(nvswitches.values(), key=lambda s: s.id),
-        pcie_switches=sorted(switches.values(), key=lambda s: s.bus_id),
+        pcie_switches=sorted(host.switches.values(), key=lambda s: s.bus_id),
         nics=nics,
         gpu_nic_affinity=_affinity(ordered, facts, nics),
     )
+
+
+def _warn(name: str, host: _Host, raw: list[_Gpu], facts: list[GPUFact], unknown_bw: set[str],
+          opts: ImportOptions, warnings: list[str]) -> None:  # fmt: skip
+    """Say what the file does not tell, instead of guessing it."""
+    if len(raw) > 1 and not any(g.links for g in raw):
+        warnings.append(
+            f"{name}: the file has no <nvlink> or <xgmi> entries, so NVLink/xGMI links are unknown and the "
+            f"host imports as PCIe-only (a full NCCL_TOPO_DUMP_FILE dump taken on the host lists them)"
+        )
+    if not opts.gpu_model and raw and any(g.row is None and "model" not in g.extra for g in raw):
+        models = sorted({f.model for f, g in zip(facts, raw, strict=True) if g.row is None})
+        warnings.append(
+            f"{name}: GPU model not identified (no known PCI device id in the file): recorded as "
+            f"{', '.join(models)} with memory unknown; pass --gpu-model to name it"
+        )
+    if unknown_bw:
+        warnings.append(f"{name}: {'/'.join(sorted(unknown_bw))} bandwidth unknown for this GPU model (recorded as 0)")
 
 
 def _affinity(raw: list[_Gpu], facts: list[GPUFact], nics: list[NICFact]) -> list[GPUNICAffinity]:

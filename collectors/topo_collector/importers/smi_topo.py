@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from topo_facts import GPUFact, GPUNICAffinity, HostFacts, NICFact, NUMANodeFact, NVLinkFact, PeerType
+from topo_facts.gpu_models import by_model
 
 from topo_collector.importers.common import GBPS_PER_LINK, ImportOptions, imported_uuid
 
@@ -39,7 +40,12 @@ def parse_smi_topo(text: str, opts: ImportOptions, link_generation: int | None =
         extra[parts[0]] = parts[1 + len(devices) :]
     gpu_names = [d for d in devices if d.startswith("GPU")]
     nic_names = [d for d in devices if not d.startswith("GPU")]
-    per_link = GBPS_PER_LINK.get(link_generation or 0, 50.0)
+    row = by_model(opts.gpu_model) if opts.gpu_model else None
+    if row is not None and row.link_gbps:
+        link_generation = link_generation or row.link_generation
+        per_link = row.link_gbps
+    else:
+        per_link = GBPS_PER_LINK.get(link_generation or 0, 50.0)
     numa_cpus: dict[int, str] = {}
     gpus: list[GPUFact] = []
     for name in gpu_names:
@@ -67,6 +73,7 @@ def parse_smi_topo(text: str, opts: ImportOptions, link_generation: int | None =
                 uuid=imported_uuid(opts.host, f"gpu{index}"),
                 index=index,
                 model=opts.gpu_model or "NVIDIA GPU",
+                memory_mib=row.memory_mib if row is not None else None,
                 numa_node=numa,
                 nvlinks=links,
             )
@@ -74,14 +81,20 @@ def parse_smi_topo(text: str, opts: ImportOptions, link_generation: int | None =
     nics = [NICFact(name=legend.get(n, n)) for n in nic_names]
     affinity: list[GPUNICAffinity] = []
     rank = {"PIX": 0, "PXB": 1, "PHB": 2, "NODE": 3, "SYS": 4}
+    taken: dict[str, int] = {}
     for name, gpu in zip(gpu_names, gpus, strict=True):
-        best: tuple[int, str] | None = None
-        for peer, cell in zip(devices, rows.get(name, []), strict=False):
-            if peer in nic_names and cell in rank and (best is None or rank[cell] < best[0]):
-                best = (rank[cell], legend.get(peer, peer))
+        # Nearest first; among equally near NICs the one serving fewest GPUs so far (not always the first).
+        best: tuple[int, int, int, str] | None = None
+        for order, (peer, cell) in enumerate(zip(devices, rows.get(name, []), strict=False)):
+            if peer in nic_names and cell in rank:
+                nic = legend.get(peer, peer)
+                cand = (rank[cell], taken.get(nic, 0), order, nic)
+                if best is None or cand < best:
+                    best = cand
         if best is not None:
+            taken[best[3]] = taken.get(best[3], 0) + 1
             via = "pcie-switch" if best[0] <= 1 else "numa" if best[0] <= 3 else "host"
-            affinity.append(GPUNICAffinity(gpu_uuid=gpu.uuid, nic=best[1], via=via))
+            affinity.append(GPUNICAffinity(gpu_uuid=gpu.uuid, nic=best[3], via=via))
     return opts.host_facts(
         numa_nodes=[NUMANodeFact(index=n, cpus=c) for n, c in sorted(numa_cpus.items())],
         gpus=gpus,

@@ -19,7 +19,11 @@ class PlacementPreferences:
 @strawberry.input(description="What a job needs. Hard constraints exclude; preferences only rank.")
 class PlacementRequestInput:
     gpus: int
-    model: str | None = strawberry.field(default=None, description="Substring of the GPU model, e.g. H100")
+    model: str | None = strawberry.field(
+        default=None,
+        description="A model or family name, matched exactly (never as a substring): H100 (every H100), "
+        "A100-80GB, NVIDIA A100-SXM4-40GB, GB200, MI300X. An unknown one is answered with the models there are.",
+    )
     min_memory_gib: float | None = strawberry.field(name="minMemoryGiB", default=None)
     nvlink: NVLinkMode = NVLinkMode.NONE
     gpus_per_host: int | None = None

@@ -5,9 +5,12 @@ from __future__ import annotations
 from enum import Enum
 
 import strawberry
+from topo_facts.gpu_models import vendor_of
 
 
-@strawberry.enum(description="How much NVLink the chosen GPUs must share.")
+@strawberry.enum(
+    description="How much scale-up link the chosen accelerators must share: NVLink, or xGMI on AMD (any vendor)."
+)
 class NVLinkMode(Enum):
     NONE = "none"
     ANY = "any"
@@ -27,7 +30,7 @@ class HostRef:
     scalable_unit: str | None = None
 
 
-@strawberry.type
+@strawberry.type(description="An accelerator (NVIDIA or AMD GPU); the type keeps its name for existing clients.")
 class GPU:
     uuid: str
     index: int
@@ -39,8 +42,18 @@ class GPU:
     utilization_pct: float | None = None
     numa_node: int | None = None
     pci_bus_id: str | None = None
-    nvlink_domain: str | None = None
+    nvlink_domain: str | None = strawberry.field(
+        default=None, deprecation_reason="Use scaleUpDomain: the same value, named for any vendor (NVLink or xGMI)"
+    )
     host: HostRef
+
+    @strawberry.field(description="The scale-up domain (NVLink island, NVL72 clique or AMD xGMI hive) it is in")
+    def scale_up_domain(self) -> str | None:
+        return self.nvlink_domain
+
+    @strawberry.field(description="nvidia or amd, from the model name; null when the name does not say")
+    def vendor(self) -> str | None:
+        return vendor_of(self.model)
 
 
 @strawberry.type
