@@ -18,6 +18,7 @@ import uvicorn
 
 from graphsvc.api.app import create_app
 from graphsvc.client import RESERVE_MUTATION, request_input
+from graphsvc.exports.render import ExportFormat
 from graphsvc.settings import Settings
 from graphsvc.synthetic.clusters import Profile, SyntheticCluster, build
 
@@ -92,11 +93,9 @@ def _parser() -> argparse.ArgumentParser:
     reserve.add_argument("--server", default="http://127.0.0.1:8000")
 
     exp = sub.add_parser("export", help="the topology for Slurm, Kueue, Volcano or NCCL, from a running service")
-    exp.add_argument(
-        "format", choices=["slurm-tree", "slurm-block", "slurm-gres", "kueue", "kueue-labels", "volcano", "nccl"]
-    )
+    exp.add_argument("format", choices=[f.value for f in ExportFormat])
     exp.add_argument("--cluster", default="default")
-    exp.add_argument("--host", help="the host, for the per-host nccl export")
+    exp.add_argument("--host", help="the host, for the per-host nccl export and an nfd features.d file")
     exp.add_argument("--server", default="http://127.0.0.1:8000")
 
     release = sub.add_parser("release", help="free a reservation's GPUs now")

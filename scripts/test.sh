@@ -14,6 +14,16 @@ if ! command -v chromium >/dev/null; then
     apt-get update -qq && apt-get install -y -qq chromium >/dev/null || echo "   (no Chromium: the browser tests will skip)"
 fi
 
+if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null || ! command -v munged >/dev/null; then
+    echo "== installing Slurm and munge (real slurmctld/slurmd check the Slurm exports)"
+    if command -v apt-get >/dev/null; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+            slurm-wlm munge >/dev/null
+    else
+        echo "   (no apt-get: tests/slurm will skip, saying why)"
+    fi
+fi
+
 PY="${PYTHON:-python3}"
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 # shellcheck disable=SC1091
