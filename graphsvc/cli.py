@@ -18,6 +18,7 @@ import uvicorn
 
 from graphsvc.api.app import create_app
 from graphsvc.client import RESERVE_MUTATION, request_input
+from graphsvc.exports import drift_cli
 from graphsvc.exports.render import ExportFormat
 from graphsvc.settings import Settings
 from graphsvc.synthetic.clusters import Profile, SyntheticCluster, build
@@ -124,6 +125,8 @@ def _parser() -> argparse.ArgumentParser:
 
     migrate = sub.add_parser("migrate", help="bring the stored graph to this version and exit")
     _store_options(migrate)
+
+    drift_cli.add_parser(sub)  # `graphsvc drift FORMAT FILE` (graphsvc/exports/drift_cli.py)
     return parser
 
 
@@ -194,6 +197,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(text, end="")
         elif args.command == "migrate":
             asyncio.run(_migrate(_settings(args)))
+        elif args.command == "drift":
+            return drift_cli.run(args)  # 0 no drift, 1 drift, 2 could not check
     except KeyboardInterrupt:
         return 130
     except Exception as exc:

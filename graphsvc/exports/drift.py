@@ -313,7 +313,10 @@ def _s(value: Any) -> str:
 def diff(graph: Topology, deployed: Topology, *, label_keys: list[str] | None = None) -> list[DriftItem]:
     """Everything that differs, sorted by kind then name; [] means no drift."""
     out = _diff_map("node", graph.node_parent, deployed.node_parent)
-    out += _diff_map("switch", graph.switch_parent, deployed.switch_parent)
+    switches = _diff_map("switch", graph.switch_parent, deployed.switch_parent)
+    gone = {i.name for i in switches if i.change == "missing"}
+    # a switch under a missing switch sits at the top of the deployed copy: implied, not news
+    out += [i for i in switches if not (i.change == "moved" and i.deployed == "(top)" and i.expected in gone)]
     out += _diff_blocks(graph, deployed)
     if graph.block_sizes != deployed.block_sizes:
         sizes = (_sizes(graph.block_sizes), _sizes(deployed.block_sizes))

@@ -103,6 +103,8 @@ async def cluster_view(gw: Gateway, cluster: str) -> ClusterView:
         by_leaves[tuple(h.leaves)].append(h.name)
     for leaves, names in sorted(by_leaves.items()):
         group = f"leafgroup-{slug(leaves[0], 40)}" if leaves else "unconnected"
+        if group in view.leaf_groups:  # another leaf set starting with the same leaf (a host cabled apart)
+            group = f"{group[:52]}-{hashlib.sha256(' '.join(leaves).encode()).hexdigest()[:8]}"
         view.leaf_groups[group] = sorted(names)
         for n in names:
             view.group_of[n] = group
