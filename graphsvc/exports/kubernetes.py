@@ -114,6 +114,7 @@ def nfd_node_features(view: ClusterView, annotations: dict[str, str]) -> list[di
                     "features": {"attributes": {NFD_FEATURE: {"elements": elements}}},
                     "labels": labels,
                 },
+                "status": {},  # required by NFD's published CRD; nfd-master fills it in
             }
         )
     return items

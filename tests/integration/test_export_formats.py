@@ -113,3 +113,54 @@ async def test_topograph_labels(client: httpx.AsyncClient, demo: SyntheticCluste
     assert [lv["nodeLabel"] for lv in topograph["spec"]["levels"]] == [
         f"{TOPOGRAPH}/spine", f"{TOPOGRAPH}/leaf", "kubernetes.io/hostname"
     ]  # fmt: skip
+
+
+async def test_nfd_feature_files_and_node_features(client: httpx.AsyncClient, demo: SyntheticCluster) -> None:
+    text = await get(client, "nfd", host="gb200-rack01-t01")
+    lines = [line for line in text.splitlines() if not line.startswith("#")]
+    features = dict(line.split("=", 1) for line in lines)
+    labels = parse_labels(await get(client, "topograph-labels")).labels
+    assert labels is not None and features == labels["gb200-rack01-t01"]
+    assert (await client.get("/v1/export/nfd", params={"host": "nope"})).status_code == 404
+    items = json.loads(await get(client, "nfd"))["items"]
+    crd = schema("nfd-nodefeature-crd.yaml")
+    assert {i["metadata"]["labels"]["nfd.node.kubernetes.io/node-name"] for i in items} == {
+        h.hostname for h in demo.hosts
+    }
+    for item in items:
+        jsonschema.validate(item, crd)
+        node = item["metadata"]["labels"]["nfd.node.kubernetes.io/node-name"]
+        assert item["spec"]["labels"] == labels[node]
+
+
+async def test_dra_resource_slices(client: httpx.AsyncClient, demo: SyntheticCluster) -> None:
+    slices = {s["spec"]["nodeName"]: s for s in json.loads(await get(client, "dra"))["items"]}
+    rs_schema = schema("k8s-resourceslice-v1.schema.json")
+    assert set(slices) == {h.hostname for h in demo.hosts if h.gpus}
+    qualified = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]{1,32}$")
+    for s in slices.values():
+        jsonschema.validate(s, rs_schema)
+        assert len(s["spec"]["devices"]) <= 128
+        for d in s["spec"]["devices"]:
+            assert len(d["attributes"]) + len(d.get("capacity", {})) <= 32
+            for name, value in d["attributes"].items():
+                assert qualified.match(name), name
+                assert len(value) == 1 and len(str(next(iter(value.values())))) <= 64
+    by_host = {h.hostname: h for h in demo.hosts}
+    h100 = slices["h100-su1-n01"]["spec"]["devices"]
+    facts = by_host["h100-su1-n01"].gpus
+    for d, g in zip(h100, facts, strict=True):
+        assert d["attributes"]["uuid"] == {"string": g.uuid}
+        # the root of the GPU's PCIe path: GPUs behind one switch share it
+        root = g.pcie_path[0] if g.pcie_path else g.pci_bus_id
+        assert root is not None
+        assert d["attributes"]["resource.kubernetes.io/pcieRoot"]["string"] == "pci" + root.rsplit(":", 1)[0]
+        assert "gpu.graphsvc.io/computeDomain" not in d["attributes"]  # NVLink inside one host only
+    cliques = {
+        d["attributes"]["gpu.graphsvc.io/computeDomain"]["string"]
+        for name, s in slices.items()
+        if name.startswith("gb200-rack01")
+        for d in s["spec"]["devices"]
+    }
+    assert len(cliques) == 1  # one ComputeDomain / NVLink clique spans the rack's 18 trays
+    assert len({d["attributes"]["gpu.graphsvc.io/nvlinkClique"]["string"] for d in h100}) == 1
