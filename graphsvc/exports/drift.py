@@ -304,7 +304,7 @@ def _diff_map(kind: str, graph: dict[str, Any], deployed: dict[str, Any]) -> lis
 
 def _s(value: Any) -> str:
     if value is None:
-        return "(top)"
+        return "top level"
     if isinstance(value, set | frozenset):
         return ",".join(sorted(value))
     return str(value)
@@ -316,7 +316,7 @@ def diff(graph: Topology, deployed: Topology, *, label_keys: list[str] | None = 
     switches = _diff_map("switch", graph.switch_parent, deployed.switch_parent)
     gone = {i.name for i in switches if i.change == "missing"}
     # a switch under a missing switch sits at the top of the deployed copy: implied, not news
-    out += [i for i in switches if not (i.change == "moved" and i.deployed == "(top)" and i.expected in gone)]
+    out += [i for i in switches if not (i.change == "moved" and i.deployed == "top level" and i.expected in gone)]
     out += _diff_blocks(graph, deployed)
     if graph.block_sizes != deployed.block_sizes:
         sizes = (_sizes(graph.block_sizes), _sizes(deployed.block_sizes))

@@ -38,9 +38,12 @@ def fnv64a(text: str) -> int:
 
 
 def label_value(text: str) -> str:
-    """Topograph's rule: as is up to 63 characters, else ``x`` + FNV-64a in hex; made label-safe."""
+    """Topograph's rule: as is up to 63 characters, else ``x`` + FNV-64a in hex.
+
+    Characters a label value may not hold (the ``/`` of graphsvc's domain ids) become ``-``.
+    """
     clean = re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-_.")
-    if clean != text or len(clean) > 63:
+    if len(clean) > 63:
         return f"x{fnv64a(text):016x}"
     return clean
 

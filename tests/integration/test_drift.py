@@ -145,7 +145,7 @@ async def test_a_missing_switch_and_a_wrong_block_size(client: httpx.AsyncClient
     pod = next(line for line in tree if "Switches=" in line)
     without_pod = "\n".join(line for line in tree if line != pod)
     pod_name = pod.split()[0].split("=", 1)[1]
-    assert entries(await drift(client, "SLURM", without_pod)) == [("switch", "missing", pod_name, "(top)", None)]
+    assert entries(await drift(client, "SLURM", without_pod)) == [("switch", "missing", pod_name, "top level", None)]
     block = await export(client, "slurm-block")
     assert "BlockSizes=18,36\n" in block  # two NVL72 racks of 18 trays
     wrong = block.replace("BlockSizes=18,36", "BlockSizes=16,32")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from graphsvc.exports.cpus import core_layout, format_cpulist, parse_cpulist
+from graphsvc.exports.kubernetes import fnv64a, label_value
 from graphsvc.exports.slurm import GpuHardware, HostHardware, gres_device_file, gres_type, node_line, render_gres
 
 
@@ -90,3 +91,20 @@ def test_amd_host_gres() -> None:
     lines = render_gres("c", [host]).splitlines()[1:]
     assert lines[0] == "NodeName=m1 Name=gpu Type=mi300x File=/dev/dri/renderD128 Links=-1,0,0,0,0,0,0,0 Cores=0-95"
     assert lines[7].endswith("File=/dev/dri/renderD135 Links=0,0,0,0,0,0,0,-1 Cores=96-191")
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("leafgroup-a100-leaf0", "leafgroup-a100-leaf0"),
+        ("default/gb200-rack01/clique-0", "default-gb200-rack01-clique-0"),
+        ("x" * 63, "x" * 63),
+        ("x" * 64, "x" + format(fnv64a("x" * 64), "016x")),  # longer than 63: Topograph's FNV-64a form
+    ],
+)
+def test_topograph_label_values(text: str, value: str) -> None:
+    assert label_value(text) == value
+
+
+def test_fnv64a_reference_vectors() -> None:
+    assert fnv64a("") == 0xCBF29CE484222325 and fnv64a("a") == 0xAF63DC4C8601EC8C
