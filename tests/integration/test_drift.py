@@ -190,3 +190,24 @@ async def test_cli_exit_codes(app: FastAPI, client: httpx.AsyncClient, demo: Syn
     finally:
         server.should_exit = True
         await task
+
+
+async def test_kueue_levels_and_labels(client: httpx.AsyncClient, demo: SyntheticCluster) -> None:
+    topologies = json.loads(await export(client, "kueue"))
+    mine = topologies["items"][0]
+    mine["spec"]["levels"] = mine["spec"]["levels"][1:]  # someone dropped the block level
+    report = entries(await drift(client, "KUEUE", json.dumps(topologies)))
+    assert [(k, c, n) for k, c, n, _, _ in report] == [("level", "changed", mine["metadata"]["name"])]
+    # a node list where one host lost its leaf label and one carries a stale rack
+    nodes = json.loads(await node_list(client))
+    for item in nodes["items"]:
+        labels = item["metadata"]["labels"]
+        if item["metadata"]["name"] == "l40s-001":
+            del labels["network.topology.nvidia.com/leaf"]
+        if item["metadata"]["name"] == "a100-002":
+            labels["graphsvc.io/rack"] = "old-rack"
+    found = entries(await drift(client, "LABELS", json.dumps(nodes)))
+    assert found == [
+        ("label", "moved", "a100-002 graphsvc.io/rack", "a100-r01", "old-rack"),
+        ("label", "changed", "l40s-001 network.topology.nvidia.com/leaf", "leafgroup-l40s-leaf0", "(unset)"),
+    ]
