@@ -19,15 +19,19 @@ Kubernetes Node lists (``kubectl get nodes -o yaml``) for labels.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
+from graphsvc.exports.hostlist import HostlistError, expand_hostlist
+
 
 class DriftInputError(ValueError):
     """The deployed copy could not be read as the format it was said to be."""
+
+
+__all__ = ["DriftInputError", "DriftItem", "Topology", "diff", "expand_hostlist", "parse"]
 
 
 @dataclass
@@ -54,59 +58,6 @@ class DriftItem:
         if self.change == "extra":
             return f"{self.kind} {self.name} is in the deployed copy but not in the graph (deployed: {self.deployed})"
         return f"{self.kind} {self.name} {self.change}: deployed {self.deployed}, graph {self.expected}"
-
-
-# ---------------------------------------------------------------- hostlists
-
-
-def expand_hostlist(text: str) -> list[str]:
-    """Slurm's hostlist expressions: ``a[01-03,7],b`` -> ``a01 a02 a03 a7 b`` (zero padding kept)."""
-    out: list[str] = []
-    for item in _split_top(text.strip()):
-        if not item:
-            continue
-        out.extend(_expand_one(item))
-    return out
-
-
-def _split_top(text: str) -> list[str]:
-    parts, depth, cur = [], 0, ""
-    for ch in text:
-        if ch == "[":
-            depth += 1
-        elif ch == "]":
-            depth -= 1
-            if depth < 0:
-                raise DriftInputError(f"unbalanced ']' in hostlist {text!r}")
-        if ch == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    if depth:
-        raise DriftInputError(f"unbalanced '[' in hostlist {text!r}")
-    parts.append(cur)
-    return [p.strip() for p in parts]
-
-
-def _expand_one(item: str) -> list[str]:
-    m = re.search(r"\[([^\[\]]*)\]", item)
-    if not m:
-        return [item]
-    head, tail = item[: m.start()], item[m.end() :]
-    values: list[str] = []
-    for part in m.group(1).split(","):
-        lo, dash, hi = part.partition("-")
-        if not lo.isdigit() or (dash and not hi.isdigit()):
-            raise DriftInputError(f"bad range {part!r} in hostlist {item!r}")
-        if not dash:
-            values.append(lo)
-            continue
-        if int(hi) < int(lo) or int(hi) - int(lo) > 100_000:
-            raise DriftInputError(f"bad range {part!r} in hostlist {item!r}")
-        width = len(lo) if lo.startswith("0") else 0
-        values += [str(v).zfill(width) for v in range(int(lo), int(hi) + 1)]
-    return [name for v in values for name in _expand_one(head + v + tail)]
 
 
 # ---------------------------------------------------------------- parsers
@@ -282,9 +233,17 @@ PARSERS = {"slurm": parse_slurm, "volcano": parse_volcano, "kueue": parse_kueue,
 
 
 def parse(kind: str, text: str) -> Topology:
+    """A deployed copy read as `kind`; anything unreadable is a DriftInputError, never a crash."""
     if kind not in PARSERS:
         raise DriftInputError(f"unknown drift format {kind!r}; known: {', '.join(PARSERS)}")
-    return PARSERS[kind](text)
+    try:
+        return PARSERS[kind](text)
+    except DriftInputError:
+        raise
+    except HostlistError as exc:
+        raise DriftInputError(str(exc)) from exc
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise DriftInputError(f"not a {kind} topology: {type(exc).__name__} {exc}") from exc
 
 
 # ---------------------------------------------------------------- diff

@@ -178,7 +178,10 @@ async def test_cli_exit_codes(app: FastAPI, client: httpx.AsyncClient, demo: Syn
         fresh, stale, garbage = tmp_path / "fresh.conf", tmp_path / "stale.conf", tmp_path / "garbage.conf"
         tree = await export(client, "slurm-tree")
         fresh.write_text(tree)
-        stale.write_text(tree.replace("a100-001,", "").replace("Nodes=l40s", "Nodes=a100-001,l40s"))
+        assert "SwitchName=leafgroup-a100-leaf0 Nodes=a100-[001-002]\n" in tree
+        stale.write_text(
+            tree.replace("Nodes=a100-[001-002]", "Nodes=a100-002").replace("Nodes=l40s", "Nodes=a100-001,l40s")
+        )
         garbage.write_text("this is not a topology\n")
         nodes = tmp_path / "nodes.json"
         nodes.write_text(await node_list(client))

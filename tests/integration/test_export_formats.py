@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from graphsvc.exports.drift import diff, parse_labels, parse_slurm
+from graphsvc.exports.hostlist import expand_hostlist
 from graphsvc.store.gateway import Gateway
 from graphsvc.synthetic.clusters import SyntheticCluster
 from tests.cluster_helpers import load
@@ -55,16 +56,17 @@ async def test_topology_yaml_follows_the_documented_grammar(client: httpx.AsyncC
     assert len(names) == len(set(names))
     for s in switches:
         assert ("nodes" in s) != ("children" in s)
-        for child in s.get("children", "").split(","):
+        for child in expand_hostlist(s.get("children", "")):
             assert not child or child in names
-    leaves = [n for s in switches for n in s.get("nodes", "").split(",") if n]
+    leaves = [n for s in switches for n in expand_hostlist(s.get("nodes", ""))]
     assert sorted(leaves) == sorted(h.hostname for h in demo.hosts)  # every node under one leaf switch
     block = doc[1]["block"]
     sizes = block["block_sizes"]
     assert sizes[0] == 18  # block size = NVLink domain size: 18 trays of an NVL72 rack
     for a, b in itertools.pairwise(sizes):
         assert b % a == 0 and (b // a) & (b // a - 1) == 0
-    assert all(len(b["nodes"].split(",")) == 18 for b in block["blocks"]) and len(block["blocks"]) == 2
+    assert all(len(expand_hostlist(b["nodes"])) == 18 for b in block["blocks"]) and len(block["blocks"]) == 2
+    assert [b["nodes"] for b in block["blocks"]] == ["gb200-rack01-t[01-18]", "gb200-rack02-t[01-18]"]
     # the same topology as the topology.conf exports, by the drift checker's reading
     tree_conf, block_conf = await get(client, "slurm-tree"), await get(client, "slurm-block")
     both = parse_slurm(tree_conf)

@@ -15,6 +15,7 @@ import yaml
 from topo_collector.importers import ImportOptions, parse_nccl_xml
 from topo_facts import HostFacts
 
+from graphsvc.exports.hostlist import expand_hostlist
 from graphsvc.store.gateway import Gateway
 from graphsvc.synthetic.clusters import SyntheticCluster
 from tests.cluster_helpers import load
@@ -47,7 +48,7 @@ def parse_slurm(text: str) -> dict[str, dict[str, list[str]]]:
             continue
         fields = dict(part.split("=", 1) for part in line.split())
         name = fields.pop("SwitchName", None) or fields.pop("BlockName", None) or "BlockSizes"
-        out[name] = {k: v.split(",") for k, v in fields.items()}
+        out[name] = {k: expand_hostlist(v) for k, v in fields.items()}
     return out
 
 

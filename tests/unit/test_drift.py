@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
@@ -12,10 +13,12 @@ from graphsvc.exports.drift import (
     Topology,
     diff,
     expand_hostlist,
+    parse,
     parse_labels,
     parse_slurm,
     parse_volcano,
 )
+from graphsvc.exports.hostlist import HostlistError, compress_hostlist
 
 
 @pytest.mark.parametrize(
@@ -36,8 +39,27 @@ def test_expand_hostlist(text: str, hosts: list[str]) -> None:
 
 @pytest.mark.parametrize("text", ["n[1-3", "n]1[", "n[a-b]", "n[3-1]", "n[1-999999]"])
 def test_bad_hostlists_are_input_errors(text: str) -> None:
-    with pytest.raises(DriftInputError):
+    with pytest.raises(HostlistError):
         expand_hostlist(text)
+    with pytest.raises(DriftInputError):
+        parse("slurm", f"SwitchName=s Nodes={text}")
+
+
+@pytest.mark.parametrize(
+    ("names", "text"),
+    [
+        ([], ""),
+        (["a"], "a"),
+        (["n01", "n02", "n03", "n07"], "n[01-03,07]"),
+        (["n3", "n1", "n2", "x"], "n[1-3],x"),
+        (["n9", "n10", "n11"], "n9,n[10-11]"),  # digit widths differ: 9 is not 09
+        (["r1-t01", "r1-t02", "r2-t01"], "r1-t[01-02],r2-t01"),
+        (["gpu-1", "gpu-1"], "gpu-1"),
+    ],
+)
+def test_compress_hostlist(names: list[str], text: str) -> None:
+    assert compress_hostlist(names) == text
+    assert sorted(expand_hostlist(text)) == sorted(set(names))
 
 
 TREE = """
@@ -113,10 +135,29 @@ def test_block_size_item_says_both_sides() -> None:
     assert "deployed 16, graph 2,4" in item.describe()
 
 
-@pytest.mark.parametrize("text", ["SwitchName", "Nodes=a b", "FooName=x", "- topology: [", "- {tree: 1}"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SwitchName",
+        "Nodes=a b",
+        "FooName=x",
+        "- topology: [",
+        "- {tree: 1}",
+        "- topology: t\n  tree: {switches: [{nodes: a}]}",
+        "- topology: t\n  block: {block_sizes: [x]}",
+        "- topology: t\n  tree: {switches: 3}",
+    ],
+)
 def test_unreadable_slurm_copies_are_input_errors(text: str) -> None:
     with pytest.raises(DriftInputError):
-        parse_slurm(text)
+        parse("slurm", text)
+
+
+@pytest.mark.parametrize("kind", ["volcano", "kueue", "labels"])
+@pytest.mark.parametrize("text", ["{not: [yaml", "[1, 2]", "kind: List\nitems: 7", "- kind: HyperNode\n  spec: 5"])
+def test_unreadable_kubernetes_copies_are_input_errors_or_empty(kind: str, text: str) -> None:
+    with contextlib.suppress(DriftInputError):  # the only exception allowed
+        parse(kind, text)
 
 
 def _hypernode(name: str, tier: int, members: list[tuple[str, str]]) -> dict[str, object]:
