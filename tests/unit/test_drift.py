@@ -6,6 +6,8 @@ import contextlib
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from graphsvc.exports.drift import (
     DriftInputError,
@@ -194,3 +196,19 @@ def test_labels_from_a_node_list_and_from_commands() -> None:
         ("node", "extra", "cpu1", None, "x.io/leaf=l1"),
     ]
     assert diff(graph, Topology(labels={"a": {"x.io/leaf": "l1"}}))[0].change == "missing"
+
+
+@given(
+    st.lists(
+        st.builds(
+            lambda prefix, n, width: f"{prefix}{n:0{width}d}",
+            st.sampled_from(["n", "gpu-", "r1-t", "a.b-"]),
+            st.integers(0, 300),
+            st.integers(1, 4),
+        )
+        | st.sampled_from(["login", "x-y", "head.node"]),
+        max_size=60,
+    )
+)
+def test_compress_then_expand_is_the_same_set(names: list[str]) -> None:
+    assert sorted(expand_hostlist(compress_hostlist(names))) == sorted(set(names))
