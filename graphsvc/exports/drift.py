@@ -9,7 +9,7 @@ deployed copy, so a fresh export always compares equal to the graph. `diff` then
   (deployed under a different switch / block / label value than the graph has them);
 - switches: missing, extra, moved (under a different parent);
 - blocks: missing, extra, moved nodes between blocks, and block sizes that differ;
-- levels: Kueue Topology levels that differ.
+- levels: Kueue Topology levels that differ; tiers: Volcano HyperNode tiers that differ.
 
 Parsers: Slurm topology.conf (tree and block, hostlist expressions such as
 ``gpu[001-032,040]``), Slurm topology.yaml, Volcano HyperNodes, Kueue Topology objects and
@@ -42,6 +42,7 @@ class Topology:
     block_sizes: list[int] | None = None
     levels: list[str] | None = None  # Kueue Topology levels
     labels: dict[str, dict[str, str]] | None = None  # node -> topology labels (label formats)
+    tiers: dict[str, int] = field(default_factory=dict)  # Volcano HyperNode -> tier
 
 
 @dataclass(frozen=True)
@@ -189,6 +190,8 @@ def parse_volcano(text: str) -> Topology:
             else:
                 kids.append(str(target))
         children[name] = kids
+        if spec.get("tier") is not None:
+            topo.tiers[name] = int(spec["tier"])
         if spec.get("tier") == 1:
             topo.blocks[name] = nodes
     _link(topo, children)
@@ -277,6 +280,9 @@ def diff(graph: Topology, deployed: Topology, *, label_keys: list[str] | None = 
     # a switch under a missing switch sits at the top of the deployed copy: implied, not news
     out += [i for i in switches if not (i.change == "moved" and i.deployed == "top level" and i.expected in gone)]
     out += _diff_blocks(graph, deployed)
+    for name in sorted(set(graph.tiers) & set(deployed.tiers)):
+        if graph.tiers[name] != deployed.tiers[name]:
+            out.append(DriftItem("tier", "changed", name, str(graph.tiers[name]), str(deployed.tiers[name])))
     if graph.block_sizes != deployed.block_sizes:
         sizes = (_sizes(graph.block_sizes), _sizes(deployed.block_sizes))
         out.append(DriftItem("block-size", "changed", "BlockSizes", *sizes))

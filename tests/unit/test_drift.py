@@ -178,6 +178,10 @@ def test_volcano() -> None:
              ("Node", "b")])]  # fmt: skip
     items = diff(topo, parse_volcano(json.dumps({"kind": "List", "items": moved})))
     assert [(i.kind, i.change, i.name) for i in items] == [("node", "moved", "b"), ("block-member", "moved", "b")]
+    retiered = [_hypernode("nvl", 1, [("Node", "a"), ("Node", "b")]), _hypernode("leaf", 3, [("HyperNode", "nvl"),
+                ("Node", "c")])]  # fmt: skip
+    items = diff(topo, parse_volcano(json.dumps({"kind": "List", "items": retiered})))
+    assert items == [DriftItem("tier", "changed", "leaf", expected="2", deployed="3")]
 
 
 def test_labels_from_a_node_list_and_from_commands() -> None:

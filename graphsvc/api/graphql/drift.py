@@ -25,7 +25,7 @@ class DriftFormat(Enum):
     LABELS = "labels"
 
 
-@strawberry.type(description="One difference: kind node|switch|block|block-member|block-size|level|label.")
+@strawberry.type(description="One difference: kind node|switch|block|block-member|block-size|tier|level|label.")
 class DriftEntry:
     kind: str
     change: str = strawberry.field(description="missing (graph has it), extra (only deployed), moved, changed")
