@@ -19,7 +19,7 @@ import uvicorn
 from graphsvc.api.app import create_app
 from graphsvc.client import RESERVE_MUTATION, request_input
 from graphsvc.exports import drift_cli
-from graphsvc.exports.render import ExportFormat
+from graphsvc.exports.names import EXPORT_FORMATS
 from graphsvc.settings import Settings
 from graphsvc.synthetic.clusters import Profile, SyntheticCluster, build
 
@@ -94,7 +94,7 @@ def _parser() -> argparse.ArgumentParser:
     reserve.add_argument("--server", default="http://127.0.0.1:8000")
 
     exp = sub.add_parser("export", help="the topology for Slurm, Kueue, Volcano or NCCL, from a running service")
-    exp.add_argument("format", choices=[f.value for f in ExportFormat])
+    exp.add_argument("format", choices=EXPORT_FORMATS)
     exp.add_argument("--cluster", default="default")
     exp.add_argument("--host", help="the host, for the per-host nccl export and an nfd features.d file")
     exp.add_argument("--server", default="http://127.0.0.1:8000")

@@ -15,8 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import httpx
-import yaml
+from graphsvc.exports.names import DRIFT_FORMATS
 
 DRIFT_QUERY = """
 query Drift($format: DriftFormat!, $deployed: String!, $cluster: String!) {
@@ -33,7 +32,7 @@ query Drift($format: DriftFormat!, $deployed: String!, $cluster: String!) {
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("drift", help="compare a deployed scheduler copy with the graph; exit 1 on drift")
-    p.add_argument("format", choices=["slurm", "kueue", "volcano", "labels"])
+    p.add_argument("format", choices=DRIFT_FORMATS)
     p.add_argument("file", type=Path, help="topology.conf/topology.yaml, Kueue Topology, HyperNodes or a Node list")
     p.add_argument("--cluster", default="default")
     p.add_argument("--server", default="http://127.0.0.1:8000")
@@ -44,6 +43,8 @@ def slim(fmt: str, text: str) -> str:
     """Node objects reduced to kind, name and labels; anything unparsable is sent as it is."""
     if fmt not in ("labels", "kueue") or text.lstrip().startswith(("#", "kubectl")):
         return text
+    import yaml  # only here: the CLI starts without it
+
     try:
         docs = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError:
@@ -61,18 +62,29 @@ def slim(fmt: str, text: str) -> str:
     return json.dumps({"apiVersion": "v1", "kind": "List", "items": out})
 
 
+def _post(url: str, payload: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """POST JSON with the standard library (the CLI does not import an HTTP client to start)."""
+    import urllib.error
+    import urllib.request
+
+    token = os.environ.get("GRAPHSVC_TOKEN")
+    headers = {"content-type": "application/json", **({"authorization": f"Bearer {token}"} if token else {})}
+    req = urllib.request.Request(url, data=json.dumps(payload).encode(), headers=headers, method="POST")  # noqa: S310
+    try:
+        with urllib.request.urlopen(req, timeout=300) as resp:  # noqa: S310 - the URL is the operator's --server
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"{}")
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         text = args.file.read_text()
-        token = os.environ.get("GRAPHSVC_TOKEN")
-        headers = {"authorization": f"Bearer {token}"} if token else {}
         variables = {"format": args.format.upper(), "deployed": slim(args.format, text), "cluster": args.cluster}
-        resp = httpx.post(f"{args.server}/graphql", json={"query": DRIFT_QUERY, "variables": variables},
-                          headers=headers, timeout=300)  # fmt: skip
-        body = resp.json()
-        if resp.status_code != 200 or body.get("errors"):
-            raise RuntimeError(f"the service answered HTTP {resp.status_code}: {json.dumps(body)[:500]}")
-    except (OSError, RuntimeError, ValueError, httpx.HTTPError) as exc:
+        status, body = _post(f"{args.server}/graphql", {"query": DRIFT_QUERY, "variables": variables})
+        if status != 200 or body.get("errors"):
+            raise RuntimeError(f"the service answered HTTP {status}: {json.dumps(body)[:500]}")
+    except (OSError, RuntimeError, ValueError) as exc:
         print(f"graphsvc drift: {exc}", file=sys.stderr)
         return 2
     out = body["data"]["drift"]

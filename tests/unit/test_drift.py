@@ -216,3 +216,12 @@ def test_labels_from_a_node_list_and_from_commands() -> None:
 )
 def test_compress_then_expand_is_the_same_set(names: list[str]) -> None:
     assert sorted(expand_hostlist(compress_hostlist(names))) == sorted(set(names))
+
+
+def test_export_names_match_the_formats_the_service_renders() -> None:
+    from graphsvc.exports.drift_check import KINDS
+    from graphsvc.exports.names import DRIFT_FORMATS, EXPORT_FORMATS
+    from graphsvc.exports.render import ExportFormat
+
+    assert [f.value for f in ExportFormat] == EXPORT_FORMATS
+    assert list(KINDS) == DRIFT_FORMATS
