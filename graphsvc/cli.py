@@ -19,6 +19,8 @@ import uvicorn
 
 from graphsvc.api.app import create_app
 from graphsvc.client import RESERVE_MUTATION, request_input
+from graphsvc.exports import drift_cli
+from graphsvc.exports.names import EXPORT_FORMATS
 from graphsvc.settings import Settings
 from graphsvc.synthetic.clusters import Profile, SyntheticCluster, build
 
@@ -97,11 +99,9 @@ def _parser() -> argparse.ArgumentParser:
     reserve.add_argument("--server", default="http://127.0.0.1:8000")
 
     exp = sub.add_parser("export", help="the topology for Slurm, Kueue, Volcano or NCCL, from a running service")
-    exp.add_argument(
-        "format", choices=["slurm-tree", "slurm-block", "slurm-gres", "kueue", "kueue-labels", "volcano", "nccl"]
-    )
+    exp.add_argument("format", choices=EXPORT_FORMATS)
     exp.add_argument("--cluster", default="default")
-    exp.add_argument("--host", help="the host, for the per-host nccl export")
+    exp.add_argument("--host", help="the host, for the per-host nccl export and an nfd features.d file")
     exp.add_argument("--server", default="http://127.0.0.1:8000")
 
     release = sub.add_parser("release", help="free a reservation's GPUs now")
@@ -130,6 +130,8 @@ def _parser() -> argparse.ArgumentParser:
 
     migrate = sub.add_parser("migrate", help="bring the stored graph to this version and exit")
     _store_options(migrate)
+
+    drift_cli.add_parser(sub)  # `graphsvc drift FORMAT FILE` (graphsvc/exports/drift_cli.py)
     return parser
 
 
@@ -201,6 +203,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(text, end="")
         elif args.command == "migrate":
             asyncio.run(_migrate(_settings(args)))
+        elif args.command == "drift":
+            return drift_cli.run(args)  # 0 no drift, 1 drift, 2 could not check
     except KeyboardInterrupt:
         return 130
     except Exception as exc:

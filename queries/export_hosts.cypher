@@ -4,5 +4,5 @@ WHERE h.cluster = $cluster
 OPTIONAL MATCH (h)-[:HAS_GPU]->(:GPU)-[:IN_DOMAIN]->(d:NVLinkDomain)
 WITH h, collect(DISTINCT d.uuid) AS domains, collect(DISTINCT d.kind) AS kinds
 RETURN h.name AS host, h.rack AS rack, h.scalable_unit AS scalable_unit, h.leaves AS leaves, h.pod AS pod,
-       h.gpu_count AS gpus, h.gpu_model AS model, domains, kinds
+       h.gpu_count AS gpus, h.gpu_model AS model, domains, kinds, h.collected_at AS collected_at
 ORDER BY host

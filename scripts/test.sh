@@ -18,6 +18,16 @@ fi
 echo "== fetching the Neo4j 5.26 server jars (Maven Central, cached in tools/neo4j-local/lib)"
 ./scripts/neo4j-jars.sh
 
+if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null || ! command -v munged >/dev/null; then
+    echo "== installing Slurm and munge (real slurmctld/slurmd check the Slurm exports)"
+    if command -v apt-get >/dev/null; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+            slurm-wlm munge >/dev/null
+    else
+        echo "   (no apt-get: tests/slurm will skip, saying why)"
+    fi
+fi
+
 PY="${PYTHON:-python3}"
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 # shellcheck disable=SC1091

@@ -1,29 +1,21 @@
-"""HTTP endpoints for the exports: GET /v1/export/{format} (the CLI `graphsvc export` calls these)."""
+"""HTTP endpoints for the exports: GET /v1/export/{format} (the CLI `graphsvc export` calls these).
+
+Each response carries the graph version and the newest fact time it used, in the body (a
+comment or annotations) and in the ``X-Graphsvc-Graph-Version`` / ``X-Graphsvc-Facts-As-Of``
+headers; each pull is remembered for the ``graphsvc_export_last_pull_age_seconds`` gauge.
+"""
 
 from __future__ import annotations
-
-from enum import Enum
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import PlainTextResponse
 
 from graphsvc.api.errors import ERROR_RESPONSES
-from graphsvc.exports import formats
-from graphsvc.exports.model import cluster_view
-from graphsvc.exports.nccl import nccl_xml
+from graphsvc.exports.render import ExportError, ExportFormat, render
 from graphsvc.security.auth import Principal, Role, authenticate, require
 from graphsvc.store.gateway import Gateway
 
-
-class ExportFormat(str, Enum):  # noqa: UP042 - FastAPI path enums
-    SLURM_TREE = "slurm-tree"
-    SLURM_BLOCK = "slurm-block"
-    SLURM_GRES = "slurm-gres"
-    KUEUE = "kueue"
-    KUEUE_LABELS = "kueue-labels"
-    VOLCANO = "volcano"
-    NCCL = "nccl"
-
+__all__ = ["ExportFormat", "router"]
 
 router = APIRouter(responses=ERROR_RESPONSES)
 NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
@@ -39,28 +31,13 @@ async def export(
 ) -> PlainTextResponse:
     require(caller, Role.SCHEDULER, Role.OPERATOR)
     gw: Gateway = request.app.state.gateway
-    return PlainTextResponse(await render(gw, fmt, cluster, host))
-
-
-async def render(gw: Gateway, fmt: ExportFormat, cluster: str, host: str | None) -> str:
-    if fmt is ExportFormat.NCCL:
-        if host is None:
-            raise HTTPException(status_code=422, detail="the nccl export is per host: add ?host=NAME")
-        text = await nccl_xml(gw, host)
-        if text is None:
-            raise HTTPException(status_code=404, detail=f"no host named {host!r}")
-        return text
-    view = await cluster_view(gw, cluster)
-    if not view.hosts:
-        raise HTTPException(status_code=404, detail=f"cluster {cluster!r} has no hosts")
-    if fmt is ExportFormat.SLURM_TREE:
-        return formats.slurm_tree(view)
-    if fmt is ExportFormat.SLURM_BLOCK:
-        return formats.slurm_block(view)
-    if fmt is ExportFormat.SLURM_GRES:
-        return await formats.slurm_gres(gw, view)
-    if fmt is ExportFormat.KUEUE:
-        return formats.as_list([formats.kueue_topology(view)])
-    if fmt is ExportFormat.KUEUE_LABELS:
-        return formats.kueue_label_commands(view)
-    return formats.as_list(formats.volcano_hypernodes(view))
+    try:
+        out = await render(gw, fmt, cluster, host)
+    except ExportError as exc:
+        raise HTTPException(status_code=404 if exc.kind == "not_found" else 422, detail=exc.message) from exc
+    request.app.state.metrics.export_pulled(fmt.value)
+    headers = {
+        "X-Graphsvc-Graph-Version": str(out.stamp.graph_version),
+        "X-Graphsvc-Facts-As-Of": out.stamp.facts_as_of_iso,
+    }
+    return PlainTextResponse(out.text, headers=headers)

@@ -40,6 +40,15 @@ class Metrics:
         self.live_reservations = Gauge("graphsvc_live_reservations", "Live (unexpired) reservations", registry=r)
         self.reserved_gpus = Gauge("graphsvc_reserved_gpus", "GPUs held by live reservations", registry=r)
         self.stale_hosts = Gauge("graphsvc_stale_hosts", "Hosts whose facts are older than the stale limit", registry=r)
+        self.export_age = Gauge(
+            "graphsvc_export_last_pull_age_seconds", "Seconds since each export format was last pulled", ["format"],
+            registry=r,
+        )  # fmt: skip
+        self._export_pulls: dict[str, float] = {}
+
+    def export_pulled(self, fmt: str) -> None:
+        """Remembers when an export format was last pulled (the age gauge is set at scrape time)."""
+        self._export_pulls[fmt] = time.time()
 
     def observe_query(self, name: str, seconds: float) -> None:
         self.query_seconds.labels(name).observe(seconds)
@@ -58,6 +67,8 @@ class Metrics:
         self.reserved_gpus.set(int(live["gpus"] or 0))
         stale = (await gw.read("stale_hosts_count", {"cutoff": now - stale_after_s}))[0]
         self.stale_hosts.set(int(stale["stale"]))
+        for fmt, pulled in self._export_pulls.items():
+            self.export_age.labels(fmt).set(max(0.0, now - pulled))
 
 
 class RequestTimer:

@@ -6,6 +6,7 @@ import hashlib
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from graphsvc.store.gateway import Gateway
 
@@ -21,6 +22,7 @@ class ExportHost:
     model: str | None
     domains: list[str]
     multi_host_domain: str | None = None
+    collected_at: float | None = None
 
 
 @dataclass
@@ -31,6 +33,35 @@ class ClusterView:
     group_of: dict[str, str] = field(default_factory=dict)  # host -> group name
     pods: dict[str, list[str]] = field(default_factory=dict)  # pod name -> group names
     blocks: dict[str, list[str]] = field(default_factory=dict)  # multi-host NVLink domain -> hosts
+
+    @property
+    def facts_as_of(self) -> float | None:
+        """The newest fact time of the hosts this view was built from."""
+        times = [h.collected_at for h in self.hosts if h.collected_at is not None]
+        return max(times) if times else None
+
+
+@dataclass(frozen=True)
+class ExportStamp:
+    """What every export carries so a deployed copy can say how fresh it is."""
+
+    graph_version: int | None
+    facts_as_of: float | None
+
+    @property
+    def facts_as_of_iso(self) -> str:
+        if self.facts_as_of is None:
+            return "unknown"
+        return datetime.fromtimestamp(self.facts_as_of, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def comment_lines(self) -> list[str]:
+        return [f"# graph version {self.graph_version}, newest fact {self.facts_as_of_iso}"]
+
+    def annotations(self) -> dict[str, str]:
+        return {
+            "graphsvc.io/graph-version": str(self.graph_version),
+            "graphsvc.io/facts-as-of": self.facts_as_of_iso,
+        }
 
 
 def slug(text: str, limit: int = 63) -> str:
@@ -54,6 +85,7 @@ async def cluster_view(gw: Gateway, cluster: str) -> ClusterView:
             gpus=int(r["gpus"] or 0),
             model=r["model"],
             domains=[d for d in r["domains"] if d],
+            collected_at=float(r["collected_at"]) if r.get("collected_at") is not None else None,
         )
         for r in rows
     ]
@@ -71,6 +103,8 @@ async def cluster_view(gw: Gateway, cluster: str) -> ClusterView:
         by_leaves[tuple(h.leaves)].append(h.name)
     for leaves, names in sorted(by_leaves.items()):
         group = f"leafgroup-{slug(leaves[0], 40)}" if leaves else "unconnected"
+        if group in view.leaf_groups:  # another leaf set starting with the same leaf (a host cabled apart)
+            group = f"{group[:52]}-{hashlib.sha256(' '.join(leaves).encode()).hexdigest()[:8]}"
         view.leaf_groups[group] = sorted(names)
         for n in names:
             view.group_of[n] = group

@@ -15,6 +15,7 @@ import yaml
 from topo_collector.importers import ImportOptions, parse_nccl_xml
 from topo_facts import HostFacts
 
+from graphsvc.exports.hostlist import expand_hostlist
 from graphsvc.store.gateway import Gateway
 from graphsvc.synthetic.clusters import SyntheticCluster
 from tests.cluster_helpers import load
@@ -47,7 +48,7 @@ def parse_slurm(text: str) -> dict[str, dict[str, list[str]]]:
             continue
         fields = dict(part.split("=", 1) for part in line.split())
         name = fields.pop("SwitchName", None) or fields.pop("BlockName", None) or "BlockSizes"
-        out[name] = {k: v.split(",") for k, v in fields.items()}
+        out[name] = {k: expand_hostlist(v) for k, v in fields.items()}
     return out
 
 
@@ -87,7 +88,9 @@ async def test_gres_links_and_cores(client: httpx.AsyncClient, demo: SyntheticCl
     matrix = [[int(x) for x in f["Links"].split(",")] for f in h100]
     assert all(matrix[i][i] == -1 for i in range(8))
     assert {matrix[i][j] for i in range(8) for j in range(8) if i != j} == {18}
-    assert h100[0]["Cores"] == "0-55,112-167" and h100[7]["Cores"] == "56-111,168-223"
+    # core numbers, not the NUMA node's thread list (0-55,112-167): slurmd rejects thread ids
+    assert h100[0]["Cores"] == "0-55" and h100[7]["Cores"] == "56-111"
+    assert h100[0]["File"] == "/dev/nvidia0" and h100[0]["Type"] == "h100-80gb-hbm3"
     a100 = [[int(x) for x in f["Links"].split(",")] for f in by_host["a100-001"]]
     assert a100[0][1] == a100[1][0] == 12 and a100[0][2] == 0
     l40s = [[int(x) for x in f["Links"].split(",")] for f in by_host["l40s-001"]]
@@ -99,7 +102,7 @@ async def test_kueue_topology_and_labels(client: httpx.AsyncClient, demo: Synthe
     jsonschema.validate(topo, crd_schema("kueue-topology-crd.yaml"))
     levels = [lv["nodeLabel"] for lv in topo["spec"]["levels"]]
     assert levels[-1] == "kubernetes.io/hostname" and len(levels) == 3
-    commands = (await get(client, "kueue-labels")).splitlines()[1:]
+    commands = [c for c in (await get(client, "kueue-labels")).splitlines() if not c.startswith("#")]
     labels = {}
     for cmd in commands:
         parts = cmd.split()

@@ -24,6 +24,8 @@ from strawberry.extensions import (
 from graphsvc.api.graphql import browse
 from graphsvc.api.graphql import reservations as res
 from graphsvc.api.graphql.context import READERS, Forbidden, Info, RateLimited
+from graphsvc.api.graphql.drift import DriftFormat, DriftResult
+from graphsvc.api.graphql.drift import drift as drift_resolver
 from graphsvc.api.graphql.inputs import GPUFilter, HostFilter, PlacementRequestInput
 from graphsvc.api.graphql.placement import place
 from graphsvc.api.graphql.reservations import (
@@ -114,6 +116,13 @@ class Query:
     ) -> list[Reservation]:
         info.context.require(*READERS)
         return await res.reservations(info, filter, first, after)
+
+    @strawberry.field(
+        description="Where a deployed scheduler copy (topology.conf, HyperNodes, labels) differs from the graph."
+    )
+    async def drift(self, info: Info, format: DriftFormat, deployed: str, cluster: str = "default") -> DriftResult:
+        info.context.require(*READERS)
+        return await drift_resolver(info.context.gateway, format, deployed, cluster)
 
     @strawberry.field(description='The same from the compact text form, e.g. "8xH100 nvlink=full-mesh ib-hops<=1".')
     async def placement_text(self, info: Info, text: str) -> PlacementResult:

@@ -1,0 +1,117 @@
+"""Every export by name, stamped with the graph version and the newest fact time it used.
+
+The REST route, the CLI and the drift checker all go through `render`, so a deployed copy
+and the graph's current answer are always produced by the same code.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from graphsvc.exports import formats, kubernetes
+from graphsvc.exports.model import ClusterView, ExportStamp, cluster_view
+from graphsvc.exports.nccl import nccl_xml
+from graphsvc.store.gateway import Gateway
+from graphsvc.store.migrate import stored_version
+
+
+class ExportFormat(str, Enum):  # noqa: UP042 - FastAPI path enums
+    SLURM_TREE = "slurm-tree"
+    SLURM_BLOCK = "slurm-block"
+    SLURM_YAML = "slurm-yaml"
+    SLURM_GRES = "slurm-gres"
+    SLURM_NODES = "slurm-nodes"
+    KUEUE = "kueue"
+    KUEUE_LABELS = "kueue-labels"
+    TOPOGRAPH_LABELS = "topograph-labels"
+    NFD = "nfd"
+    DRA = "dra"
+    VOLCANO = "volcano"
+    NCCL = "nccl"
+
+
+PER_HOST = {ExportFormat.NCCL}
+OPTIONAL_HOST = {ExportFormat.NFD}  # with ?host=: that host's features.d file; without: NodeFeature objects
+
+
+class ExportError(Exception):
+    """An export that cannot be made from what was asked (no such cluster, host missing)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind  # "not_found" | "needs_host"
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Rendered:
+    text: str
+    stamp: ExportStamp
+    media_type: str = "text/plain"
+
+
+def as_list(items: list[dict[str, Any]], annotations: dict[str, str]) -> str:
+    """A Kubernetes List in JSON (which is YAML): `kubectl apply -f` takes it as it is."""
+    for item in items:
+        item.setdefault("metadata", {}).setdefault("annotations", {}).update(annotations)
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": items}, indent=2) + "\n"
+
+
+async def render(gw: Gateway, fmt: ExportFormat, cluster: str, host: str | None) -> Rendered:
+    version = await stored_version(gw)
+    if fmt in PER_HOST:
+        if host is None:
+            raise ExportError("needs_host", f"the {fmt.value} export is per host: add ?host=NAME")
+        rows = await gw.read("host_freshness", {"host": host})
+        stamp = ExportStamp(version, rows[0]["collected_at"] if rows else None)
+        text = await nccl_xml(gw, host)
+        if text is None:
+            raise ExportError("not_found", f"no host named {host!r}")
+        return Rendered(text, stamp, "application/xml")
+    view = await cluster_view(gw, cluster)
+    if not view.hosts:
+        raise ExportError("not_found", f"cluster {cluster!r} has no hosts")
+    stamp = ExportStamp(version, view.facts_as_of)
+    return await _render_cluster(gw, fmt, view, host, stamp)
+
+
+async def _render_cluster(gw: Gateway, fmt: ExportFormat, view: ClusterView, host: str | None,
+                          stamp: ExportStamp) -> Rendered:  # fmt: skip
+    head = stamp.comment_lines()
+    notes = stamp.annotations()
+    if fmt is ExportFormat.SLURM_TREE:
+        return Rendered(formats.slurm_tree(view, head), stamp)
+    if fmt is ExportFormat.SLURM_BLOCK:
+        return Rendered(formats.slurm_block(view, head), stamp)
+    if fmt is ExportFormat.SLURM_YAML:
+        return Rendered(formats.slurm_topology_yaml(view, head), stamp, "application/yaml")
+    if fmt is ExportFormat.SLURM_GRES:
+        return Rendered(_after_first_line(await formats.slurm_gres(gw, view), head), stamp)
+    if fmt is ExportFormat.SLURM_NODES:
+        return Rendered(_after_first_line(await formats.slurm_nodes(gw, view), head), stamp)
+    if fmt is ExportFormat.KUEUE:
+        topologies = [formats.kueue_topology(view), kubernetes.topograph_kueue_topology(view)]
+        return Rendered(as_list(topologies, notes), stamp, "application/json")
+    if fmt is ExportFormat.KUEUE_LABELS:
+        return Rendered(_after_first_line(formats.kueue_label_commands(view), head), stamp)
+    if fmt is ExportFormat.TOPOGRAPH_LABELS:
+        return Rendered(kubernetes.label_commands(view.cluster, kubernetes.topograph_labels(view), head), stamp)
+    if fmt is ExportFormat.NFD:
+        if host is not None:
+            labels = kubernetes.topograph_labels(view).get(host)
+            if labels is None:
+                raise ExportError("not_found", f"no host named {host!r} in cluster {view.cluster!r}")
+            return Rendered(kubernetes.nfd_feature_file(host, labels, head), stamp)
+        return Rendered(as_list(kubernetes.nfd_node_features(view, notes), notes), stamp, "application/json")
+    if fmt is ExportFormat.DRA:
+        slices = await kubernetes.resource_slices(gw, view, notes)
+        return Rendered(as_list(slices, notes), stamp, "application/json")
+    return Rendered(as_list(formats.volcano_hypernodes(view), notes), stamp, "application/json")
+
+
+def _after_first_line(text: str, extra: list[str]) -> str:
+    first, _, rest = text.partition("\n")
+    return "\n".join([first, *extra, rest]) if rest else "\n".join([first, *extra]) + "\n"
