@@ -33,4 +33,13 @@ FOREACH (l IN $switch_uplinks |
   MERGE (b:Switch {name: l.upper})
   CREATE (a)-[e:UPLINK]->(b)
   SET e += l.props)
+// The leaves' free-GPU counters (the sum over the hosts cabled to each), in this same statement,
+// so a crash cannot leave them behind the new cabling.
+WITH c
+OPTIONAL MATCH (leaf:Switch {cluster: $cluster, tier: 'leaf'})
+OPTIONAL MATCH (leaf)<-[:UPLINK]-(:NIC)<-[:HAS_NIC]-(lh:Host)
+WITH c, leaf, collect(DISTINCT lh) AS leaf_hosts
+FOREACH (x IN CASE WHEN leaf IS NULL THEN [] ELSE [leaf] END |
+  SET x.free_gpus = reduce(total = 0, y IN leaf_hosts | total + coalesce(y.free_gpus, 0)))
+WITH c, count(leaf) AS leaves
 RETURN c.name AS cluster, size($switches) AS switches, size($nic_uplinks) + size($switch_uplinks) AS links

@@ -161,8 +161,6 @@ async def ingest_fabric(gateway: Gateway, facts: FabricFacts) -> FabricIngestRes
             f"{len(missing)} cabled NIC(s) are not in the graph; ingest their hosts first",
             detail=missing[:20],
         )
-    leaves = [s.name for s in facts.switches if s.tier.value == "leaf"]
-    await gateway.write("recount_leaves", {"names": leaves})
     row = rows[0]
     log.info("ingest fabric cluster=%s switches=%d links=%d", facts.cluster, row["switches"], row["links"])
     return FabricIngestResult(facts.cluster, int(row["switches"]), int(row["links"]))
