@@ -28,7 +28,12 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=0, le=65535)
     max_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024, le=512 * 1024 * 1024)
-    max_fabric_body_bytes: int = Field(default=64 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024)
+    max_fabric_body_bytes: int = Field(
+        default=64 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024, description="PUT /v1/fabric, operators only"
+    )
+    max_anonymous_body_bytes: int = Field(
+        default=16 * 1024, ge=0, le=1024 * 1024, description="Callers without a valid token (refused with 401 above)"
+    )
     query_timeout_s: float = Field(default=10.0, gt=0, le=600)
     stale_after_s: float = Field(default=300.0, gt=0)
     default_ttl_s: int = Field(default=600, ge=1, description="Lease of a reservation that asks for none")

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from topo_facts import FabricFacts, HostFacts, HostMetrics
 
 from graphsvc.api.errors import ERROR_RESPONSES
+from graphsvc.api.strict_routes import StrictJSONRoute
 from graphsvc.ingest.service import (
     FabricIngestResult,
     HostIngestResult,
@@ -23,7 +24,7 @@ from graphsvc.security.auth import Principal, Role, authenticate, require
 from graphsvc.store.gateway import Gateway
 from graphsvc.store.migrate import stored_version
 
-router = APIRouter(responses=ERROR_RESPONSES)
+router = APIRouter(responses=ERROR_RESPONSES, route_class=StrictJSONRoute)
 
 HostPath = Annotated[str, Path(min_length=1, max_length=253, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]
 

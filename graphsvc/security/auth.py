@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from fnmatch import fnmatchcase
 from pathlib import Path
+from typing import Any
 
 from fastapi import HTTPException, Request
 
@@ -84,20 +85,39 @@ class TokenStore:
         return None
 
 
-def authenticate(request: Request) -> Principal:
-    """FastAPI dependency: the caller, or 401 saying how to authenticate."""
-    state = request.app.state
+AUTH_REQUIRED = "authentication required: send 'Authorization: Bearer <token>'"
+UNKNOWN_TOKEN = "unknown, expired or revoked token"  # noqa: S105 - a message, not a secret
+
+
+def bearer_token(header: str) -> str | None:
+    scheme, _, token = header.partition(" ")
+    token = token.strip()
+    return token if scheme.lower() == "bearer" and token else None
+
+
+def principal_for(state: Any, header: str) -> Principal | None:
+    """The caller an Authorization header names (DEV in insecure mode), None if nobody.
+
+    Shared by the dependency below and by the body-size middleware, which must know the
+    caller before a single byte of the body is read.
+    """
     if state.settings.insecure_dev:
         return DEV
-    header = request.headers.get("authorization", "")
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "bearer" or not token:
-        raise HTTPException(status_code=401, detail="authentication required: send 'Authorization: Bearer <token>'",
-                            headers={"WWW-Authenticate": "Bearer"})  # fmt: skip
-    principal: Principal | None = state.tokens.lookup(token.strip())
-    if principal is None:
-        raise HTTPException(status_code=401, detail="unknown or revoked token", headers={"WWW-Authenticate": "Bearer"})
+    token = bearer_token(header)
+    if token is None:
+        return None
+    principal: Principal | None = state.tokens.lookup(token)
     return principal
+
+
+def authenticate(request: Request) -> Principal:
+    """FastAPI dependency: the caller, or 401 saying how to authenticate."""
+    header = request.headers.get("authorization", "")
+    principal = principal_for(request.app.state, header)
+    if principal is not None:
+        return principal
+    detail = AUTH_REQUIRED if bearer_token(header) is None else UNKNOWN_TOKEN
+    raise HTTPException(status_code=401, detail=detail, headers={"WWW-Authenticate": "Bearer"})
 
 
 def require(principal: Principal, *roles: Role) -> None:
