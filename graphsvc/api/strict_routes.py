@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -38,8 +39,19 @@ class StrictJSONRoute(APIRoute):
 class StrictGraphQLRouter(GraphQLRouter[Any, None]):
     """GraphQL requests and variables as strict JSON, nested at most strict_json.MAX_DEPTH deep."""
 
-    def decode_json(self, data: str | bytes) -> object:
+    def parse_json(self, data: str | bytes) -> Any:
+        """HTTP bodies and query parameters: a 400 that says what is wrong."""
         try:
             return strict_json.loads(data, check_depth=True)
         except strict_json.InvalidJSON as err:
             raise GraphQLHTTPException(400, f"invalid JSON: {err}") from None
+        except json.JSONDecodeError:
+            raise GraphQLHTTPException(400, "Unable to parse request body as JSON") from None
+
+    def decode_json(self, data: str | bytes) -> object:
+        """Websocket messages: strawberry closes the socket (4400) on a JSONDecodeError."""
+        try:
+            return strict_json.loads(data, check_depth=True)
+        except strict_json.InvalidJSON as err:
+            text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+            raise json.JSONDecodeError(f"invalid JSON: {err}", text, 0) from None

@@ -20,7 +20,8 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from fastapi import HTTPException, Request
+from fastapi import HTTPException
+from starlette.requests import HTTPConnection
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +111,7 @@ def principal_for(state: Any, header: str) -> Principal | None:
     return principal
 
 
-def authenticate(request: Request) -> Principal:
+def authenticate(request: HTTPConnection) -> Principal:
     """FastAPI dependency: the caller, or 401 saying how to authenticate."""
     header = request.headers.get("authorization", "")
     principal = principal_for(request.app.state, header)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from fastapi import Request
 from graphql.error import GraphQLError
+from starlette.requests import HTTPConnection
 from strawberry.fastapi import BaseContext
 from strawberry.types import Info as StrawberryInfo
 
@@ -62,7 +62,8 @@ READERS = (Role.SCHEDULER, Role.OPERATOR)
 Info = StrawberryInfo[Context, None]
 
 
-async def get_context(request: Request) -> Context:
+async def get_context(request: HTTPConnection) -> Context:
+    """Also for websockets (subscriptions): an HTTPConnection is either; the token is checked at the handshake."""
     gateway: Gateway = request.app.state.gateway
     reservations: ReservationService = request.app.state.reservations
     return Context(
