@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -46,7 +46,16 @@ class Settings(BaseSettings):
     tls_keyfile: Path | None = None
     mutation_rate_per_minute: float = Field(default=1200.0, gt=0)
     mutation_burst: int = Field(default=200, ge=1)
+    graphql_max_cost: int = Field(default=1000, ge=1, description="Most cost units one GraphQL operation may have")
+    graphql_cost_per_minute: float = Field(default=120_000.0, gt=0, description="Cost units a token earns a minute")
+    graphql_cost_burst: int = Field(default=20_000, ge=1, description="Cost units a token may spend at once")
     dev_mode: bool = Field(default=False, description="GraphiQL at /graphql; `graphsvc demo` turns it on")
+
+    @model_validator(mode="after")
+    def _burst_fits_a_query(self) -> Settings:
+        if self.graphql_cost_burst < self.graphql_max_cost:
+            raise ValueError("graphql_cost_burst must be at least graphql_max_cost, or the largest query never runs")
+        return self
 
     @field_validator("store")
     @classmethod

@@ -61,6 +61,7 @@ def create_app(settings: Settings | None = None, *, gateway: Gateway | None = No
     app.state.metrics = Metrics()
     app.state.tokens = TokenStore.load(settings.tokens_file, settings.tokens)
     app.state.limiter = RateLimiter(settings.mutation_rate_per_minute, settings.mutation_burst)
+    app.state.query_budget = RateLimiter(settings.graphql_cost_per_minute, settings.graphql_cost_burst)
     if gateway is not None:
         app.state.gateway = gateway
         gateway.observers.append(app.state.metrics.observe_query)

@@ -137,12 +137,18 @@ class RateLimiter:
         self.burst = burst
         self.buckets: dict[str, tuple[float, float]] = {}
 
-    def allow(self, key: str, now: float | None = None) -> bool:
+    def allow(self, key: str, now: float | None = None, cost: float = 1.0) -> bool:
+        """Take `cost` from the caller's bucket if it holds that much."""
         now = time.monotonic() if now is None else now
         tokens, last = self.buckets.get(key, (float(self.burst), now))
         tokens = min(float(self.burst), tokens + (now - last) * self.rate)
-        if tokens < 1.0:
+        if tokens < cost:
             self.buckets[key] = (tokens, now)
             return False
-        self.buckets[key] = (tokens - 1.0, now)
+        self.buckets[key] = (tokens - cost, now)
         return True
+
+    def wait_s(self, key: str, cost: float = 1.0) -> float:
+        """Seconds until the bucket holds `cost` again (as of its last update)."""
+        tokens, _last = self.buckets.get(key, (float(self.burst), 0.0))
+        return max(0.0, (min(cost, float(self.burst)) - tokens) / self.rate)

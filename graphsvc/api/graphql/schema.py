@@ -24,6 +24,7 @@ from strawberry.extensions import (
 from graphsvc.api.graphql import browse
 from graphsvc.api.graphql import reservations as res
 from graphsvc.api.graphql.context import READERS, Forbidden, Info, RateLimited
+from graphsvc.api.graphql.cost import QueryCostLimit
 from graphsvc.api.graphql.drift import DriftFormat, DriftResult
 from graphsvc.api.graphql.drift import drift as drift_resolver
 from graphsvc.api.graphql.inputs import GPUFilter, HostFilter, PlacementRequestInput
@@ -156,6 +157,7 @@ _EXTENSIONS = [
     lambda: MaxAliasesLimiter(max_alias_count=MAX_ALIASES),
     lambda: MaxTokensLimiter(max_token_count=MAX_TOKENS),
     lambda: MaskErrors(should_mask_error=_mask),
+    QueryCostLimit,
     GraphQLTimer,
     # Schedulers send the same few query documents again and again.
     lambda: ParserCache(maxsize=256),
