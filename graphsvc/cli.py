@@ -108,6 +108,12 @@ def _parser() -> argparse.ArgumentParser:
     release.add_argument("id")
     release.add_argument("--server", default="http://127.0.0.1:8000")
 
+    reset_host = sub.add_parser(
+        "reset-host", help="operators: forget a host's collection times so its next update applies (bad clock)"
+    )
+    reset_host.add_argument("host")
+    reset_host.add_argument("--server", default="http://127.0.0.1:8000")
+
     export = sub.add_parser("export-schema", help="write the GraphQL schema (SDL) to a file or stdout")
     export.add_argument("out", nargs="?", type=Path)
 
@@ -193,6 +199,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(resp.text, end="")
         elif args.command == "release":
             return asyncio.run(_release(args.server, args.id))
+        elif args.command == "reset-host":
+            return asyncio.run(_reset_host(args.server, args.host))
         elif args.command == "export-schema":
             from graphsvc.api.graphql.schema import schema
 
@@ -444,6 +452,20 @@ async def _release(server: str, reservation_id: str) -> int:
         print(out["message"])
         return 2
     print(f"{out['id']}: {out['state']}")
+    return 0
+
+
+async def _reset_host(server: str, host: str) -> int:
+    query = (
+        "mutation($host: String!) { resetHostFreshness(host: $host) { __typename "
+        "... on HostFreshnessReset { host previousCollectedAt } ... on NotFound { message } } }"
+    )
+    out = (await _graphql(server, query, {"host": host}))["resetHostFreshness"]
+    assert isinstance(out, dict)
+    if out["__typename"] == "NotFound":
+        print(out["message"])
+        return 2
+    print(f"{out['host']}: collection times reset (collected_at was {out['previousCollectedAt']})")
     return 0
 
 

@@ -36,6 +36,9 @@ class Settings(BaseSettings):
     )
     query_timeout_s: float = Field(default=10.0, gt=0, le=600)
     stale_after_s: float = Field(default=300.0, gt=0)
+    max_clock_skew_s: float = Field(
+        default=300.0, ge=0, description="How far ahead of the service's clock a collected_at may be"
+    )
     default_ttl_s: int = Field(default=600, ge=1, description="Lease of a reservation that asks for none")
     max_ttl_s: int = Field(default=7 * 24 * 3600, ge=1)
     lease_check_interval_s: float = Field(default=5.0, gt=0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Request
@@ -11,6 +12,7 @@ from topo_facts import FabricFacts, HostFacts, HostMetrics
 
 from graphsvc.api.errors import ERROR_RESPONSES
 from graphsvc.api.strict_routes import StrictJSONRoute
+from graphsvc.ingest.clock import future_skew_problem
 from graphsvc.ingest.service import (
     FabricIngestResult,
     HostIngestResult,
@@ -36,6 +38,13 @@ def gateway(request: Request) -> Gateway:
 
 GatewayDep = Annotated[Gateway, Depends(gateway)]
 Caller = Annotated[Principal, Depends(authenticate)]
+
+
+def refuse_future(request: Request, collected_at: datetime) -> None:
+    """A collected_at too far in the future would freeze the host (see graphsvc.ingest.clock)."""
+    problem = future_skew_problem(collected_at, time.time(), request.app.state.settings.max_clock_skew_s)
+    if problem is not None:
+        raise IngestRejected(422, "collected_at", problem)
 
 
 def may_write_host(principal: Principal, host: str, body_hostname: str) -> None:
@@ -64,6 +73,7 @@ async def put_host_facts(
 ) -> HostIngestResult:
     """Replace everything the graph knows about one host; devices missing from the facts are removed."""
     may_write_host(caller, name, facts.hostname)
+    refuse_future(request, facts.collected_at)
     result = await ingest_host(gw, facts)
     request.app.state.metrics.ingest.labels("host_facts").inc()
     request.app.state.metrics.ingest_gpus.inc(len(facts.gpus))
@@ -76,6 +86,7 @@ async def put_host_metrics(
 ) -> MetricsIngestResult:
     """Update the fast-changing GPU metrics of a host already known from its full facts."""
     may_write_host(caller, name, metrics.hostname)
+    refuse_future(request, metrics.collected_at)
     result = await ingest_metrics(gw, metrics)
     request.app.state.metrics.ingest.labels("host_metrics").inc()
     return result

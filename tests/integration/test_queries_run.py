@@ -57,6 +57,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "metrics": {FIRST.gpus[0].uuid: {"temperature_c": 50.0}},
     },
     "host_freshness": {"host": FIRST.hostname},
+    "host_reset_freshness": {"host": FIRST.hostname},
     "host_gpu_nics": {"host": FIRST.hostname},
     "recount_hosts": {"hosts": [FIRST.hostname]},
     "recount_domains": {"uuids": [f"{FIRST.hostname}/nvlink/0"]},

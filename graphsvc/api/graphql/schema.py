@@ -20,6 +20,7 @@ from strawberry.extensions import (
     QueryDepthLimiter,
     ValidationCache,
 )
+from strawberry.tools import merge_types
 
 from graphsvc.api.graphql import browse
 from graphsvc.api.graphql import reservations as res
@@ -28,6 +29,7 @@ from graphsvc.api.graphql.cost import QueryCostLimit
 from graphsvc.api.graphql.drift import DriftFormat, DriftResult
 from graphsvc.api.graphql.drift import drift as drift_resolver
 from graphsvc.api.graphql.inputs import GPUFilter, HostFilter, PlacementRequestInput
+from graphsvc.api.graphql.operator import OperatorMutations
 from graphsvc.api.graphql.placement import place
 from graphsvc.api.graphql.reservations import (
     PreemptionPlan,
@@ -146,7 +148,7 @@ def make_schema(*, dev: bool) -> strawberry.Schema:
     extras = [] if dev else [DisableIntrospection]
     return strawberry.Schema(
         query=Query,
-        mutation=ReservationMutations,
+        mutation=merge_types("Mutation", (ReservationMutations, OperatorMutations)),
         subscription=Subscription,
         extensions=[*_EXTENSIONS, *extras],
     )
