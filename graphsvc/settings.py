@@ -23,6 +23,9 @@ class Settings(BaseSettings):
     falkordb_password: SecretStr = SecretStr("")
     appendfsync: str = Field(default="always", pattern=r"^(always|everysec|no)$")
     redis_server: str | None = None
+    store_check_interval_s: float = Field(
+        default=0.5, gt=0, description="How often the embedded redis-server is checked (restarted if it died)"
+    )
     falkordb_module: str | None = None
 
     host: str = "127.0.0.1"

@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from graphsvc.api.strict_json import safe_text
 from graphsvc.ingest.service import IngestRejected
 from graphsvc.store.errors import StoreTimeoutError, StoreUnavailableError, UnrepresentableParameter
+from graphsvc.store.outage_log import STORE_OUTAGES
 
 log = logging.getLogger("graphsvc.api")
 
@@ -117,7 +118,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StoreUnavailableError)
     async def unavailable(_: Request, exc: StoreUnavailableError) -> JSONResponse:
-        log.error("store unavailable: %s", exc)
+        STORE_OUTAGES.failure(f"store unavailable: {exc}")
         return JSONResponse(
             status_code=503, content={"error": "the graph store is unavailable; retry later", "fields": []}
         )

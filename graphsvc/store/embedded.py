@@ -79,6 +79,7 @@ class EmbeddedFalkorDB:
         self.socket_path = self._socket_path()
         self._proc: subprocess.Popen[bytes] | None = None
         self._lock: IO[str] | None = None
+        self._stopping = False
 
     def _socket_path(self) -> Path:
         path = self.data_dir / "falkordb.sock"
@@ -90,6 +91,35 @@ class EmbeddedFalkorDB:
     @property
     def pid(self) -> int | None:
         return self._proc.pid if self._proc else None
+
+    def exit_code(self) -> int | None:
+        """The redis-server's exit status if it died (negative: killed by that signal), else None."""
+        if self._proc is None or self._stopping:
+            return None
+        return self._proc.poll()
+
+    def request_stop(self) -> None:
+        """Make a start or restart in progress (another thread) give up soon; stop() follows."""
+        self._stopping = True
+
+    def restart(self) -> None:
+        """Start the server again after it died, keeping our data-directory lock.
+
+        Used by the supervisor (graphsvc.store.supervisor); the append-only file brings back
+        every acknowledged write, and clients reconnect on their next command.
+        """
+        if self._stopping:
+            raise EmbeddedStoreError("the embedded store is stopping")
+        server, module = locate_binaries(self.opts)
+        old = self._proc
+        if old is not None:
+            old.poll()  # reap the dead child
+            if old.stderr:
+                old.stderr.close()
+        self._proc = None
+        self._clear_leftovers()
+        self._launch(server, module)
+        self._wait_ready()
 
     def start(self) -> None:
         server, module = locate_binaries(self.opts)
@@ -186,6 +216,8 @@ class EmbeddedFalkorDB:
         deadline = time.monotonic() + self.opts.start_timeout_s
         last_note = 0.0
         while time.monotonic() < deadline:
+            if self._stopping or self._proc is None:
+                raise EmbeddedStoreError("the embedded store was stopped while starting")
             code = self._proc.poll()
             if code is not None:
                 err = self._proc.stderr.read().decode(errors="replace") if self._proc.stderr else ""
@@ -228,6 +260,7 @@ class EmbeddedFalkorDB:
 
     def stop(self, timeout_s: float = 30.0) -> None:
         """Compact the log, then SIGTERM (redis fsyncs the AOF and exits); escalate only if it hangs."""
+        self._stopping = True
         proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
             if self._log_bytes() > 1024 * 1024:

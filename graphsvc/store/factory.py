@@ -16,6 +16,7 @@ from graphsvc.store.falkordb_backend import FalkorBackend
 from graphsvc.store.gateway import Gateway
 from graphsvc.store.migrate import migrate
 from graphsvc.store.neo4j_backend import Neo4jBackend
+from graphsvc.store.supervisor import EmbeddedSupervisor
 
 log = logging.getLogger(__name__)
 
@@ -61,14 +62,20 @@ async def open_store(settings: Settings, *, run_migrations: bool = True) -> Asyn
         )
         await asyncio.to_thread(embedded.start)
     backend = build_backend(settings, embedded)
+    supervisor: EmbeddedSupervisor | None = None
     try:
         await backend.open()
         gateway = Gateway(backend, timeout_s=settings.query_timeout_s)
         if run_migrations:
             await migrate(gateway)
             await repair_counters(gateway)
+        if embedded is not None:
+            supervisor = EmbeddedSupervisor(embedded, interval_s=settings.store_check_interval_s)
+            supervisor.start()
         yield gateway
     finally:
+        if supervisor is not None:
+            await supervisor.stop()
         await backend.close()
         if embedded is not None:
             await asyncio.to_thread(embedded.stop)

@@ -21,6 +21,7 @@ from strawberry.extensions import (
     ValidationCache,
 )
 from strawberry.tools import merge_types
+from strawberry.types import ExecutionContext
 
 from graphsvc.api.graphql import browse
 from graphsvc.api.graphql import reservations as res
@@ -38,6 +39,7 @@ from graphsvc.api.graphql.reservations import (
     ReservationMutations,
     Subscription,
 )
+from graphsvc.api.graphql.store_errors import StoreErrors, should_log
 from graphsvc.api.graphql.types import (
     ClusterSummary,
     Fabric,
@@ -143,10 +145,16 @@ def _mask(error: GraphQLError) -> bool:
     return True
 
 
+class Schema(strawberry.Schema):
+    def process_errors(self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None) -> None:
+        """Strawberry's logging of each error, less store outages (graphsvc.store.outage_log reports those)."""
+        super().process_errors([e for e in errors if should_log(e)], execution_context)
+
+
 def make_schema(*, dev: bool) -> strawberry.Schema:
     """The schema; outside development mode introspection is off (GraphiQL too, in the router)."""
     extras = [] if dev else [DisableIntrospection]
-    return strawberry.Schema(
+    return Schema(
         query=Query,
         mutation=merge_types("Mutation", (ReservationMutations, OperatorMutations)),
         subscription=Subscription,
@@ -159,6 +167,7 @@ _EXTENSIONS = [
     lambda: MaxAliasesLimiter(max_alias_count=MAX_ALIASES),
     lambda: MaxTokensLimiter(max_token_count=MAX_TOKENS),
     lambda: MaskErrors(should_mask_error=_mask),
+    StoreErrors,  # after MaskErrors: store outages become typed errors before the masking sees them
     QueryCostLimit,
     GraphQLTimer,
     # Schedulers send the same few query documents again and again.
