@@ -22,6 +22,14 @@ class Settings(BaseSettings):
     neo4j_database: str = "neo4j"
     falkordb_password: SecretStr = SecretStr("")
     appendfsync: str = Field(default="always", pattern=r"^(always|everysec|no)$")
+    aof_rewrite_min_size: str = Field(
+        default="4mb",
+        pattern=r"^[1-9][0-9]*(kb|mb|gb)?$",
+        description="Embedded store: compact the append-only log once its incremental part is this big ...",
+    )
+    aof_rewrite_percentage: int = Field(
+        default=100, ge=1, le=10_000, description="... and has grown by this percentage since the last compaction"
+    )
     redis_server: str | None = None
     store_check_interval_s: float = Field(
         default=0.5, gt=0, description="How often the embedded redis-server is checked (restarted if it died)"

@@ -41,6 +41,7 @@ class EmbeddedOptions:
     max_query_timeout_ms: int = 60_000
     start_timeout_s: float = 600.0
     aof_rewrite_min_size: str = "4mb"
+    aof_rewrite_percentage: int = 100
     redis_server: str | None = None
     module: str | None = None
     extra_module_args: list[str] = field(default_factory=list)
@@ -191,6 +192,16 @@ class EmbeddedFalkorDB:
             "--appendfsync",
             self.opts.appendfsync,
             "--aof-load-truncated",
+            "yes",
+            # Compact continuously: once the incremental log passes the min size and has grown
+            # by the percentage since the last rewrite, redis rewrites it in the background as a
+            # base RDB snapshot (FalkorDB's fast binary form) plus a fresh, empty incremental log,
+            # so a restart loads a snapshot and replays little (docs/benchmarks.md: restart time).
+            "--auto-aof-rewrite-min-size",
+            self.opts.aof_rewrite_min_size,
+            "--auto-aof-rewrite-percentage",
+            str(self.opts.aof_rewrite_percentage),
+            "--aof-use-rdb-preamble",
             "yes",
             "--save",
             "",

@@ -54,6 +54,8 @@ async def open_store(settings: Settings, *, run_migrations: bool = True) -> Asyn
             EmbeddedOptions(
                 data_dir=settings.data_dir,
                 appendfsync=settings.appendfsync,
+                aof_rewrite_min_size=settings.aof_rewrite_min_size,
+                aof_rewrite_percentage=settings.aof_rewrite_percentage,
                 query_timeout_ms=int(settings.query_timeout_s * 1000),
                 max_query_timeout_ms=int(max(settings.query_timeout_s, 60) * 1000),
                 redis_server=settings.redis_server,

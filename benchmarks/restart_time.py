@@ -1,0 +1,124 @@
+"""Benchmark: how long the embedded store takes to come back after a crash (not a test).
+
+For each graph size and each compaction setting: load a synthetic DGX H100 SuperPOD through
+the real ingest path, churn it (every host's full facts sent again, `rounds` times, as
+collectors do), then `kill -9` the redis-server and time a fresh start on the same data
+directory until the store answers and the graph is migrated (what a restarted service waits
+for before it opens its port). Records the append-only log's base snapshot and incremental
+sizes at the crash. "64mb" is what the service ran before (redis's default: the configured
+size was never passed); "4mb" is the default now.
+
+    python benchmarks/restart_time.py                # ~5 minutes on 2 cores; writes docs/benchmarks/restart.json
+    python benchmarks/restart_time.py --sizes 1024 --rounds 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import signal
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from graphsvc.ingest.service import ingest_fabric, ingest_host
+from graphsvc.store.embedded import EmbeddedFalkorDB, EmbeddedOptions
+from graphsvc.store.falkordb_backend import FalkorBackend
+from graphsvc.store.gateway import Gateway
+from graphsvc.store.migrate import migrate
+from graphsvc.synthetic.clusters import build
+
+ROOT = Path(__file__).resolve().parents[1]
+MB = 1024 * 1024
+
+
+def aof_sizes(embedded: EmbeddedFalkorDB) -> tuple[float, float]:
+    files = list((embedded.store_dir / "appendonlydir").iterdir())
+    base = sum(p.stat().st_size for p in files if ".base." in p.name)
+    incr = sum(p.stat().st_size for p in files if p.name.endswith(".incr.aof"))
+    return round(base / MB, 1), round(incr / MB, 1)
+
+
+async def open_graph(opts: EmbeddedOptions) -> tuple[EmbeddedFalkorDB, FalkorBackend, Gateway]:
+    embedded = EmbeddedFalkorDB(opts)
+    await asyncio.to_thread(embedded.start)
+    backend = FalkorBackend("topology", unix_socket=str(embedded.socket_path), kind="embedded")
+    await backend.open()
+    gateway = Gateway(backend)
+    await migrate(gateway)
+    return embedded, backend, gateway
+
+
+async def one(gpus: int, rounds: int, min_size: str) -> dict[str, Any]:
+    data = Path(tempfile.mkdtemp(prefix="bench-restart-"))
+    try:
+        opts = EmbeddedOptions(data_dir=data, appendfsync="no", aof_rewrite_min_size=min_size)
+        embedded, backend, gw = await open_graph(opts)
+        cluster = build(f"sized:gpus={gpus}")
+        started = time.perf_counter()
+        for host in cluster.hosts:
+            await ingest_host(gw, host)
+        await ingest_fabric(gw, cluster.fabric())
+        load_s = time.perf_counter() - started
+        base_time = datetime.now(UTC) - timedelta(hours=1)
+        for r in range(rounds):
+            for host in cluster.hosts:
+                await ingest_host(gw, host.model_copy(update={"collected_at": base_time + timedelta(seconds=r + 1)}))
+        await asyncio.sleep(1.0)  # let a rewrite that just started finish, as it would in an hour
+        base_mb, incr_mb = aof_sizes(embedded)
+        pid = embedded.pid
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)  # the crash
+        await backend.close()
+        embedded.stop()  # only releases the data-directory lock: the server is dead
+
+        started = time.perf_counter()
+        embedded, backend, gw = await open_graph(opts)
+        restart_s = time.perf_counter() - started
+        hosts = (await gw.read("health_counts"))[0]["hosts"]
+        assert hosts == len(cluster.hosts), hosts
+        await backend.close()
+        embedded.stop()
+        return {
+            "gpus": gpus,
+            "hosts": len(cluster.hosts),
+            "rewrite_min_size": min_size,
+            "churn_rounds": rounds,
+            "load_s": round(load_s, 1),
+            "aof_base_mb": base_mb,
+            "aof_incr_mb": incr_mb,
+            "restart_s": round(restart_s, 2),
+        }
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="1024,8192")
+    parser.add_argument("--rounds", type=int, default=0, help="churn rounds (default: 8 at 1k GPUs, 1 at 8k)")
+    parser.add_argument("--settings", default="64mb,4mb")
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks" / "restart.json")
+    args = parser.parse_args()
+    rows = []
+    for gpus in [int(s) for s in args.sizes.split(",")]:
+        rounds = args.rounds or (8 if gpus <= 1024 else 1)
+        for min_size in args.settings.split(","):
+            row = await one(gpus, rounds, min_size)
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    args.out.write_text(json.dumps(rows, indent=1) + "\n")
+    print("| GPUs | hosts | rewrite at | churn rounds | log at the crash: base + incremental MB | restart s |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['gpus']:,} | {r['hosts']:,} | {r['rewrite_min_size']} | {r['churn_rounds']} "
+              f"| {r['aof_base_mb']} + {r['aof_incr_mb']} | {r['restart_s']} |")  # fmt: skip
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
