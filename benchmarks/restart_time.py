@@ -22,7 +22,7 @@ import shutil
 import signal
 import tempfile
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -54,10 +54,13 @@ async def open_graph(opts: EmbeddedOptions) -> tuple[EmbeddedFalkorDB, FalkorBac
     return embedded, backend, gateway
 
 
-async def one(gpus: int, rounds: int, min_size: str) -> dict[str, Any]:
+async def one(gpus: int, rounds: int, setting: str) -> dict[str, Any]:
+    min_size, _, percentage = setting.partition("/")
     data = Path(tempfile.mkdtemp(prefix="bench-restart-"))
     try:
-        opts = EmbeddedOptions(data_dir=data, appendfsync="no", aof_rewrite_min_size=min_size)
+        opts = EmbeddedOptions(
+            data_dir=data, appendfsync="no", aof_rewrite_min_size=min_size, aof_rewrite_percentage=int(percentage)
+        )
         embedded, backend, gw = await open_graph(opts)
         cluster = build(f"sized:gpus={gpus}")
         started = time.perf_counter()
@@ -65,10 +68,10 @@ async def one(gpus: int, rounds: int, min_size: str) -> dict[str, Any]:
             await ingest_host(gw, host)
         await ingest_fabric(gw, cluster.fabric())
         load_s = time.perf_counter() - started
-        base_time = datetime.now(UTC) - timedelta(hours=1)
-        for r in range(rounds):
+        for _ in range(rounds):
             for host in cluster.hosts:
-                await ingest_host(gw, host.model_copy(update={"collected_at": base_time + timedelta(seconds=r + 1)}))
+                result = await ingest_host(gw, host.model_copy(update={"collected_at": datetime.now(UTC)}))
+                assert result.applied, result
         await asyncio.sleep(1.0)  # let a rewrite that just started finish, as it would in an hour
         base_mb, incr_mb = aof_sizes(embedded)
         pid = embedded.pid
@@ -78,7 +81,13 @@ async def one(gpus: int, rounds: int, min_size: str) -> dict[str, Any]:
         embedded.stop()  # only releases the data-directory lock: the server is dead
 
         started = time.perf_counter()
-        embedded, backend, gw = await open_graph(opts)
+        embedded = EmbeddedFalkorDB(opts)
+        await asyncio.to_thread(embedded.start)
+        store_s = time.perf_counter() - started
+        backend = FalkorBackend("topology", unix_socket=str(embedded.socket_path), kind="embedded")
+        await backend.open()
+        gw = Gateway(backend)
+        await migrate(gw)
         restart_s = time.perf_counter() - started
         hosts = (await gw.read("health_counts"))[0]["hosts"]
         assert hosts == len(cluster.hosts), hosts
@@ -87,11 +96,12 @@ async def one(gpus: int, rounds: int, min_size: str) -> dict[str, Any]:
         return {
             "gpus": gpus,
             "hosts": len(cluster.hosts),
-            "rewrite_min_size": min_size,
+            "rewrite": f"at {min_size}, +{percentage}%",
             "churn_rounds": rounds,
             "load_s": round(load_s, 1),
             "aof_base_mb": base_mb,
             "aof_incr_mb": incr_mb,
+            "store_ready_s": round(store_s, 2),
             "restart_s": round(restart_s, 2),
         }
     finally:
@@ -101,23 +111,24 @@ async def one(gpus: int, rounds: int, min_size: str) -> dict[str, Any]:
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="1024,8192")
-    parser.add_argument("--rounds", type=int, default=0, help="churn rounds (default: 8 at 1k GPUs, 1 at 8k)")
-    parser.add_argument("--settings", default="64mb,4mb")
+    parser.add_argument("--rounds", type=int, default=0, help="churn rounds (default: 8 at 1k GPUs, 2 at 8k)")
+    parser.add_argument("--settings", default="64mb/100,4mb/100,1mb/10", help="min size/percentage, ...")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks" / "restart.json")
     args = parser.parse_args()
     rows = []
     for gpus in [int(s) for s in args.sizes.split(",")]:
-        rounds = args.rounds or (8 if gpus <= 1024 else 1)
-        for min_size in args.settings.split(","):
-            row = await one(gpus, rounds, min_size)
+        rounds = args.rounds or (8 if gpus <= 1024 else 2)
+        for setting in args.settings.split(","):
+            row = await one(gpus, rounds, setting)
             print(json.dumps(row), flush=True)
             rows.append(row)
     args.out.write_text(json.dumps(rows, indent=1) + "\n")
-    print("| GPUs | hosts | rewrite at | churn rounds | log at the crash: base + incremental MB | restart s |")
-    print("|---|---|---|---|---|---|")
+    print("| GPUs | hosts | rewrite | churn rounds | log at the crash: base + incremental MB | store ready s | "
+          "+ migrated s |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['gpus']:,} | {r['hosts']:,} | {r['rewrite_min_size']} | {r['churn_rounds']} "
-              f"| {r['aof_base_mb']} + {r['aof_incr_mb']} | {r['restart_s']} |")  # fmt: skip
+        print(f"| {r['gpus']:,} | {r['hosts']:,} | {r['rewrite']} | {r['churn_rounds']} "
+              f"| {r['aof_base_mb']} + {r['aof_incr_mb']} | {r['store_ready_s']} | {r['restart_s']} |")  # fmt: skip
 
 
 if __name__ == "__main__":

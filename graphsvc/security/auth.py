@@ -14,7 +14,9 @@ import json
 import logging
 import secrets
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from enum import StrEnum
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -51,39 +53,148 @@ def digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def new_token(name: str, role: Role, hosts: list[str] | None = None) -> tuple[str, dict[str, object]]:
+def new_token(
+    name: str, role: Role, hosts: list[str] | None = None, expires_at: float | None = None
+) -> tuple[str, dict[str, object]]:
     """A fresh token and the entry to store for it (the token itself is never stored)."""
     token = "gs_" + secrets.token_urlsafe(32)
-    return token, {"name": name, "role": role.value, "sha256": digest(token), "hosts": hosts or []}
+    entry: dict[str, object] = {"name": name, "role": role.value, "sha256": digest(token), "hosts": hosts or []}
+    if expires_at is not None:
+        entry["expires_at"] = datetime.fromtimestamp(expires_at, UTC).isoformat(timespec="seconds")
+    return token, entry
 
 
-@dataclass
+@dataclass(frozen=True)
+class TokenEntry:
+    principal: Principal
+    expires_at: float | None = None  # epoch seconds; None: until revoked
+
+
+def _expiry(item: dict[str, Any]) -> float | None:
+    """`expires_at` as epoch seconds or an ISO 8601 time with a zone (2027-01-31T00:00:00Z)."""
+    value = item.get("expires_at")
+    if value is None:
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            when = None
+        if when is not None and when.tzinfo is not None:
+            return when.timestamp()
+    raise ValueError(f"token entry {item.get('name')!r}: expires_at must be epoch seconds or an ISO time with a zone")
+
+
+def parse_entries(text: str) -> dict[str, TokenEntry]:
+    """sha256 -> entry, from the JSON list a tokens file (or GRAPHSVC_TOKENS) holds."""
+    entries: dict[str, TokenEntry] = {}
+    items = json.loads(text or "[]")
+    if not isinstance(items, list):
+        raise ValueError("the tokens file must hold a JSON list of entries")
+    for item in items:
+        sha = str(item["sha256"]).lower()
+        if len(sha) != 64:
+            raise ValueError(f"token entry {item.get('name')!r}: sha256 must be 64 hex digits")
+        principal = Principal(str(item["name"]), Role(item["role"]), tuple(item.get("hosts") or ()))
+        entries[sha] = TokenEntry(principal, _expiry(item))
+    return entries
+
+
 class TokenStore:
-    entries: dict[str, Principal] = field(default_factory=dict)  # sha256 -> principal
+    """The tokens the service accepts: a file (reloaded when it changes), inline ones, and extras.
+
+    Revoking or adding a token is an edit of the tokens file: the next request notices the
+    file changed (mtime, size or inode; one stat per lookup) and reloads it. A file that no
+    longer parses is logged once and the tokens loaded before stay in force, so a bad edit
+    does not lock everybody out. Expired tokens (`expires_at`) are refused like unknown ones.
+    """
+
+    def __init__(
+        self,
+        entries: dict[str, TokenEntry] | None = None,
+        *,
+        path: Path | None = None,
+        inline: str | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.entries: dict[str, TokenEntry] = dict(entries or {})
+        self.extra: dict[str, TokenEntry] = {}
+        self.path = path
+        self.inline = inline
+        self.clock = clock
+        self._signature: tuple[int, int, int] | None = self._stat()
+        self._bad_signature: tuple[int, int, int] | None = None
+        self._expired_noted: set[str] = set()
+        self.reloads = 0
 
     @classmethod
     def from_json(cls, text: str) -> TokenStore:
-        store = cls()
-        for item in json.loads(text or "[]"):
-            sha = str(item["sha256"]).lower()
-            if len(sha) != 64:
-                raise ValueError(f"token entry {item.get('name')!r}: sha256 must be 64 hex digits")
-            store.entries[sha] = Principal(str(item["name"]), Role(item["role"]), tuple(item.get("hosts") or ()))
-        return store
+        return cls(parse_entries(text))
 
     @classmethod
-    def load(cls, path: Path | None, inline: str | None) -> TokenStore:
-        store = cls.from_json(path.read_text()) if path else cls()
+    def load(cls, path: Path | None, inline: str | None, clock: Callable[[], float] = time.time) -> TokenStore:
+        entries = parse_entries(path.read_text()) if path else {}
         if inline:
-            store.entries.update(cls.from_json(inline).entries)
-        return store
+            entries.update(parse_entries(inline))
+        return cls(entries, path=path, inline=inline, clock=clock)
+
+    def _stat(self) -> tuple[int, int, int] | None:
+        if self.path is None:
+            return None
+        try:
+            st = self.path.stat()
+        except OSError:
+            return (0, 0, 0)
+        return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+    def reload_if_changed(self) -> bool:
+        """Reload the tokens file if it changed since it was read; True if new tokens are in force."""
+        signature = self._stat()
+        if signature == self._signature or signature == self._bad_signature:
+            return False
+        assert self.path is not None
+        try:
+            entries = parse_entries(self.path.read_text())
+            if self.inline:
+                entries.update(parse_entries(self.inline))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            self._bad_signature = signature
+            log.error("tokens file %s did not load (%s); the tokens loaded before stay in force", self.path, exc)
+            return False
+        self.entries = entries
+        self._signature = signature
+        self._bad_signature = None
+        self.reloads += 1
+        log.warning("tokens file %s reloaded: %d token(s)", self.path, len(entries))
+        return True
+
+    def add(self, entry: dict[str, object]) -> str:
+        """An extra token held in memory only (the demo's own loader); survives reloads."""
+        [(sha, parsed)] = parse_entries(json.dumps([entry])).items()
+        self.extra[sha] = parsed
+        return sha
+
+    def revoke(self, sha: str) -> None:
+        self.extra.pop(sha, None)
+        self.entries.pop(sha, None)
 
     def lookup(self, token: str) -> Principal | None:
+        self.reload_if_changed()
         wanted = digest(token)
-        for sha, principal in self.entries.items():
+        found: TokenEntry | None = None
+        for sha, entry in [*self.entries.items(), *self.extra.items()]:
             if hmac.compare_digest(sha, wanted):
-                return principal
-        return None
+                found = entry
+        if found is None:
+            return None
+        if found.expires_at is not None and self.clock() >= found.expires_at:
+            if found.principal.name not in self._expired_noted:
+                self._expired_noted.add(found.principal.name)
+                log.warning("token %r expired; refusing it", found.principal.name)
+            return None
+        return found.principal
 
 
 AUTH_REQUIRED = "authentication required: send 'Authorization: Bearer <token>'"
