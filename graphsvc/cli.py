@@ -457,6 +457,8 @@ async def _reserve(args: argparse.Namespace) -> int:
         for r in out["reasons"]:
             nearest = f"  nearest feasible: {r['nearestFeasible']}" if r["nearestFeasible"] else ""
             print(f"infeasible [{r['constraint']}]: {r['message']}{nearest}")
+    elif kind == "IdempotencyKeyMismatch":
+        print(f"idempotency key mismatch: {out['message']}")
     else:
         print(f"invalid [{out['field']}]: {out['message']}")
     return 2
