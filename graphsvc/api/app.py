@@ -27,7 +27,9 @@ from graphsvc.ui import mount_ui
 
 
 def _reservations(gw: Gateway, settings: Settings) -> ReservationService:
-    return ReservationService(gw, default_ttl_s=settings.default_ttl_s, max_ttl_s=settings.max_ttl_s)
+    service = ReservationService(gw, default_ttl_s=settings.default_ttl_s, max_ttl_s=settings.max_ttl_s)
+    service.engine.stale_after_s = settings.stale_after_s  # stale hosts are not offered
+    return service
 
 
 def create_app(settings: Settings | None = None, *, gateway: Gateway | None = None) -> FastAPI:

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Request
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from topo_facts import FabricFacts, HostFacts, HostMetrics
 
 from graphsvc.api.errors import ERROR_RESPONSES
@@ -58,7 +58,7 @@ def may_write_host(principal: Principal, host: str, body_hostname: str) -> None:
 
 
 class Health(BaseModel):
-    status: str
+    status: str = Field(description="ok, or degraded when every host is stale (placement offers nothing)")
     store: str
     graph_version: int | None
     hosts: int
@@ -117,12 +117,16 @@ async def healthz(request: Request, gw: GatewayDep) -> Health:
     by_model = {m["model"]: int(m["gpus"]) for m in row["models"] if m.get("model") is not None}
     stale_after = request.app.state.settings.stale_after_s
     stale = await gw.read("stale_hosts_count", {"cutoff": time.time() - stale_after})
+    stale_hosts = int(stale[0]["stale"]) if stale else 0
+    hosts = int(row["hosts"])
     return Health(
-        status="ok",
+        # Every host silent for stale_after_s: the collectors (or their network) are down and
+        # placement offers nothing; the service itself still answers, so 200, not 503.
+        status="degraded" if hosts and stale_hosts == hosts else "ok",
         store=gw.kind,
         graph_version=await stored_version(gw),
-        hosts=int(row["hosts"]),
+        hosts=hosts,
         gpus=sum(by_model.values()),
         gpus_by_model=by_model,
-        stale_hosts=int(stale[0]["stale"]) if stale else 0,
+        stale_hosts=stale_hosts,
     )
