@@ -28,7 +28,7 @@ class Settings(BaseSettings):
         description="Embedded store: compact the append-only log once its incremental part is this big ...",
     )
     aof_rewrite_percentage: int = Field(
-        default=100, ge=1, le=10_000, description="... and has grown by this percentage since the last compaction"
+        default=25, ge=1, le=10_000, description="... and has grown by this percentage since the last compaction"
     )
     redis_server: str | None = None
     store_check_interval_s: float = Field(

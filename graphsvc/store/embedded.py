@@ -41,7 +41,7 @@ class EmbeddedOptions:
     max_query_timeout_ms: int = 60_000
     start_timeout_s: float = 600.0
     aof_rewrite_min_size: str = "4mb"
-    aof_rewrite_percentage: int = 100
+    aof_rewrite_percentage: int = 25
     redis_server: str | None = None
     module: str | None = None
     extra_module_args: list[str] = field(default_factory=list)

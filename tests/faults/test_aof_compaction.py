@@ -55,7 +55,7 @@ def test_settings_reach_redis_server(tmp_path: Path) -> None:
 def test_service_settings_default_to_continuous_compaction() -> None:
     settings = Settings()
     assert settings.aof_rewrite_min_size == "4mb"
-    assert settings.aof_rewrite_percentage == 100
+    assert settings.aof_rewrite_percentage == 25
 
 
 async def test_churn_is_compacted_and_survives_kill9(tmp_path: Path) -> None:
