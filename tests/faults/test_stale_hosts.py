@@ -48,6 +48,9 @@ async def test_every_host_stale_is_degraded(gateway: Gateway, client: httpx.Asyn
     for host in ("l40s-001", "l40s-002"):
         await make_silent(gateway, host, hours=1)
     assert await offered(client) == set()
+    body = (await client.post("/graphql", json={"query": PLACE.replace("constraint", "constraint message")})).json()
+    [stale] = [r for r in body["data"]["placement"]["infeasible"] if r["constraint"] == "stale"]
+    assert stale["message"].startswith("2 host(s) not heard from for more than 600 s")
     resp = await client.get("/healthz")
     assert resp.status_code == 200
     assert resp.json()["status"] == "degraded"
