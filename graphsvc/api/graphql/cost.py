@@ -40,6 +40,7 @@ PAGE_UNIT = 100  # one unit per 100 rows of a page
 
 FIXED = {
     "clusterSummary": 5,  # aggregates over every GPU
+    "drift": 20,  # renders a whole cluster's export and compares it
     "fabricPath": 5,
     "host": 1,
     "reservation": 1,
