@@ -9,7 +9,7 @@
 
 If this process dies, nothing is released, but the lease runs out by itself: that is
 what leases are for. Expected failures are exceptions a launcher can catch by type:
-ConflictError, InfeasibleError, ValidationError, LeaseLostError.
+ConflictError, InfeasibleError, ValidationError, IdempotencyKeyMismatchError, LeaseLostError.
 """
 
 from __future__ import annotations
@@ -49,6 +49,14 @@ class ValidationError(GraphsvcError):
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}")
         self.field = field
+
+
+class IdempotencyKeyMismatchError(GraphsvcError):
+    """The idempotency key was already used for another request (a client bug: use a new key)."""
+
+    def __init__(self, message: str, reservation: str) -> None:
+        super().__init__(message)
+        self.reservation = reservation
 
 
 class LeaseLostError(GraphsvcError):
@@ -97,6 +105,7 @@ mutation Reserve($input: ReserveInput!) {
     ... on Conflict { message gpus { uuid } holders { gpuUuid reservation holder } }
     ... on Infeasible { reasons { constraint message nearestFeasible } }
     ... on ValidationError { field message }
+    ... on IdempotencyKeyMismatch { message reservation }
   }
 }
 """
@@ -196,6 +205,8 @@ class GraphsvcClient:
             raise ConflictError(out["message"], [g["uuid"] for g in out["gpus"]], out["holders"])
         if kind == "Infeasible":
             raise InfeasibleError(out["reasons"])
+        if kind == "IdempotencyKeyMismatch":
+            raise IdempotencyKeyMismatchError(out["message"], out["reservation"])
         raise ValidationError(out["field"], out["message"])
 
     def renew(self, reservation_id: str, ttl_s: int | None = None) -> Reservation:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -22,15 +22,34 @@ class Settings(BaseSettings):
     neo4j_database: str = "neo4j"
     falkordb_password: SecretStr = SecretStr("")
     appendfsync: str = Field(default="always", pattern=r"^(always|everysec|no)$")
+    aof_rewrite_min_size: str = Field(
+        default="4mb",
+        pattern=r"^[1-9][0-9]*(kb|mb|gb)?$",
+        description="Embedded store: compact the append-only log once its incremental part is this big ...",
+    )
+    aof_rewrite_percentage: int = Field(
+        default=25, ge=1, le=10_000, description="... and has grown by this percentage since the last compaction"
+    )
     redis_server: str | None = None
+    store_check_interval_s: float = Field(
+        default=0.5, gt=0, description="How often the embedded redis-server is checked (restarted if it died)"
+    )
     falkordb_module: str | None = None
 
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=0, le=65535)
     max_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024, le=512 * 1024 * 1024)
-    max_fabric_body_bytes: int = Field(default=64 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024)
+    max_fabric_body_bytes: int = Field(
+        default=64 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024, description="PUT /v1/fabric, operators only"
+    )
+    max_anonymous_body_bytes: int = Field(
+        default=16 * 1024, ge=0, le=1024 * 1024, description="Callers without a valid token (refused with 401 above)"
+    )
     query_timeout_s: float = Field(default=10.0, gt=0, le=600)
     stale_after_s: float = Field(default=300.0, gt=0)
+    max_clock_skew_s: float = Field(
+        default=300.0, ge=0, description="How far ahead of the service's clock a collected_at may be"
+    )
     default_ttl_s: int = Field(default=600, ge=1, description="Lease of a reservation that asks for none")
     max_ttl_s: int = Field(default=7 * 24 * 3600, ge=1)
     lease_check_interval_s: float = Field(default=5.0, gt=0)
@@ -41,7 +60,16 @@ class Settings(BaseSettings):
     tls_keyfile: Path | None = None
     mutation_rate_per_minute: float = Field(default=1200.0, gt=0)
     mutation_burst: int = Field(default=200, ge=1)
+    graphql_max_cost: int = Field(default=1000, ge=1, description="Most cost units one GraphQL operation may have")
+    graphql_cost_per_minute: float = Field(default=120_000.0, gt=0, description="Cost units a token earns a minute")
+    graphql_cost_burst: int = Field(default=20_000, ge=1, description="Cost units a token may spend at once")
     dev_mode: bool = Field(default=False, description="GraphiQL at /graphql; `graphsvc demo` turns it on")
+
+    @model_validator(mode="after")
+    def _burst_fits_a_query(self) -> Settings:
+        if self.graphql_cost_burst < self.graphql_max_cost:
+            raise ValueError("graphql_cost_burst must be at least graphql_max_cost, or the largest query never runs")
+        return self
 
     @field_validator("store")
     @classmethod

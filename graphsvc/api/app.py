@@ -6,19 +6,20 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
-from strawberry.fastapi import GraphQLRouter
+from starlette.types import Scope
 
 import graphsvc
 from graphsvc.api.errors import install_error_handlers
 from graphsvc.api.exports import router as exports_router
 from graphsvc.api.graphql.context import get_context
 from graphsvc.api.graphql.schema import make_schema
-from graphsvc.api.limits import BodySizeLimit
+from graphsvc.api.limits import BodyPolicy, BodySizeLimit
 from graphsvc.api.metrics import Metrics, RequestTimer, metrics_router
 from graphsvc.api.rest import router
+from graphsvc.api.strict_routes import StrictGraphQLRouter
 from graphsvc.reservations.leases import LeaseKeeper
 from graphsvc.reservations.service import ReservationService
-from graphsvc.security.auth import RateLimiter, TokenStore
+from graphsvc.security.auth import RateLimiter, Role, TokenStore, principal_for
 from graphsvc.settings import Settings
 from graphsvc.store.factory import open_store
 from graphsvc.store.gateway import Gateway
@@ -26,7 +27,9 @@ from graphsvc.ui import mount_ui
 
 
 def _reservations(gw: Gateway, settings: Settings) -> ReservationService:
-    return ReservationService(gw, default_ttl_s=settings.default_ttl_s, max_ttl_s=settings.max_ttl_s)
+    service = ReservationService(gw, default_ttl_s=settings.default_ttl_s, max_ttl_s=settings.max_ttl_s)
+    service.engine.stale_after_s = settings.stale_after_s  # stale hosts are not offered
+    return service
 
 
 def create_app(settings: Settings | None = None, *, gateway: Gateway | None = None) -> FastAPI:
@@ -60,6 +63,7 @@ def create_app(settings: Settings | None = None, *, gateway: Gateway | None = No
     app.state.metrics = Metrics()
     app.state.tokens = TokenStore.load(settings.tokens_file, settings.tokens)
     app.state.limiter = RateLimiter(settings.mutation_rate_per_minute, settings.mutation_burst)
+    app.state.query_budget = RateLimiter(settings.graphql_cost_per_minute, settings.graphql_cost_burst)
     if gateway is not None:
         app.state.gateway = gateway
         gateway.observers.append(app.state.metrics.observe_query)
@@ -70,7 +74,7 @@ def create_app(settings: Settings | None = None, *, gateway: Gateway | None = No
     app.include_router(exports_router)
     mount_ui(app)
     app.include_router(
-        GraphQLRouter(
+        StrictGraphQLRouter(
             make_schema(dev=settings.dev_mode),
             context_getter=get_context,
             graphql_ide="graphiql" if settings.dev_mode else None,
@@ -78,9 +82,15 @@ def create_app(settings: Settings | None = None, *, gateway: Gateway | None = No
         prefix="/graphql",
     )
 
-    def limit_for(path: str) -> int:
-        return settings.max_fabric_body_bytes if path == "/v1/fabric" else settings.max_body_bytes
+    def policy_for(scope: Scope) -> BodyPolicy:
+        header = next((v for k, v in scope.get("headers", []) if k == b"authorization"), b"")
+        principal = principal_for(app.state, header.decode("latin-1"))
+        if principal is None:
+            return BodyPolicy(settings.max_anonymous_body_bytes, authenticated=False)
+        if principal.role is Role.OPERATOR and scope["path"] == "/v1/fabric":
+            return BodyPolicy(settings.max_fabric_body_bytes)
+        return BodyPolicy(settings.max_body_bytes)
 
-    app.add_middleware(BodySizeLimit, limit_for=limit_for)
+    app.add_middleware(BodySizeLimit, policy_for=policy_for)
     app.add_middleware(RequestTimer, metrics=app.state.metrics)
     return app

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import uuid
 from typing import Any
 
@@ -12,8 +13,10 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from graphsvc.api.strict_json import safe_text
 from graphsvc.ingest.service import IngestRejected
 from graphsvc.store.errors import StoreTimeoutError, StoreUnavailableError, UnrepresentableParameter
+from graphsvc.store.outage_log import STORE_OUTAGES
 
 log = logging.getLogger("graphsvc.api")
 
@@ -34,6 +37,7 @@ class ErrorBody(BaseModel):
 
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorBody, "description": "Not JSON as RFC 8259 defines it (NaN, a lone surrogate, deep nesting)"},
     401: {"model": ErrorBody, "description": "No or unknown bearer token"},
     403: {"model": ErrorBody, "description": "The token's role may not do this"},
     404: {"model": ErrorBody, "description": "Not found"},
@@ -53,9 +57,14 @@ def _field(loc: tuple[Any, ...] | list[Any]) -> str:
 
 
 def _input(value: Any) -> Any:
-    """Echo small inputs only: a 10 MB string has no place in an error response."""
+    """Echo small inputs only: a 10 MB string has no place in an error response.
+
+    What JSON cannot carry (NaN, a lone surrogate) is echoed as text, never as a 500.
+    """
     if isinstance(value, str):
-        return value if len(value) <= 200 else value[:200] + "..."
+        return safe_text(value if len(value) <= 200 else value[:200] + "...")
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
     if isinstance(value, int | float | bool) or value is None:
         return value
     return None
@@ -66,7 +75,7 @@ def install_error_handlers(app: FastAPI) -> None:
     async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
         fields: list[dict[str, Any]] = []
         for err in exc.errors()[:50]:
-            msg = str(err.get("msg", "invalid"))
+            msg = safe_text(str(err.get("msg", "invalid")))
             where = _field(err.get("loc", ()))
             if err.get("type") == "value_error" and ": " in msg:
                 # Cross-reference checks report "path: problem; path: problem".
@@ -109,7 +118,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StoreUnavailableError)
     async def unavailable(_: Request, exc: StoreUnavailableError) -> JSONResponse:
-        log.error("store unavailable: %s", exc)
+        STORE_OUTAGES.failure(f"store unavailable: {exc}")
         return JSONResponse(
             status_code=503, content={"error": "the graph store is unavailable; retry later", "fields": []}
         )

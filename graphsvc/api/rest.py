@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import time
+from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Request
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from topo_facts import FabricFacts, HostFacts, HostMetrics
 
 from graphsvc.api.errors import ERROR_RESPONSES
+from graphsvc.api.strict_routes import StrictJSONRoute
+from graphsvc.ingest.clock import future_skew_problem
 from graphsvc.ingest.service import (
     FabricIngestResult,
     HostIngestResult,
@@ -23,7 +26,7 @@ from graphsvc.security.auth import Principal, Role, authenticate, require
 from graphsvc.store.gateway import Gateway
 from graphsvc.store.migrate import stored_version
 
-router = APIRouter(responses=ERROR_RESPONSES)
+router = APIRouter(responses=ERROR_RESPONSES, route_class=StrictJSONRoute)
 
 HostPath = Annotated[str, Path(min_length=1, max_length=253, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]
 
@@ -37,6 +40,13 @@ GatewayDep = Annotated[Gateway, Depends(gateway)]
 Caller = Annotated[Principal, Depends(authenticate)]
 
 
+def refuse_future(request: Request, collected_at: datetime) -> None:
+    """A collected_at too far in the future would freeze the host (see graphsvc.ingest.clock)."""
+    problem = future_skew_problem(collected_at, time.time(), request.app.state.settings.max_clock_skew_s)
+    if problem is not None:
+        raise IngestRejected(422, "collected_at", problem)
+
+
 def may_write_host(principal: Principal, host: str, body_hostname: str) -> None:
     """A collector writes only its own host, and the URL and body must name the same one."""
     if not principal.may_write_host(host):
@@ -48,7 +58,7 @@ def may_write_host(principal: Principal, host: str, body_hostname: str) -> None:
 
 
 class Health(BaseModel):
-    status: str
+    status: str = Field(description="ok, or degraded when every host is stale (placement offers nothing)")
     store: str
     graph_version: int | None
     hosts: int
@@ -63,6 +73,7 @@ async def put_host_facts(
 ) -> HostIngestResult:
     """Replace everything the graph knows about one host; devices missing from the facts are removed."""
     may_write_host(caller, name, facts.hostname)
+    refuse_future(request, facts.collected_at)
     result = await ingest_host(gw, facts)
     request.app.state.metrics.ingest.labels("host_facts").inc()
     request.app.state.metrics.ingest_gpus.inc(len(facts.gpus))
@@ -75,6 +86,7 @@ async def put_host_metrics(
 ) -> MetricsIngestResult:
     """Update the fast-changing GPU metrics of a host already known from its full facts."""
     may_write_host(caller, name, metrics.hostname)
+    refuse_future(request, metrics.collected_at)
     result = await ingest_metrics(gw, metrics)
     request.app.state.metrics.ingest.labels("host_metrics").inc()
     return result
@@ -105,12 +117,16 @@ async def healthz(request: Request, gw: GatewayDep) -> Health:
     by_model = {m["model"]: int(m["gpus"]) for m in row["models"] if m.get("model") is not None}
     stale_after = request.app.state.settings.stale_after_s
     stale = await gw.read("stale_hosts_count", {"cutoff": time.time() - stale_after})
+    stale_hosts = int(stale[0]["stale"]) if stale else 0
+    hosts = int(row["hosts"])
     return Health(
-        status="ok",
+        # Every host silent for stale_after_s: the collectors (or their network) are down and
+        # placement offers nothing; the service itself still answers, so 200, not 503.
+        status="degraded" if hosts and stale_hosts == hosts else "ok",
         store=gw.kind,
         graph_version=await stored_version(gw),
-        hosts=int(row["hosts"]),
+        hosts=hosts,
         gpus=sum(by_model.values()),
         gpus_by_model=by_model,
-        stale_hosts=int(stale[0]["stale"]) if stale else 0,
+        stale_hosts=stale_hosts,
     )

@@ -38,10 +38,17 @@ class HostLoader:
     A GPU whose reservation lease has lapsed counts as free, even before the lease job ran.
     """
 
-    def __init__(self, gateway: Gateway, now: float, virtual_free: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        gateway: Gateway,
+        now: float,
+        virtual_free: frozenset[str] = frozenset(),
+        stale_before: float | None = None,
+    ) -> None:
         self.gw = gateway
         self.now = now
         self.virtual_free = virtual_free  # GPUs a preemption plan may take
+        self.stale_before = stale_before  # hosts not heard from since then are not offered
         self.cache: dict[str, Host] = {}
 
     async def load(self, names: Iterable[str]) -> list[Host]:
@@ -69,6 +76,9 @@ class HostLoader:
                     gpu.state = "free"
                 if gpu.uuid in self.virtual_free:
                     gpu.state = "free"
+                if self.stale_before is not None and (host.received_at or self.now) < self.stale_before:
+                    # A host silent for longer than stale_after_s may be down: never offer its GPUs.
+                    gpu.state = "stale"
                 host.gpus.append(gpu)
                 by_uuid[gpu.uuid] = gpu
             for name in missing:
@@ -93,10 +103,12 @@ class PlacementEngine:
         *,
         clock: Callable[[], float] = time.time,
         budget: SearchBudget | None = None,
+        stale_after_s: float | None = None,
     ) -> None:
         self.gw = gateway
         self.clock = clock
         self.budget = budget or SearchBudget()
+        self.stale_after_s = stale_after_s  # None: every host is offered, however silent
 
     async def place(
         self,
@@ -130,7 +142,9 @@ class _Search:
         self.engine = engine
         self.req = req
         self.gw = engine.gw
-        self.loader = HostLoader(engine.gw, engine.clock(), virtual_free)
+        now = engine.clock()
+        stale_before = now - engine.stale_after_s if engine.stale_after_s is not None else None
+        self.loader = HostLoader(engine.gw, now, virtual_free, stale_before)
         self.found: dict[frozenset[str], list[Gpu]] = {}
         self.units_read = 0
         # A coarse substring the candidate queries filter on; `eligible` matches exactly.

@@ -119,7 +119,24 @@ async def diagnose(engine: PlacementEngine, req: PlacementRequest) -> list[Infea
         )
     if not reasons:
         reasons.append(InfeasibleReason("gpus", f"no placement for {req.gpus} GPUs was found within the search budget"))
+    stale = await _stale_hosts(engine)
+    if stale:
+        reasons.append(
+            InfeasibleReason(
+                "stale",
+                f"{stale} host(s) not heard from for more than {engine.stale_after_s:g} s are not offered "
+                "(their collectors or network may be down)",
+                None,
+            )
+        )
     return reasons
+
+
+async def _stale_hosts(engine: PlacementEngine) -> int:
+    if engine.stale_after_s is None:
+        return 0
+    rows = await engine.gw.read("stale_hosts_count", {"cutoff": engine.clock() - engine.stale_after_s})
+    return int(rows[0]["stale"]) if rows else 0
 
 
 def _value(req: PlacementRequest, field: str) -> str:

@@ -14,6 +14,8 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from graphsvc.reservations.events import Event
 from graphsvc.reservations.service import ReservationService
+from graphsvc.store.errors import StoreUnavailableError
+from graphsvc.store.outage_log import STORE_OUTAGES
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +40,8 @@ class LeaseKeeper:
         try:
             await self.service.expire_due()
             await self.check_hosts()
+        except StoreUnavailableError as exc:
+            STORE_OUTAGES.failure(f"lease job skipped, store unavailable: {exc}")
         except Exception:
             log.exception("lease job failed; the next run will try again")
 

@@ -10,6 +10,8 @@ answer is a typed Conflict. See docs/reservations.md for why this is safe on bot
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import time
 import uuid
@@ -118,7 +120,45 @@ class PreemptionPlan:
     reason: str
 
 
-ReserveOutcome = Reservation | Conflict | Infeasible | Invalid
+@dataclass
+class KeyMismatch:
+    """An idempotency key reused with a different request: neither reservation is changed."""
+
+    key: str
+    reservation: str
+    message: str
+
+
+ReserveOutcome = Reservation | Conflict | Infeasible | Invalid | KeyMismatch
+
+
+def request_fingerprint(
+    *,
+    holder: str,
+    request: PlacementRequest | None,
+    gpus: Sequence[str] | None,
+    ttl_s: int | None,
+    priority: int,
+    preemptible: bool,
+    labels: Sequence[str],
+    allow_preemption: bool,
+) -> str:
+    """A digest of everything a reserve asks for, stored with an idempotency key.
+
+    A retry (same key, same request) gets the reservation it made; the same key with a
+    different request is a client bug that used to get the old reservation silently.
+    """
+    body = {
+        "holder": holder,
+        "request": format_request(request) if request is not None else None,
+        "gpus": sorted(gpus) if gpus is not None else None,
+        "ttl_s": ttl_s,
+        "priority": priority,
+        "preemptible": preemptible,
+        "labels": sorted(labels),
+        "allow_preemption": allow_preemption,
+    }
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
 def _check_text(name: str, value: str, limit: int) -> None:
@@ -205,10 +245,14 @@ class ReservationService:
         except RequestError as err:
             return Invalid(err.field, err.message)
 
+        fingerprint = request_fingerprint(
+            holder=holder, request=request, gpus=gpus, ttl_s=ttl_s, priority=priority, preemptible=preemptible,
+            labels=labels, allow_preemption=allow_preemption,
+        )  # fmt: skip
         if idempotency_key is not None:
             existing = await self.get_many(keys=[idempotency_key])
             if existing:
-                return self._same_holder(existing[0], holder)
+                return await self._replay(existing[0], holder, fingerprint)
         reservation_id = f"rsv-{uuid.uuid4().hex[:20]}"
         props = {
             "id": reservation_id,
@@ -221,6 +265,8 @@ class ReservationService:
             "gpu_count": 0,
             "owner": owner or holder,
         }
+        if idempotency_key is not None:
+            props["request_hash"] = fingerprint
         if gpus is not None:
             return await self._reserve_exact(list(gpus), props, ttl, idempotency_key, holder)
         assert request is not None
@@ -297,9 +343,19 @@ class ReservationService:
                 return created
         return None
 
-    def _same_holder(self, existing: Reservation, holder: str) -> ReserveOutcome:
+    async def _replay(self, existing: Reservation, holder: str, fingerprint: str | None) -> ReserveOutcome:
+        """A reserve with a key already used: the same request gets its reservation back."""
         if existing.holder != holder:
             return Invalid("idempotencyKey", "this key belongs to another holder's reservation")
+        rows = await self.gw.read("reservation_request_hash", {"key": existing.idempotency_key})
+        stored = rows[0]["request_hash"] if rows else None
+        if stored is not None and fingerprint is not None and stored != fingerprint:
+            return KeyMismatch(
+                existing.idempotency_key,
+                existing.id,
+                f"idempotency key {existing.idempotency_key!r} was used for reservation {existing.id} with a "
+                "different request; use a new key for a new request",
+            )
         return existing
 
     async def _write(self, uuids: list[str], props: dict[str, Any], ttl: int) -> bool:
@@ -318,7 +374,7 @@ class ReservationService:
             if key is not None:
                 existing = await self.get_many(keys=[key])
                 if existing:
-                    return self._same_holder(existing[0], holder)
+                    return await self._replay(existing[0], holder, props.get("request_hash"))
             raise
         if not ok:
             return None

@@ -41,6 +41,7 @@ class EmbeddedOptions:
     max_query_timeout_ms: int = 60_000
     start_timeout_s: float = 600.0
     aof_rewrite_min_size: str = "4mb"
+    aof_rewrite_percentage: int = 25
     redis_server: str | None = None
     module: str | None = None
     extra_module_args: list[str] = field(default_factory=list)
@@ -79,6 +80,7 @@ class EmbeddedFalkorDB:
         self.socket_path = self._socket_path()
         self._proc: subprocess.Popen[bytes] | None = None
         self._lock: IO[str] | None = None
+        self._stopping = False
 
     def _socket_path(self) -> Path:
         path = self.data_dir / "falkordb.sock"
@@ -90,6 +92,35 @@ class EmbeddedFalkorDB:
     @property
     def pid(self) -> int | None:
         return self._proc.pid if self._proc else None
+
+    def exit_code(self) -> int | None:
+        """The redis-server's exit status if it died (negative: killed by that signal), else None."""
+        if self._proc is None or self._stopping:
+            return None
+        return self._proc.poll()
+
+    def request_stop(self) -> None:
+        """Make a start or restart in progress (another thread) give up soon; stop() follows."""
+        self._stopping = True
+
+    def restart(self) -> None:
+        """Start the server again after it died, keeping our data-directory lock.
+
+        Used by the supervisor (graphsvc.store.supervisor); the append-only file brings back
+        every acknowledged write, and clients reconnect on their next command.
+        """
+        if self._stopping:
+            raise EmbeddedStoreError("the embedded store is stopping")
+        server, module = locate_binaries(self.opts)
+        old = self._proc
+        if old is not None:
+            old.poll()  # reap the dead child
+            if old.stderr:
+                old.stderr.close()
+        self._proc = None
+        self._clear_leftovers()
+        self._launch(server, module)
+        self._wait_ready()
 
     def start(self) -> None:
         server, module = locate_binaries(self.opts)
@@ -162,6 +193,16 @@ class EmbeddedFalkorDB:
             self.opts.appendfsync,
             "--aof-load-truncated",
             "yes",
+            # Compact continuously: once the incremental log passes the min size and has grown
+            # by the percentage since the last rewrite, redis rewrites it in the background as a
+            # base RDB snapshot (FalkorDB's fast binary form) plus a fresh, empty incremental log,
+            # so a restart loads a snapshot and replays little (docs/benchmarks.md: restart time).
+            "--auto-aof-rewrite-min-size",
+            self.opts.aof_rewrite_min_size,
+            "--auto-aof-rewrite-percentage",
+            str(self.opts.aof_rewrite_percentage),
+            "--aof-use-rdb-preamble",
+            "yes",
             "--save",
             "",
             "--protected-mode",
@@ -186,6 +227,8 @@ class EmbeddedFalkorDB:
         deadline = time.monotonic() + self.opts.start_timeout_s
         last_note = 0.0
         while time.monotonic() < deadline:
+            if self._stopping or self._proc is None:
+                raise EmbeddedStoreError("the embedded store was stopped while starting")
             code = self._proc.poll()
             if code is not None:
                 err = self._proc.stderr.read().decode(errors="replace") if self._proc.stderr else ""
@@ -228,6 +271,7 @@ class EmbeddedFalkorDB:
 
     def stop(self, timeout_s: float = 30.0) -> None:
         """Compact the log, then SIGTERM (redis fsyncs the AOF and exits); escalate only if it hangs."""
+        self._stopping = True
         proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
             if self._log_bytes() > 1024 * 1024:

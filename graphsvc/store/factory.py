@@ -16,6 +16,7 @@ from graphsvc.store.falkordb_backend import FalkorBackend
 from graphsvc.store.gateway import Gateway
 from graphsvc.store.migrate import migrate
 from graphsvc.store.neo4j_backend import Neo4jBackend
+from graphsvc.store.supervisor import EmbeddedSupervisor
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,8 @@ async def open_store(settings: Settings, *, run_migrations: bool = True) -> Asyn
             EmbeddedOptions(
                 data_dir=settings.data_dir,
                 appendfsync=settings.appendfsync,
+                aof_rewrite_min_size=settings.aof_rewrite_min_size,
+                aof_rewrite_percentage=settings.aof_rewrite_percentage,
                 query_timeout_ms=int(settings.query_timeout_s * 1000),
                 max_query_timeout_ms=int(max(settings.query_timeout_s, 60) * 1000),
                 redis_server=settings.redis_server,
@@ -61,14 +64,20 @@ async def open_store(settings: Settings, *, run_migrations: bool = True) -> Asyn
         )
         await asyncio.to_thread(embedded.start)
     backend = build_backend(settings, embedded)
+    supervisor: EmbeddedSupervisor | None = None
     try:
         await backend.open()
         gateway = Gateway(backend, timeout_s=settings.query_timeout_s)
         if run_migrations:
             await migrate(gateway)
             await repair_counters(gateway)
+        if embedded is not None:
+            supervisor = EmbeddedSupervisor(embedded, interval_s=settings.store_check_interval_s)
+            supervisor.start()
         yield gateway
     finally:
+        if supervisor is not None:
+            await supervisor.stop()
         await backend.close()
         if embedded is not None:
             await asyncio.to_thread(embedded.stop)

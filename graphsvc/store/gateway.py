@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from graphsvc.store.backend import Backend, Row
-from graphsvc.store.errors import QueryParameterError, StoreError
+from graphsvc.store.errors import QueryParameterError, StoreError, StoreUnavailableError
 from graphsvc.store.queries import QueryRegistry, default_registry
 
 log = logging.getLogger("graphsvc.store")
@@ -69,7 +69,9 @@ class Gateway:
             rows = await self.backend.run(query, params, write=write, timeout_s=self.timeout_s)
         except StoreError as exc:
             stat.errors += 1
-            log.warning("query=%s failed after %.1f ms: %s", name, _ms(started), exc)
+            # An outage fails every query alike: it is reported once (graphsvc.store.outage_log).
+            level = logging.DEBUG if isinstance(exc, StoreUnavailableError) else logging.WARNING
+            log.log(level, "query=%s failed after %.1f ms: %s", name, _ms(started), exc)
             raise
         finally:
             elapsed = time.perf_counter() - started

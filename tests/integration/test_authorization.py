@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -116,7 +117,9 @@ async def test_fact_ingest_matrix(
     facts = as_json(h100(host, seed=11))
     resp = await c.put(f"/v1/hosts/{host}/facts", json=facts, headers=auth(who))
     assert resp.status_code == expected, resp.text
-    metrics = {"hostname": host, "collected_at": "2100-01-01T00:00:00Z", "gpus": []}
+    # Newer than the facts, within the allowed clock skew (a far-future time is refused: #13.2).
+    newer = (datetime.now(UTC) + timedelta(seconds=60)).isoformat()
+    metrics = {"hostname": host, "collected_at": newer, "gpus": []}
     resp = await c.put(f"/v1/hosts/{host}/metrics", json=metrics, headers=auth(who))
     assert resp.status_code in ({expected} if expected != 200 else {200, 404}), resp.text
     if expected == 403:

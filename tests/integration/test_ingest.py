@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -15,6 +16,11 @@ from graphsvc.synthetic.clusters import build
 from tests.helpers import a100, as_json, h100, l40, tray
 
 pytestmark = pytest.mark.asyncio
+
+
+def soon(offset_s: float) -> str:
+    """A collected_at newer than facts built just before, within the allowed clock skew (#13.2)."""
+    return (datetime.now(UTC) + timedelta(seconds=offset_s)).isoformat()
 
 
 async def put_host(client: httpx.AsyncClient, data: dict[str, Any]) -> httpx.Response:
@@ -48,7 +54,7 @@ async def test_removed_gpu_and_nic_disappear(client: httpx.AsyncClient, gateway:
     gone_gpu = data["gpus"].pop(7)
     gone_nic = data["nics"].pop(7)
     data["gpu_nic_affinity"] = [a for a in data["gpu_nic_affinity"] if a["gpu_uuid"] != gone_gpu["uuid"]]
-    data["collected_at"] = "2030-01-01T00:00:00Z"
+    data["collected_at"] = soon(100)
     assert (await put_host(client, data)).status_code == 200
     host = (await client.get("/v1/hosts/node-a")).json()
     assert [g["index"] for g in host["gpus"]] == list(range(7))
@@ -62,7 +68,7 @@ async def test_invalid_device_writes_nothing(client: httpx.AsyncClient, gateway:
     await put_host(client, good)
     before = await snapshot(gateway)
     bad = as_json(h100("node-a", seed=99))
-    bad["collected_at"] = "2030-01-01T00:00:00Z"
+    bad["collected_at"] = soon(100)
     bad["gpus"][5]["nvlinks"][0]["peer_id"] = "ghost-switch"
     resp = await put_host(client, bad)
     assert resp.status_code == 422
@@ -91,10 +97,10 @@ async def test_gpu_owned_by_another_host_is_a_conflict(client: httpx.AsyncClient
 
 async def test_older_facts_do_not_overwrite_newer(client: httpx.AsyncClient) -> None:
     new = as_json(h100())
-    new["collected_at"] = "2030-01-02T00:00:00Z"
+    new["collected_at"] = soon(200)
     await put_host(client, new)
     old = as_json(h100())
-    old["collected_at"] = "2030-01-01T00:00:00Z"
+    old["collected_at"] = soon(100)
     old["gpus"][0]["temperature_c"] = 99.0
     resp = await put_host(client, old)
     assert resp.status_code == 200 and resp.json()["applied"] is False
@@ -194,7 +200,7 @@ async def test_host_moves_rack(client: httpx.AsyncClient, gateway: Gateway) -> N
     data = as_json(h100(rack="rack-1"))
     await put_host(client, data)
     data["rack"] = "rack-9"
-    data["collected_at"] = "2030-01-01T00:00:00Z"
+    data["collected_at"] = soon(100)
     await put_host(client, data)
     host = (await client.get("/v1/hosts/node-a")).json()
     assert host["rack"] == "rack-9"
@@ -215,7 +221,7 @@ async def test_domain_pruned_when_host_loses_nvlink(client: httpx.AsyncClient, g
     assert len(await gateway.read("nvlink_domains")) == 4
     for g in data["gpus"]:
         g["nvlinks"] = []
-    data["collected_at"] = "2030-01-01T00:00:00Z"
+    data["collected_at"] = soon(100)
     await put_host(client, data)
     assert await gateway.read("nvlink_domains") == []
 
@@ -254,11 +260,11 @@ async def test_healthz_counts(client: httpx.AsyncClient, store: str) -> None:
 
 async def test_metrics_update_only_what_changes_fast(client: httpx.AsyncClient) -> None:
     data = as_json(h100())
-    data["collected_at"] = "2030-01-01T00:00:00Z"
+    data["collected_at"] = soon(100)
     await put_host(client, data)
     metrics = {
         "hostname": "node-a",
-        "collected_at": "2030-01-01T00:00:10Z",
+        "collected_at": soon(110),
         "gpus": [{"uuid": data["gpus"][0]["uuid"], "temperature_c": 91.5, "health": "degraded"}],
     }
     resp = await client.put("/v1/hosts/node-a/metrics", json=metrics)
@@ -268,7 +274,7 @@ async def test_metrics_update_only_what_changes_fast(client: httpx.AsyncClient) 
     assert (gpu["temperature_c"], gpu["health"]) == (91.5, "degraded")
     assert gpu["memory_mib"] == data["gpus"][0]["memory_mib"]
     # older metrics are ignored, unknown hosts are a 404
-    metrics["collected_at"] = "2029-12-31T00:00:00Z"
+    metrics["collected_at"] = soon(50)
     assert (await client.put("/v1/hosts/node-a/metrics", json=metrics)).json()["applied"] is False
     metrics["hostname"] = "nobody"
     assert (await client.put("/v1/hosts/nobody/metrics", json=metrics)).status_code == 404

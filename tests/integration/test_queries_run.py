@@ -57,6 +57,8 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "metrics": {FIRST.gpus[0].uuid: {"temperature_c": 50.0}},
     },
     "host_freshness": {"host": FIRST.hostname},
+    "host_reset_freshness": {"host": FIRST.hostname},
+    "reservation_request_hash": {"key": "k-1"},
     "host_gpu_nics": {"host": FIRST.hostname},
     "recount_hosts": {"hosts": [FIRST.hostname]},
     "recount_domains": {"uuids": [f"{FIRST.hostname}/nvlink/0"]},

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from fastapi import Request
 from graphql.error import GraphQLError
+from starlette.requests import HTTPConnection
 from strawberry.fastapi import BaseContext
 from strawberry.types import Info as StrawberryInfo
 
@@ -24,6 +24,7 @@ class Context(BaseContext):
         metrics: object = None,
         principal: Principal = DEV,
         limiter: RateLimiter | None = None,
+        query_budget: RateLimiter | None = None,
     ) -> None:
         super().__init__()
         self.gateway = gateway
@@ -33,6 +34,7 @@ class Context(BaseContext):
         self.metrics = metrics
         self.principal = principal
         self.limiter = limiter
+        self.query_budget = query_budget
 
     def require(self, *roles: Role) -> Principal:
         """The caller, if its role is one of these; else a FORBIDDEN error naming the roles needed."""
@@ -56,13 +58,37 @@ class RateLimited(GraphQLError):
         super().__init__(message, extensions={"code": "RATE_LIMITED", "status": 429})
 
 
+class QueryTooExpensive(GraphQLError):
+    """One operation asks for more work than any single request may (graphql_max_cost)."""
+
+    def __init__(self, cost: int, limit: int) -> None:
+        super().__init__(
+            f"query too expensive: it costs {cost}, the limit is {limit}; ask for fewer GPUs, "
+            "smaller pages or fewer aliases, or split it into several requests",
+            extensions={"code": "QUERY_TOO_EXPENSIVE", "status": 400, "cost": cost, "limit": limit},
+        )
+
+
+class QueryBudgetExceeded(GraphQLError):
+    """This token spent its query budget (graphql_cost_per_minute); it refills with time."""
+
+    def __init__(self, cost: int, retry_after_s: float) -> None:
+        retry = round(retry_after_s, 1)
+        super().__init__(
+            f"query budget exceeded: this token has spent its budget; a query costing {cost} "
+            f"can run again in {retry} s",
+            extensions={"code": "QUERY_BUDGET_EXCEEDED", "status": 429, "cost": cost, "retryAfterSeconds": retry},
+        )
+
+
 READERS = (Role.SCHEDULER, Role.OPERATOR)
 
 
 Info = StrawberryInfo[Context, None]
 
 
-async def get_context(request: Request) -> Context:
+async def get_context(request: HTTPConnection) -> Context:
+    """Also for websockets (subscriptions): an HTTPConnection is either; the token is checked at the handshake."""
     gateway: Gateway = request.app.state.gateway
     reservations: ReservationService = request.app.state.reservations
     return Context(
@@ -73,4 +99,5 @@ async def get_context(request: Request) -> Context:
         metrics=getattr(request.app.state, "metrics", None),
         principal=authenticate(request),
         limiter=getattr(request.app.state, "limiter", None),
+        query_budget=getattr(request.app.state, "query_budget", None),
     )

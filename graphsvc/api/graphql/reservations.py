@@ -69,7 +69,16 @@ class LeaseExpired:
     message: str
 
 
-ReserveResult = Annotated[Reservation | Conflict | Infeasible | ValidationError, strawberry.union("ReserveResult")]
+@strawberry.type(description="The idempotency key was already used with a different request; nothing changed.")
+class IdempotencyKeyMismatch:
+    key: str
+    reservation: str = strawberry.field(description="The reservation the key was first used for")
+    message: str
+
+
+ReserveResult = Annotated[
+    Reservation | Conflict | Infeasible | ValidationError | IdempotencyKeyMismatch, strawberry.union("ReserveResult")
+]
 RenewResult = Annotated[Reservation | LeaseExpired | NotFound | ValidationError, strawberry.union("RenewResult")]
 ReleaseResult = Annotated[Reservation | NotFound, strawberry.union("ReleaseResult")]
 
@@ -170,6 +179,8 @@ class ReservationMutations:
             return to_graphql(out)
         if isinstance(out, svc.Conflict):
             return await _conflict(info, out)
+        if isinstance(out, svc.KeyMismatch):
+            return IdempotencyKeyMismatch(key=out.key, reservation=out.reservation, message=out.message)
         if isinstance(out, svc.Infeasible):
             return Infeasible(
                 reasons=[

@@ -20,13 +20,17 @@ from strawberry.extensions import (
     QueryDepthLimiter,
     ValidationCache,
 )
+from strawberry.tools import merge_types
+from strawberry.types import ExecutionContext
 
 from graphsvc.api.graphql import browse
 from graphsvc.api.graphql import reservations as res
 from graphsvc.api.graphql.context import READERS, Forbidden, Info, RateLimited
+from graphsvc.api.graphql.cost import QueryCostLimit
 from graphsvc.api.graphql.drift import DriftFormat, DriftResult
 from graphsvc.api.graphql.drift import drift as drift_resolver
 from graphsvc.api.graphql.inputs import GPUFilter, HostFilter, PlacementRequestInput
+from graphsvc.api.graphql.operator import OperatorMutations
 from graphsvc.api.graphql.placement import place
 from graphsvc.api.graphql.reservations import (
     PreemptionPlan,
@@ -35,6 +39,7 @@ from graphsvc.api.graphql.reservations import (
     ReservationMutations,
     Subscription,
 )
+from graphsvc.api.graphql.store_errors import StoreErrors, should_log
 from graphsvc.api.graphql.types import (
     ClusterSummary,
     Fabric,
@@ -140,12 +145,18 @@ def _mask(error: GraphQLError) -> bool:
     return True
 
 
+class Schema(strawberry.Schema):
+    def process_errors(self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None) -> None:
+        """Strawberry's logging of each error, less store outages (graphsvc.store.outage_log reports those)."""
+        super().process_errors([e for e in errors if should_log(e)], execution_context)
+
+
 def make_schema(*, dev: bool) -> strawberry.Schema:
     """The schema; outside development mode introspection is off (GraphiQL too, in the router)."""
     extras = [] if dev else [DisableIntrospection]
-    return strawberry.Schema(
+    return Schema(
         query=Query,
-        mutation=ReservationMutations,
+        mutation=merge_types("Mutation", (ReservationMutations, OperatorMutations)),
         subscription=Subscription,
         extensions=[*_EXTENSIONS, *extras],
     )
@@ -156,6 +167,8 @@ _EXTENSIONS = [
     lambda: MaxAliasesLimiter(max_alias_count=MAX_ALIASES),
     lambda: MaxTokensLimiter(max_token_count=MAX_TOKENS),
     lambda: MaskErrors(should_mask_error=_mask),
+    StoreErrors,  # after MaskErrors: store outages become typed errors before the masking sees them
+    QueryCostLimit,
     GraphQLTimer,
     # Schedulers send the same few query documents again and again.
     lambda: ParserCache(maxsize=256),

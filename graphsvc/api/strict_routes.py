@@ -1,0 +1,57 @@
+"""FastAPI and strawberry, parsing request bodies with `strict_json` instead of `json.loads`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from cross_web import HTTPException as GraphQLHTTPException
+from fastapi import HTTPException, Request, Response
+from fastapi.routing import APIRoute
+from strawberry.fastapi import GraphQLRouter
+
+from graphsvc.api import strict_json
+
+
+class StrictJSONRequest(Request):
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            try:
+                self._json = strict_json.loads(await self.body())
+            except strict_json.InvalidJSON as err:
+                raise HTTPException(status_code=400, detail=f"invalid JSON: {err}") from None
+        return self._json
+
+
+class StrictJSONRoute(APIRoute):
+    """A route whose JSON body is strict JSON: NaN, lone surrogates and deep nesting are a 400."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def strict_handler(request: Request) -> Response:
+            return await handler(StrictJSONRequest(request.scope, request.receive))
+
+        return strict_handler
+
+
+class StrictGraphQLRouter(GraphQLRouter[Any, None]):
+    """GraphQL requests and variables as strict JSON, nested at most strict_json.MAX_DEPTH deep."""
+
+    def parse_json(self, data: str | bytes) -> Any:
+        """HTTP bodies and query parameters: a 400 that says what is wrong."""
+        try:
+            return strict_json.loads(data, check_depth=True)
+        except strict_json.InvalidJSON as err:
+            raise GraphQLHTTPException(400, f"invalid JSON: {err}") from None
+        except json.JSONDecodeError:
+            raise GraphQLHTTPException(400, "Unable to parse request body as JSON") from None
+
+    def decode_json(self, data: str | bytes) -> object:
+        """Websocket messages: strawberry closes the socket (4400) on a JSONDecodeError."""
+        try:
+            return strict_json.loads(data, check_depth=True)
+        except strict_json.InvalidJSON as err:
+            text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+            raise json.JSONDecodeError(f"invalid JSON: {err}", text, 0) from None

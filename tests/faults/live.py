@@ -1,0 +1,36 @@
+"""A real uvicorn server on a free port, in the test's own event loop.
+
+Same loop as the test, so the app can share the test's gateway (its connections belong to
+that loop); a real socket, so what only a real server does (flow control, websockets,
+answering before the whole body arrived) is what the test sees.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import uvicorn
+from fastapi import FastAPI
+
+from tests.conftest import free_port
+
+
+@asynccontextmanager
+async def serving(app: FastAPI) -> AsyncIterator[str]:
+    """Serve `app` until the block ends; yields "127.0.0.1:PORT"."""
+    port = free_port()
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()  # raises what stopped it
+            raise RuntimeError("uvicorn stopped before it started")
+        await asyncio.sleep(0.01)
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await task

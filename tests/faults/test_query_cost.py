@@ -1,0 +1,143 @@
+"""#13.9: a cost per GraphQL operation, a cap per request and a budget per token.
+
+15 aliases of `placement(gpus: 4096)` took 7 s and four such requests stalled everything:
+now such an operation is refused before any resolver runs, with a typed error; cheaper
+operations are charged to the token's budget, and an empty budget is a typed error too.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from graphql import parse
+
+from graphsvc.api.app import create_app
+from graphsvc.api.graphql.cost import field_cost, operation_cost
+from graphsvc.security.auth import RateLimiter, Role, new_token
+from graphsvc.settings import Settings
+from graphsvc.store.gateway import Gateway
+from tests.conftest import REPO
+
+A_TOKEN, A_ENTRY = new_token("cost-a", Role.SCHEDULER)
+B_TOKEN, B_ENTRY = new_token("cost-b", Role.SCHEDULER)
+SECRETS = (A_TOKEN, B_TOKEN)  # the secrets-in-logs test looks for these
+
+HUGE = "{ " + " ".join(f"p{i}: placement(request: {{gpus: 4096}}) {{ request }}" for i in range(15)) + " }"
+
+
+@pytest.mark.parametrize(
+    ("query", "variables", "cost"),
+    [
+        ('{ host(name: "a") { name } }', None, 1),
+        ("{ placement(request: {gpus: 8}) { request } }", None, 3),
+        ("{ placement(request: {gpus: 4096}) { request } }", None, 514),
+        (HUGE, None, 15 * 514),
+        ("query($n: Int!) { placement(request: {gpus: $n}) { request } }", {"n": 64}, 10),
+        ("query($r: PlacementRequestInput!) { placement(request: $r) { request } }", {"r": {"gpus": 800}}, 102),
+        ('{ placementText(text: "1024xH100 nvlink=full-mesh") { request } }', None, 130),
+        ("{ hosts(first: 500) { nodes { name } } clusterSummary { hosts } }", None, 6 + 5),
+        ("{ a: hosts { nodes { name } } b: hosts { nodes { name } } }", None, 4),
+        ("{ ...F } fragment F on Query { placement(request: {gpus: 80}) { request } }", None, 12),
+        ('{ ... on Query { host(name: "x") { name } } }', None, 1),
+        ('mutation { reserve(input: {holder: "h", gpus: ["a", "b"]}) { __typename } }', None, 3),
+        ('mutation { reserve(input: {holder: "h", request: {gpus: 16}}) { __typename } }', None, 4),
+        ('query A { host(name: "a") { name } } query B { clusterSummary { hosts } }', None, 1),
+    ],
+)
+def test_operation_cost_table(query: str, variables: dict[str, Any] | None, cost: int) -> None:
+    assert operation_cost(parse(query), "A" if "query A" in query else None, variables) == cost
+
+
+def test_field_cost_survives_hostile_arguments() -> None:
+    assert field_cost("placement", {"request": {"gpus": float("inf")}}) == 2 + 1
+    assert field_cost("placement", {"request": {"gpus": 10**30}}) == 2 + 10**9 // 8
+    assert field_cost("placement", {"request": None}) == 3
+    assert field_cost("hosts", {"first": -5}) == 1
+    assert field_cost("placementText", {"text": "9" * 50}) == 2 + 999_999_999 // 8 + 1
+    assert field_cost("somethingNew", {}) == 1
+
+
+def test_budget_refills_with_time() -> None:
+    budget = RateLimiter(per_minute=600, burst=100)  # 10 units a second
+    assert budget.allow("t", now=0.0, cost=100)
+    assert not budget.allow("t", now=0.0, cost=50)
+    assert budget.wait_s("t", 50) == pytest.approx(5.0)
+    assert budget.allow("t", now=5.0, cost=50)
+
+
+def test_settings_refuse_a_burst_smaller_than_one_query() -> None:
+    with pytest.raises(ValueError, match="graphql_cost_burst"):
+        Settings(graphql_max_cost=500, graphql_cost_burst=100)
+
+
+def app_with(gateway: Gateway, **settings: Any) -> FastAPI:
+    return create_app(Settings(tokens=json.dumps([A_ENTRY, B_ENTRY]), **settings), gateway=gateway)
+
+
+async def post(app: FastAPI, token: str, query: str) -> dict[str, Any]:
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as c:
+        resp = await c.post("/graphql", json={"query": query}, headers={"authorization": f"Bearer {token}"})
+    assert resp.status_code == 200, resp.text
+    body: dict[str, Any] = resp.json()
+    return body
+
+
+class PlacementSpy:
+    """Counts calls to the engine's place (the engine itself still runs)."""
+
+    def __init__(self, app: FastAPI) -> None:
+        engine = app.state.reservations.engine
+        self.calls = 0
+        original = engine.place
+
+        async def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls += 1
+            return await original(*args, **kwargs)
+
+        engine.place = counted
+
+
+async def test_fifteen_huge_placements_are_refused_before_any_runs(gateway: Gateway) -> None:
+    app = app_with(gateway)
+    spy = PlacementSpy(app)
+    body = await post(app, A_TOKEN, HUGE)
+    assert body["data"] is None
+    [error] = body["errors"]
+    assert error["extensions"]["code"] == "QUERY_TOO_EXPENSIVE"
+    assert error["extensions"]["cost"] == 15 * 514
+    assert error["extensions"]["limit"] == 1000
+    assert "too expensive" in error["message"]
+    assert spy.calls == 0
+
+
+async def test_one_huge_placement_is_allowed(gateway: Gateway) -> None:
+    app = app_with(gateway)
+    spy = PlacementSpy(app)
+    body = await post(app, A_TOKEN, "{ placement(request: {gpus: 4096}) { request } }")
+    assert "errors" not in body, body
+    assert spy.calls >= 1  # (the engine also calls itself to find the nearest feasible request)
+
+
+async def test_each_token_has_its_own_budget(gateway: Gateway) -> None:
+    # 30 units at once, refilling at 1 unit a minute: three queries of 10, then a typed refusal.
+    app = app_with(gateway, graphql_max_cost=30, graphql_cost_burst=30, graphql_cost_per_minute=1)
+    query = "{ placement(request: {gpus: 64}) { request } }"  # costs 10
+    for _ in range(3):
+        assert "errors" not in await post(app, A_TOKEN, query)
+    refused = await post(app, A_TOKEN, query)
+    assert refused["data"] is None
+    [error] = refused["errors"]
+    assert error["extensions"]["code"] == "QUERY_BUDGET_EXCEEDED"
+    assert error["extensions"]["retryAfterSeconds"] > 0
+    assert "errors" not in await post(app, B_TOKEN, query)  # another token is not affected
+
+
+def test_cost_is_documented() -> None:
+    deploy = (REPO / "docs" / "deploy.md").read_text()
+    for setting in ("GRAPHSVC_GRAPHQL_MAX_COST", "GRAPHSVC_GRAPHQL_COST_PER_MINUTE", "GRAPHSVC_GRAPHQL_COST_BURST"):
+        assert setting in deploy
