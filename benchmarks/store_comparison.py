@@ -41,7 +41,7 @@ PROFILE = "demo:sus=1,nvl72_racks=1,a100_hosts=0,l40s_hosts=0"
 CLIENTS = 16
 PER_CLIENT = 25
 PLACEMENT_CALLS = 60
-QUERY = "query($t: String!) { placementText(request: $t) { candidates { score } } }"
+QUERY = "query($t: String!) { placementText(text: $t) { candidates { score } } }"
 RESERVE = """mutation($input: ReserveInput!) { reserve(input: $input) { __typename ... on Reservation { id } } }"""
 RELEASE = """mutation($id: String!) { release(id: $id) { __typename } }"""
 REQUESTS = {

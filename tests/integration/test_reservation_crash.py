@@ -18,6 +18,7 @@ from tests.conftest import free_port
 from tests.service import ServiceProcess, private_neo4j
 
 pytestmark = pytest.mark.slow
+ATTEMPTS_PER_CLIENT = 400
 
 RESERVE_EXACT = """mutation($holder: String!, $gpus: [String!]) {
   reserve(input: {holder: $holder, gpus: $gpus, ttlSeconds: 3600}) {
@@ -40,8 +41,10 @@ def test_kill_9_keeps_every_acknowledged_reservation(tmp_path: Path, store: str)
 
     def client(n: int) -> None:
         rng = random.Random(n)
-        with httpx.Client(base_url=service.url, timeout=10) as c:
-            while not stop.is_set():
+        with httpx.Client(base_url=service.url, timeout=120) as c:
+            for _ in range(ATTEMPTS_PER_CLIENT):  # bounded work, whatever the machine's speed
+                if stop.is_set():
+                    return
                 if rng.random() < 0.5:
                     body = {"query": RESERVE_EXACT, "variables": {"holder": f"c{n}", "gpus": rng.sample(uuids, 2)}}
                 else:
@@ -60,8 +63,7 @@ def test_kill_9_keeps_every_acknowledged_reservation(tmp_path: Path, store: str)
     threads = [threading.Thread(target=client, args=(n,)) for n in range(6)]
     for t in threads:
         t.start()
-    deadline = time.monotonic() + 60
-    while len(acked) < 25 and time.monotonic() < deadline:
+    while len(acked) < 25 and any(t.is_alive() for t in threads):
         time.sleep(0.01)
     service.kill9()
     stop.set()
