@@ -13,14 +13,14 @@ OPTIONAL MATCH (prev:Host {name: $host.name})
 OPTIONAL MATCH (prev)-[:HAS_GPU]->(pg:GPU)
 WITH pg
 ORDER BY pg.uuid
-FOREACH (x IN CASE WHEN pg IS NULL THEN [] ELSE [pg] END | SET x.uuid = x.uuid)
+FOREACH (x IN CASE WHEN pg IS NULL THEN [] ELSE [pg] END | SET x:GPU)
 WITH collect(pg) AS gpus, null AS keep
 //@include lock_counters
 OPTIONAL MATCH (joined:NVLinkDomain)
 WHERE joined.uuid IN [d IN $domains | d.uuid]
 WITH joined
 ORDER BY joined.uuid
-FOREACH (x IN CASE WHEN joined IS NULL THEN [] ELSE [joined] END | SET x.uuid = x.uuid)
+FOREACH (x IN CASE WHEN joined IS NULL THEN [] ELSE [joined] END | SET x:NVLinkDomain)
 WITH count(joined) AS locked
 OPTIONAL MATCH (prev:Host {name: $host.name})
 WITH coalesce(prev.collected_at, 0.0) AS stored_at

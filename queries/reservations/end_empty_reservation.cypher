@@ -1,7 +1,7 @@
 // Ends a live reservation that no longer owns any GPU (every one was taken over after its
 // lease lapsed). No GPU changes, so no counters move. Locks the reservation before reading.
 MATCH (r:Reservation {id: $id})
-SET r.id = r.id
+SET r:Reservation
 WITH r
 WHERE r.state = 'active'
 OPTIONAL MATCH (r)-[:HOLDS]->(g:GPU)

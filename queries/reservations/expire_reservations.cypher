@@ -13,13 +13,13 @@ UNWIND candidates AS r
 MATCH (r)-[:HOLDS]->(g:GPU)
 WITH DISTINCT candidates, g
 ORDER BY g.uuid
-SET g.uuid = g.uuid
+SET g:GPU
 WITH collect(g) AS gpus, candidates AS keep
 //@include lock_counters
 UNWIND keep AS r
 WITH gpus, r
 ORDER BY r.id
-SET r.id = r.id
+SET r:Reservation
 WITH gpus, r
 WHERE r.state = 'active' AND r.expires_at < $now
 SET r.state = 'expired', r.ended_at = $now

@@ -12,14 +12,14 @@ WITH DISTINCT u
 MATCH (g:GPU {uuid: u})
 WITH g
 ORDER BY g.uuid
-SET g.uuid = g.uuid
+SET g:GPU
 WITH collect(g) AS gpus, null AS keep
 //@include lock_counters
 OPTIONAL MATCH (v:Reservation)
 WHERE v.id IN $victims
 WITH gpus, v
 ORDER BY v.id
-FOREACH (x IN CASE WHEN v IS NULL THEN [] ELSE [v] END | SET x.id = x.id)
+FOREACH (x IN CASE WHEN v IS NULL THEN [] ELSE [v] END | SET x:Reservation)
 WITH gpus, collect(v) AS named
 WITH gpus, [v IN named WHERE v.state = 'active' AND v.preemptible = true AND v.priority < $props.priority] AS victims
 WITH gpus, victims, [v IN victims | v.id] AS victim_ids, [x IN gpus WHERE x.uuid IN $uuids] AS wanted

@@ -6,11 +6,11 @@
 MATCH (r:Reservation {id: $id})-[:HOLDS]->(g:GPU)
 WITH g
 ORDER BY g.uuid
-SET g.uuid = g.uuid
+SET g:GPU
 WITH collect(g) AS gpus, null AS keep
 //@include lock_counters
 MATCH (r:Reservation {id: $id})
-SET r.id = r.id
+SET r:Reservation
 WITH r, [x IN gpus WHERE x.reservation = r.id] AS owned
 WHERE r.state = 'active' AND size(owned) > 0
 SET r.state = $state, r.ended_at = $now

@@ -6,10 +6,10 @@
 MATCH (r:Reservation {id: $id})-[:HOLDS]->(g:GPU)
 WITH g
 ORDER BY g.uuid
-SET g.uuid = g.uuid
+SET g:GPU
 WITH collect(g) AS gpus
 MATCH (r:Reservation {id: $id})
-SET r.id = r.id
+SET r:Reservation
 // (Ownership is counted in a projection first: FalkorDB drops every row when a WHERE holds a
 // list predicate over a collected list that refers to a node bound in the same WITH.)
 WITH r, gpus, size([x IN gpus WHERE x.reservation = r.id]) AS owned

@@ -8,7 +8,7 @@ MATCH (g:GPU)
 WHERE g.uuid IN $uuids
 WITH g
 ORDER BY g.uuid
-SET g.uuid = g.uuid
+SET g:GPU
 WITH collect(g) AS gpus, null AS keep
 //@include lock_counters
 WITH gpus
