@@ -12,6 +12,7 @@ write (from any request of this process) sees it, also on a cluster with read re
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -73,6 +74,7 @@ class Neo4jBackend:
         max_connections: int = 64,
         max_retry_s: float = 5.0,
         connect_timeout_s: float = 3.0,
+        queue_timeout_s: float = 30.0,
     ) -> None:
         self._uri = uri
         self._auth = (user, password)
@@ -80,7 +82,11 @@ class Neo4jBackend:
         self._max_connections = max_connections
         self._max_retry_s = max_retry_s
         self._connect_timeout_s = connect_timeout_s
+        self._queue_timeout_s = queue_timeout_s
         self._driver: neo4j.AsyncDriver | None = None
+        # Callers queue here (bounded wait, then a clear "busy" error) rather than inside the
+        # driver's pool, whose time-out would surface as an unexplained client error.
+        self._slots = asyncio.Semaphore(max_connections)
 
     async def open(self) -> None:
         self._driver = AsyncGraphDatabase.driver(
@@ -90,7 +96,7 @@ class Neo4jBackend:
             # Bounded: while the server is down a request answers StoreUnavailable in seconds, not a hang.
             max_transaction_retry_time=self._max_retry_s,
             connection_timeout=self._connect_timeout_s,
-            connection_acquisition_timeout=max(self._connect_timeout_s, 10.0),
+            connection_acquisition_timeout=60.0,  # never reached: self._slots admits at most the pool size
             notifications_min_severity="OFF",  # deprecations are caught by the Cypher lint test instead
         )
         await self.ping()
@@ -125,12 +131,22 @@ class Neo4jBackend:
             return [dict(record) for record in await result.data()]
 
         try:
+            async with asyncio.timeout(self._queue_timeout_s):
+                await self._slots.acquire()
+        except TimeoutError:
+            raise StoreBusyError(
+                f"the store is busy: query {query.name!r} waited {self._queue_timeout_s:.0f} s "
+                f"for one of {self._max_connections} connections"
+            ) from None
+        try:
             async with self._session() as session:
                 if write:
                     return await session.execute_write(work)
                 return await session.execute_read(work)
         except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError) as exc:
             raise map_neo4j_error(query.name, exc) from exc
+        finally:
+            self._slots.release()
 
     async def apply_ddl(self, schema: GraphSchema) -> None:
         try:
