@@ -16,6 +16,7 @@ the scale-up link is xGMI: ``scale-up=`` (or ``xgmi=``) is the same option as ``
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, replace
 from enum import StrEnum
@@ -148,6 +149,38 @@ _FLAGS = {
 }
 
 
+# Every option the text form knows, as its help names it (for "did you mean" and the help).
+OPTIONS = {
+    "nvlink=": "none, any or full-mesh: NVLink between every pair of chosen GPUs",
+    "per-host=": "GPUs per host (a gang split evenly)",
+    "ib-hops<=": "at most this many InfiniBand switch hops between chosen hosts",
+    "mem>=": "at least this much GPU memory, GiB (e.g. mem>=80)",
+    "temp<=": "GPUs no hotter than this, °C",
+    "model=": "GPU model (also 8xH100)",
+    "exclude=": "hosts to avoid, comma-separated",
+    "prefer=": "hosts to prefer, comma-separated",
+    "packing=": "best-fit (default: fill partly used hosts) or spread",
+    "limit=": "how many candidates to return (default 3)",
+    "same-domain": "all GPUs in one NVLink domain (e.g. one NVL72 rack)",
+    "rail-aligned": "each GPU's NIC on the same rail across hosts",
+    "gpu-nic-affinity": "each GPU with a NIC on its own PCIe switch or NUMA node",
+    "allow-unhealthy": "also consider degraded or failed GPUs",
+    "no-prefer-cool": "do not prefer cooler GPUs on ties",
+}
+_KEYS = ["nvlink", "ib-hops", "max-ib-hops", "hops", "per-host", "gpus-per-host", "mem", "min-mem", "memory",
+         "temp", "max-temp", "temperature", "model", "exclude", "exclude-hosts", "prefer", "prefer-hosts",
+         "limit", "packing"]  # fmt: skip
+
+
+def _unknown(token: str, word: str, known: list[str]) -> RequestError:
+    """An unknown option, with the nearest known spelling and where the full list is."""
+    close = difflib.get_close_matches(word.lower(), known, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return RequestError(
+        "text", f"{token!r}: unknown option {word!r}{hint} (options: {', '.join(OPTIONS)}; see `graphsvc place --help`)"
+    )
+
+
 def _number(token: str, raw: str, unit: str = "") -> float:
     cleaned = raw.lower().removesuffix(unit.lower()) if unit else raw
     try:
@@ -164,7 +197,7 @@ def _apply(token: str, values: dict[str, object]) -> None:
         return
     m = _OPTION.match(token)
     if not m:
-        raise RequestError("text", f"{token!r}: unknown option (see `graphsvc place --help`)")
+        raise _unknown(token, re.split(r"[<>=]", token, maxsplit=1)[0], [*_FLAGS, *_KEYS])
     key, op, raw = m.group(1).lower(), m.group(2), m.group(3)
 
     def need(*ops: str) -> None:
@@ -208,7 +241,7 @@ def _apply(token: str, values: dict[str, object]) -> None:
         except ValueError:
             raise RequestError("text", f"{token!r}: packing is best-fit or spread") from None
     else:
-        raise RequestError("text", f"{token!r}: unknown option {key!r}")
+        raise _unknown(token, key, _KEYS)
 
 
 def format_request(req: PlacementRequest) -> str:

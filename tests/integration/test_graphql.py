@@ -94,9 +94,9 @@ async def test_host_detail(client: httpx.AsyncClient, demo: Gateway) -> None:
     assert [n["rail"] for n in sorted(host["nics"], key=lambda n: n["rail"])] == list(range(8))
     assert all(len(n["servesGpus"]) == 1 for n in host["nics"])
     a100 = (await gql(client, '{ host(name: "a100-001") { nvlinkMatrix { rows } } }'))["data"]["host"]
-    assert a100["nvlinkMatrix"]["rows"][0][:3] == ["X", "NV12", "PCIe"]  # GPU 2 is under another switch
+    assert a100["nvlinkMatrix"]["rows"][0][:3] == ["X", "NV12", "NODE"]  # GPU 2: another switch, same socket
     l40 = (await gql(client, '{ host(name: "l40s-001") { nvlinkMatrix { rows } } }'))["data"]["host"]
-    assert l40["nvlinkMatrix"]["rows"][0][:3] == ["X", "PIX", "PCIe"]  # no NVLink; GPU 1 shares the switch
+    assert l40["nvlinkMatrix"]["rows"][0][:3] == ["X", "PIX", "SYS"]  # GPU 1 shares the switch; GPU 2: other socket
     assert (await gql(client, '{ host(name: "nope") { name } }'))["data"]["host"] is None
 
 
