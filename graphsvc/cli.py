@@ -1,39 +1,87 @@
-"""``graphsvc``: serve the API, run the demo, load synthetic clusters, migrate the graph."""
+"""``graphsvc``: serve the API, run the demo, load synthetic clusters, migrate the graph.
+
+Start-up matters for a command people type: the module imports only the standard library at
+the top, and each command imports what it needs (the server stack for `serve`/`demo`, httpx
+for client commands), so `graphsvc --help` and `graphsvc place` start in well under 0.5 s.
+"""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import json
 import logging
 import os
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
-import uvicorn
-from fastapi import FastAPI
+if TYPE_CHECKING:
+    import asyncio
 
-from graphsvc.api.app import create_app
-from graphsvc.client import RESERVE_MUTATION, request_input
-from graphsvc.exports import drift_cli
-from graphsvc.exports.names import EXPORT_FORMATS
-from graphsvc.settings import Settings
-from graphsvc.synthetic.clusters import Profile, SyntheticCluster, build
+    import httpx
+    import uvicorn
+
+    from graphsvc.settings import Settings
+    from graphsvc.synthetic.clusters import SyntheticCluster
 
 log = logging.getLogger("graphsvc")
+DEFAULT_URL = "http://127.0.0.1:8000"
+SERVER_HELP = (
+    f"the service's base URL (default: $GRAPHSVC_URL, else {DEFAULT_URL}); the API token comes from $GRAPHSVC_TOKEN"
+)
+
+
+class CLIError(Exception):
+    """An expected failure: printed as one line, naming what went wrong and the fix."""
+
+
+def _client_options(p: argparse.ArgumentParser, *, output: bool = True) -> None:
+    p.add_argument("--server", metavar="URL", help=SERVER_HELP)
+    if output:
+        p.add_argument(
+            "--output",
+            "-o",
+            choices=["table", "json"],
+            default="table",
+            help="table for people (default), json for scripts",
+        )
+
+
+def _ttl(text: str) -> int:
+    """argparse type for --ttl: 90, 90s, 10m, 2h, 1d."""
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    raw = text.strip().lower()
+    unit = units.get(raw[-1:], 1)
+    number = raw[:-1] if raw[-1:] in units else raw
+    try:
+        seconds = int(float(number) * unit)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a duration: give seconds or a number with s, m, h or d (90s, 10m, 2h, 1d)"
+        ) from None
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a lease must last at least one second")
+    return seconds
+
+
+def human_time(epoch: float, now: float | None = None) -> str:
+    """An absolute UTC time and how far away it is: '2026-11-30 12:10:00 UTC (in 9m 58s)'."""
+    now = time.time() if now is None else now
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(epoch))
+    delta = abs(epoch - now)
+    d, rest = divmod(round(delta), 86400)
+    h, rest = divmod(rest, 3600)
+    m, sec = divmod(rest, 60)
+    parts = [f"{v}{u}" for v, u in ((d, "d"), (h, "h"), (m, "m"), (sec, "s")) if v][:2] or ["0s"]
+    span = " ".join(parts)
+    return f"{stamp} (in {span})" if epoch >= now else f"{stamp} ({span} ago)"
 
 
 def _store_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--store",
-        help="'embedded' (default), falkordb://host:port, a neo4j:// / bolt:// URI, or (demo only) 'neo4j': "
-        "a local Neo4j 5 server started from tools/neo4j-local (jars: scripts/neo4j-jars.sh)",
-    )
+    p.add_argument("--store", help="'embedded' (default), falkordb://host:port, or neo4j:// / bolt:// URI")
     p.add_argument("--data-dir", type=Path, help="embedded store data directory (default ./.graphsvc)")
     p.add_argument("--graph", help="graph name inside the store (default 'topology')")
 
@@ -64,13 +112,45 @@ def _settings(args: argparse.Namespace) -> Settings:
         }.items()
         if v is not None
     }
+    from graphsvc.settings import Settings
+
     return Settings(**overrides)
 
 
+PLACE_EPILOG = """\
+request: a GPU count, optionally with a model (8, 8xH100, 64xGB200), then options:
+{options}
+
+examples:
+  graphsvc place "8xH100 nvlink=full-mesh ib-hops<=1"
+  graphsvc place "16xH100 per-host=8 rail-aligned" --output json
+  GRAPHSVC_URL=http://graphsvc:8000 graphsvc place "72xGB200 same-domain"
+
+exit status: 0 placed, 2 infeasible (the reasons and the nearest feasible request are printed),
+1 error (the service could not be reached or refused the request).
+"""
+
+
+def _request_options_help() -> str:
+    from graphsvc.placement.request import OPTIONS  # standard library only: cheap
+
+    return "\n".join(f"  {name:<18}{text}" for name, text in OPTIONS.items())
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="graphsvc", description=__doc__)
-    parser.add_argument("--log-level", default=os.environ.get("GRAPHSVC_LOG_LEVEL", "info"))
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(
+        prog="graphsvc",
+        description="graphsvc: serve the API, run the demo, load synthetic clusters, place and reserve GPUs.",
+    )
+    parser.add_argument(
+        "--log-level",
+        default=os.environ.get("GRAPHSVC_LOG_LEVEL", "info"),
+        choices=["debug", "info", "warning", "error"],
+        type=str.lower,
+        help="log verbosity (default: $GRAPHSVC_LOG_LEVEL, else info)",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    raw = argparse.RawDescriptionHelpFormatter
 
     serve = sub.add_parser("serve", help="run the API (embedded store by default)")
     _serve_options(serve)
@@ -81,39 +161,48 @@ def _parser() -> argparse.ArgumentParser:
 
     load = sub.add_parser("load", help="push a synthetic cluster to a running service")
     load.add_argument("profile", help="e.g. demo, superpod-h100:sus=4, nvl72:racks=2, sized:gpus=100000")
-    load.add_argument("--server", default="http://127.0.0.1:8000")
-    load.add_argument("--cluster", default="default")
+    _client_options(load, output=False)
+    load.add_argument("--cluster", default="default", help="cluster name to load into (default 'default')")
 
-    place = sub.add_parser("place", help='ask a running service where a job fits, e.g. "8xH100 nvlink=full-mesh"')
-    place.add_argument("request", help="the compact text form: COUNTxMODEL then options (see docs/placement.md)")
-    place.add_argument("--server", default="http://127.0.0.1:8000")
-    place.add_argument("--json", action="store_true", help="print the GraphQL result as JSON")
+    request_help = "the compact text form: COUNT[xMODEL] then options (listed below)"
+    place = sub.add_parser(
+        "place",
+        help='ask a running service where a job fits, e.g. "8xH100 nvlink=full-mesh"',
+        description="Ask a running service where a job would run well; changes nothing.",
+        epilog=PLACE_EPILOG.format(options=_request_options_help()),
+        formatter_class=raw,
+    )
+    place.add_argument("request", help=request_help)
+    _client_options(place)
+    place.add_argument("--json", action="store_true", help="same as --output json")
 
-    reserve = sub.add_parser("reserve", help='hold GPUs for a job, e.g. reserve "8xH100 nvlink=full-mesh" --holder j1')
-    reserve.add_argument("request", help="the compact text form, as for `place`")
-    reserve.add_argument("--holder", required=True)
-    reserve.add_argument("--ttl", default="10m", help="lease, e.g. 90s, 10m, 2h (default 10m)")
+    reserve = sub.add_parser(
+        "reserve",
+        help='hold GPUs for a job, e.g. reserve "8xH100 nvlink=full-mesh" --holder j1',
+        description="Place and hold the GPUs atomically, under a lease that runs out unless renewed.",
+        epilog=PLACE_EPILOG.format(options=_request_options_help()).replace("graphsvc place", "graphsvc reserve"),
+        formatter_class=raw,
+    )
+    reserve.add_argument("request", help=request_help)
+    reserve.add_argument("--holder", required=True, help="who holds the GPUs (a job or user name)")
+    reserve.add_argument("--ttl", default="10m", type=_ttl, help="lease, e.g. 90s, 10m, 2h, 1d (default 10m)")
     reserve.add_argument("--key", help="idempotency key: retrying with it returns the same reservation")
-    reserve.add_argument("--priority", type=int, default=0)
-    reserve.add_argument("--preemptible", action="store_true")
-    reserve.add_argument("--allow-preemption", action="store_true")
-    reserve.add_argument("--server", default="http://127.0.0.1:8000")
+    reserve.add_argument("--priority", type=int, default=0, help="higher may preempt lower (default 0)")
+    reserve.add_argument("--preemptible", action="store_true", help="a higher priority may take these GPUs")
+    reserve.add_argument("--allow-preemption", action="store_true", help="may displace preemptible reservations")
+    _client_options(reserve)
 
     exp = sub.add_parser("export", help="the topology for Slurm, Kueue, Volcano or NCCL, from a running service")
-    exp.add_argument("format", choices=EXPORT_FORMATS)
-    exp.add_argument("--cluster", default="default")
-    exp.add_argument("--host", help="the host, for the per-host nccl export and an nfd features.d file")
-    exp.add_argument("--server", default="http://127.0.0.1:8000")
+    exp.add_argument(
+        "format", choices=["slurm-tree", "slurm-block", "slurm-gres", "kueue", "kueue-labels", "volcano", "nccl"]
+    )
+    exp.add_argument("--cluster", default="default", help="cluster name (default 'default')")
+    exp.add_argument("--host", help="the host, for the per-host nccl export")
+    _client_options(exp, output=False)
 
     release = sub.add_parser("release", help="free a reservation's GPUs now")
-    release.add_argument("id")
-    release.add_argument("--server", default="http://127.0.0.1:8000")
-
-    reset_host = sub.add_parser(
-        "reset-host", help="operators: forget a host's collection times so its next update applies (bad clock)"
-    )
-    reset_host.add_argument("host")
-    reset_host.add_argument("--server", default="http://127.0.0.1:8000")
+    release.add_argument("id", help="the reservation id (rsv-...)")
+    _client_options(release)
 
     export = sub.add_parser("export-schema", help="write the GraphQL schema (SDL) to a file or stdout")
     export.add_argument("out", nargs="?", type=Path)
@@ -134,100 +223,134 @@ def _parser() -> argparse.ArgumentParser:
     token.add_argument(
         "--hosts", default="", help="collector tokens: host names or patterns it may write, comma-separated"
     )
-    token.add_argument("--expires", help="the token stops working after this long, e.g. 90d, 12h (default: never)")
 
     migrate = sub.add_parser("migrate", help="bring the stored graph to this version and exit")
     _store_options(migrate)
-
-    drift_cli.add_parser(sub)  # `graphsvc drift FORMAT FILE` (graphsvc/exports/drift_cli.py)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(
-        level=args.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-        stream=sys.stderr,
-    )
-    logging.getLogger("httpx").setLevel(logging.WARNING)
+    from graphsvc import logs
+
+    logs.configure(args.log_level)
+    if getattr(args, "server", None) is None and args.command != "bench":
+        args.server = os.environ.get("GRAPHSVC_URL") or DEFAULT_URL
+    if getattr(args, "json", False):
+        args.output = "json"
     try:
-        if args.command == "demo":
-            os.environ.setdefault("GRAPHSVC_DEV_MODE", "true")
-            if args.tokens_file is not None or os.environ.get("GRAPHSVC_TOKENS"):
-                # Tokens given: the demo authenticates with them (it loads its cluster with a
-                # one-off operator token of its own, revoked once the cluster is in).
-                log.warning("demo: authentication on, tokens from %s", args.tokens_file or "GRAPHSVC_TOKENS")
-            else:
-                os.environ["GRAPHSVC_INSECURE_DEV"] = "true"
-                log.warning("=" * 72)
-                log.warning("INSECURE DEV MODE: no authentication, every caller is an operator. Demo only.")
-                log.warning("=" * 72)
-        if args.command == "token":
-            from graphsvc.security.auth import Role, new_token
-
-            expires = time.time() + _seconds(args.expires) if args.expires else None
-            secret, entry = new_token(args.name, Role(args.role), [h for h in args.hosts.split(",") if h], expires)
-            print(f"token (shown once, give it to {args.name}): {secret}")
-            print(f"entry for the tokens file (a JSON list): {json.dumps(entry)}")
-            return 0
-        if args.command == "serve":
-            asyncio.run(_serve(_settings(args)))
-        elif args.command == "demo":
-            with _local_neo4j_if_asked(args):
-                asyncio.run(_demo(_settings(args), args.profile))
-        elif args.command == "load":
-            cluster = build(args.profile, cluster=args.cluster)
-            asyncio.run(push_cluster(args.server, cluster))
-        elif args.command == "place":
-            return asyncio.run(_place(args.server, args.request, as_json=args.json))
-        elif args.command == "bench":
-            from graphsvc.bench.run import bench as run_bench
-
-            report = asyncio.run(
-                run_bench(
-                    args.cluster,
-                    args.trace,
-                    [p.strip() for p in args.policy.split(",")],
-                    args.jobs,
-                    args.seed,
-                    args.server,
-                )
-            )
-            print(json.dumps(report, indent=1))
-        elif args.command == "reserve":
-            return asyncio.run(_reserve(args))
-        elif args.command == "export":
-            params = {"cluster": args.cluster, **({"host": args.host} if args.host else {})}
-            resp = httpx.get(
-                f"{args.server}/v1/export/{args.format}", params=params, timeout=300, headers=_auth_headers()
-            )
-            if resp.status_code != 200:
-                raise RuntimeError(f"HTTP {resp.status_code}: {resp.text[:500]}")
-            print(resp.text, end="")
-        elif args.command == "release":
-            return asyncio.run(_release(args.server, args.id))
-        elif args.command == "reset-host":
-            return asyncio.run(_reset_host(args.server, args.host))
-        elif args.command == "export-schema":
-            from graphsvc.api.graphql.schema import schema
-
-            text = schema.as_str() + "\n"
-            if args.out:
-                args.out.write_text(text)
-            else:
-                print(text, end="")
-        elif args.command == "migrate":
-            asyncio.run(_migrate(_settings(args)))
-        elif args.command == "drift":
-            return drift_cli.run(args)  # 0 no drift, 1 drift, 2 could not check
+        return _run(args)
     except KeyboardInterrupt:
         return 130
+    except CLIError as exc:
+        print(f"graphsvc: error: {exc}", file=sys.stderr)
+        return 1
     except Exception as exc:
         log.debug("failed", exc_info=True)
         print(f"graphsvc: error: {exc}", file=sys.stderr)
         return 1
+
+
+def _run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    if args.command == "demo":
+        os.environ.setdefault("GRAPHSVC_DEV_MODE", "true")
+        os.environ["GRAPHSVC_INSECURE_DEV"] = "true"
+        log.warning("=" * 72)
+        log.warning("INSECURE DEV MODE: no authentication, every caller is an operator. Demo only.")
+        log.warning("=" * 72)
+    if args.command == "token":
+        from graphsvc.security.auth import Role, new_token
+
+        secret, entry = new_token(args.name, Role(args.role), [h for h in args.hosts.split(",") if h])
+        print(f"token (shown once, give it to {args.name}): {secret}")
+        print(f"entry for the tokens file (a JSON list): {json.dumps(entry)}")
+        return 0
+    if args.command == "serve":
+        asyncio.run(_serve(_settings(args)))
+    elif args.command == "demo":
+        asyncio.run(_demo(_settings(args), args.profile))
+    elif args.command == "load":
+        from graphsvc.synthetic.clusters import build
+
+        cluster = build(args.profile, cluster=args.cluster)
+        asyncio.run(push_cluster(args.server, cluster))
+    elif args.command == "place":
+        return asyncio.run(_place(args.server, args.request, as_json=args.output == "json"))
+    elif args.command == "bench":
+        from graphsvc.bench.run import bench as run_bench
+
+        report = asyncio.run(
+            run_bench(
+                args.cluster,
+                args.trace,
+                [p.strip() for p in args.policy.split(",")],
+                args.jobs,
+                args.seed,
+                args.server,
+            )
+        )
+        print(json.dumps(report, indent=1))
+    elif args.command == "reserve":
+        return asyncio.run(_reserve(args))
+    elif args.command == "export":
+        import httpx
+
+        params = {"cluster": args.cluster, **({"host": args.host} if args.host else {})}
+        with _reaching(args.server):
+            resp = httpx.get(
+                f"{args.server}/v1/export/{args.format}", params=params, timeout=300, headers=_auth_headers()
+            )
+        _check_status(args.server, resp)
+        print(resp.text, end="")
+    elif args.command == "release":
+        return asyncio.run(_release(args.server, args.id, as_json=args.output == "json"))
+    elif args.command == "export-schema":
+        from graphsvc.api.graphql.schema import schema
+
+        text = schema.as_str() + "\n"
+        if args.out:
+            args.out.write_text(text)
+        else:
+            print(text, end="")
+    elif args.command == "migrate":
+        asyncio.run(_migrate(_settings(args)))
     return 0
+
+
+class _reaching:
+    """Turns httpx's transport errors into one line naming the URL and the fix."""
+
+    def __init__(self, server: str) -> None:
+        self.server = server
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        import httpx
+
+        where = f"the service at {self.server}"
+        fix = "start it (`graphsvc serve` or `graphsvc demo`) or point --server or GRAPHSVC_URL at it"
+        if isinstance(exc, httpx.ConnectError):
+            raise CLIError(f"cannot reach {where} (connection refused or no such host): {fix}") from None
+        if isinstance(exc, httpx.TimeoutException):
+            raise CLIError(f"{where} did not answer in time: is it overloaded, or is that the right URL?") from None
+        if isinstance(exc, (httpx.UnsupportedProtocol, httpx.InvalidURL)):
+            raise CLIError(f"{self.server!r} is not a service URL: give one such as {DEFAULT_URL}") from None
+        if isinstance(exc, httpx.TransportError):
+            raise CLIError(f"talking to {where} failed ({type(exc).__name__}: {exc}): {fix}") from None
+
+
+def _check_status(server: str, resp: httpx.Response) -> None:
+    if resp.status_code in (401, 403):
+        raise CLIError(
+            f"the service at {server} refused the request (HTTP {resp.status_code}): "
+            "set GRAPHSVC_TOKEN to a token with the needed role (`graphsvc token create`)"
+        )
+    if resp.status_code != 200:
+        raise CLIError(f"the service at {server} answered HTTP {resp.status_code}: {resp.text[:300]}")
 
 
 def _auth_headers() -> dict[str, str]:
@@ -237,8 +360,12 @@ def _auth_headers() -> dict[str, str]:
 
 
 def _server(settings: Settings) -> uvicorn.Server:
+    import uvicorn
+
+    from graphsvc.api.app import create_app
+
     if not settings.insecure_dev and settings.tokens_file is None and not settings.tokens:
-        raise RuntimeError(
+        raise CLIError(
             "no API tokens configured: give --tokens-file (see `graphsvc token create`) or GRAPHSVC_TOKENS, "
             "or run with --insecure-dev on a trusted machine"
         )
@@ -258,71 +385,65 @@ def _server(settings: Settings) -> uvicorn.Server:
     return uvicorn.Server(config)
 
 
-async def _serve(settings: Settings) -> None:
+def ready_line(settings: Settings) -> str:
+    """Where to go once the service is up: the explorer, GraphiQL (dev mode) and the API docs."""
+    scheme = "https" if settings.tls_certfile else "http"
+    wildcard = settings.host in ("0.0.0.0", "::")  # noqa: S104 (naming an address, not binding)
+    host = "127.0.0.1" if wildcard else settings.host
+    url = f"{scheme}://{host}:{settings.port}"
+    graphiql = f"{url}/graphql" if settings.dev_mode else "off (dev mode only)"
+    return f"ready at {url}: explorer {url}/ui/ · GraphiQL {graphiql} · API docs {url}/docs ({url}/redoc)"
+
+
+async def _start(settings: Settings) -> tuple[uvicorn.Server, asyncio.Task[None]]:
+    """Start uvicorn and wait until it listens; a start-up failure is one CLIError line."""
+    import asyncio
+
+    from graphsvc import logs
+
     server = _server(settings)
-    await server.serve()
-    if not server.started:
-        raise RuntimeError("the service did not start; see the log above")
 
+    async def serve() -> None:
+        with contextlib.suppress(SystemExit):  # uvicorn exits on a failed start-up; the reason was logged
+            await server.serve()
 
-@contextlib.contextmanager
-def _local_neo4j_if_asked(args: argparse.Namespace) -> Iterator[None]:
-    """`demo --store neo4j`: run the demo on the project's local Neo4j 5 server (tools/neo4j-local).
-
-    The server keeps its data under DATA_DIR/neo4j and stops (cleanly) with the demo.
-    """
-    if getattr(args, "store", None) != "neo4j":
-        yield
-        return
-    from graphsvc.store.neo4j_local import LocalNeo4j
-
-    data_dir = (args.data_dir or Path(".graphsvc")) / "neo4j"
-    server = LocalNeo4j(data_dir, password=os.environ.get("GRAPHSVC_NEO4J_PASSWORD") or "graphsvc-demo")
-    print(f"starting a local Neo4j 5 server (data in {data_dir}) ...", file=sys.stderr)
-    server.start()
-    print(f"local Neo4j ready at {server.uri} (user neo4j, password {server.password})", file=sys.stderr)
-    args.store = server.uri
-    os.environ["GRAPHSVC_NEO4J_PASSWORD"] = server.password
-    try:
-        yield
-    finally:
-        server.stop()
-
-
-async def _demo(settings: Settings, profile: str) -> None:
-    cluster = build(Profile.parse(profile))
-    server = _server(settings)
-    task = asyncio.create_task(server.serve())
+    task = asyncio.create_task(serve())
     while not server.started:
         if task.done():
             await task
-            raise RuntimeError("the service did not start; see the log above")
+            raise CLIError(logs.startup_error or "the service did not start; see the log above")
         await asyncio.sleep(0.05)
-    url = f"http://{settings.host}:{settings.port}"
-    loader: str | None = None
-    app = server.config.app
-    assert isinstance(app, FastAPI)
-    tokens = app.state.tokens
-    if not settings.insecure_dev:
-        from graphsvc.security.auth import Role, new_token
+    return server, task
 
-        loader, entry = new_token("demo-loader", Role.OPERATOR)  # in memory only, never printed
-        loader_sha = tokens.add(entry)
-    try:
-        await push_cluster(url, cluster, token=loader)
-        print(f"graphsvc demo: ready at {url} (try {url}/healthz); Ctrl-C to stop", file=sys.stderr)
-    except Exception:
-        server.should_exit = True
-        await task
-        raise
-    finally:
-        if loader is not None:
-            tokens.revoke(loader_sha)
+
+async def _serve(settings: Settings) -> None:
+    _, task = await _start(settings)
+    log.info(ready_line(settings))
     await task
 
 
-async def push_cluster(url: str, cluster: SyntheticCluster, *, concurrency: int = 8, token: str | None = None) -> None:
+async def _demo(settings: Settings, profile: str) -> None:
+    from graphsvc.synthetic.clusters import Profile, build
+
+    cluster = build(Profile.parse(profile))
+    server, task = await _start(settings)
+    url = f"http://{settings.host}:{settings.port}"
+    try:
+        await push_cluster(url, cluster)
+        print(f"graphsvc demo: {ready_line(settings)}; Ctrl-C to stop", file=sys.stderr)
+    except BaseException:
+        server.should_exit = True
+        await task
+        raise
+    await task
+
+
+async def push_cluster(url: str, cluster: SyntheticCluster, *, concurrency: int = 8) -> None:
     """Send every host's facts, then the fabric, through the public ingest API, with progress."""
+    import asyncio
+
+    import httpx
+
     total = len(cluster.hosts)
     print(
         f"loading {total} hosts / {cluster.gpu_count} GPUs "
@@ -336,41 +457,40 @@ async def push_cluster(url: str, cluster: SyntheticCluster, *, concurrency: int 
     for i in range(total):
         queue.put_nowait(i)
 
-    headers = {"authorization": f"Bearer {token}"} if token else _auth_headers()
-    async with httpx.AsyncClient(base_url=url, timeout=120, headers=headers) as client:
+    with _reaching(url):
+        async with httpx.AsyncClient(base_url=url, timeout=120, headers=_auth_headers()) as client:
 
-        async def worker() -> None:
-            nonlocal done, gpus, last
-            while not queue.empty():
-                host = cluster.hosts[queue.get_nowait()]
-                resp = await client.put(
-                    f"/v1/hosts/{host.hostname}/facts",
-                    content=host.model_dump_json(),
-                    headers={"content-type": "application/json"},
-                )
-                if resp.status_code != 200:
-                    raise RuntimeError(f"host {host.hostname}: HTTP {resp.status_code}: {resp.text[:500]}")
-                done += 1
-                gpus += len(host.gpus)
-                now = time.monotonic()
-                if now - last > 1.0 or done == total:
-                    last = now
-                    print(f"  hosts {done}/{total}  GPUs {gpus}  {now - started:.1f}s", file=sys.stderr)
+            async def worker() -> None:
+                nonlocal done, gpus, last
+                while not queue.empty():
+                    host = cluster.hosts[queue.get_nowait()]
+                    resp = await client.put(
+                        f"/v1/hosts/{host.hostname}/facts",
+                        content=host.model_dump_json(),
+                        headers={"content-type": "application/json"},
+                    )
+                    if resp.status_code != 200:
+                        raise CLIError(f"host {host.hostname}: HTTP {resp.status_code}: {resp.text[:500]}")
+                    done += 1
+                    gpus += len(host.gpus)
+                    now = time.monotonic()
+                    if now - last > 1.0 or done == total:
+                        last = now
+                        print(f"  hosts {done}/{total}  GPUs {gpus}  {now - started:.1f}s", file=sys.stderr)
 
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-        resp = await client.put(
-            "/v1/fabric",
-            content=cluster.fabric().model_dump_json(),
-            headers={"content-type": "application/json"},
-        )
-        if resp.status_code != 200:
-            raise RuntimeError(f"fabric: HTTP {resp.status_code}: {resp.text[:500]}")
-        fabric = resp.json()
-        print(
-            f"  fabric: {fabric['switches']} switches, {fabric['links']} links; "
-            f"done in {time.monotonic() - started:.1f}s",
-            file=sys.stderr,
-        )
+            await asyncio.gather(*(worker() for _ in range(concurrency)))
+            resp = await client.put(
+                "/v1/fabric",
+                content=cluster.fabric().model_dump_json(),
+                headers={"content-type": "application/json"},
+            )
+    if resp.status_code != 200:
+        raise CLIError(f"fabric: HTTP {resp.status_code}: {resp.text[:500]}")
+    fabric = resp.json()
+    print(
+        f"  fabric: {fabric['switches']} switches, {fabric['links']} links; done in {time.monotonic() - started:.1f}s",
+        file=sys.stderr,
+    )
 
 
 PLACE_QUERY = """
@@ -386,24 +506,46 @@ query Place($text: String!) {
 """
 
 
-async def _place(server: str, text: str, *, as_json: bool) -> int:
-    import json
+async def _graphql(server: str, query: str, variables: dict[str, object]) -> dict[str, Any]:
+    """POST a GraphQL query; transport, auth and query errors become one CLIError line."""
+    import httpx
 
-    async with httpx.AsyncClient(base_url=server, timeout=60, headers=_auth_headers()) as client:
-        resp = await client.post("/graphql", json={"query": PLACE_QUERY, "variables": {"text": text}})
-    body = resp.json()
-    if resp.status_code != 200 or body.get("errors"):
-        raise RuntimeError(f"the service answered HTTP {resp.status_code}: {json.dumps(body)[:500]}")
-    result = body["data"]["placementText"]
+    with _reaching(server):
+        async with httpx.AsyncClient(base_url=server, timeout=60, headers=_auth_headers()) as client:
+            resp = await client.post("/graphql", json={"query": query, "variables": variables})
+    if resp.status_code in (401, 403):
+        _check_status(server, resp)
+    try:
+        body = resp.json()
+    except ValueError:
+        raise CLIError(
+            f"{server} answered HTTP {resp.status_code} without JSON: is that URL a graphsvc service?"
+        ) from None
+    errors = body.get("errors") if isinstance(body, dict) else None
+    if errors:
+        raise CLIError(f"the service at {server} rejected the query: {errors[0].get('message')}")
+    _check_status(server, resp)
+    data: dict[str, Any] = body["data"]
+    return data
+
+
+def _gpu_list(gpus: list[dict[str, Any]], limit: int = 16) -> str:
+    text = ", ".join(f"{g['host']['name']}:{g['index']}" for g in gpus[:limit])
+    return text + (f" ... ({len(gpus)} in all)" if len(gpus) > limit else "")
+
+
+async def _place(server: str, text: str, *, as_json: bool) -> int:
+    from graphsvc.placement.request import parse_request
+
+    parse_request(text)  # the parser's own words on bad input, before calling the service
+    result = (await _graphql(server, PLACE_QUERY, {"text": text}))["placementText"]
     if as_json:
         print(json.dumps(result, indent=2))
         return 0 if result["candidates"] else 2
     print(f"{result['request']}  ({result['searchedUnits']} units read, {result['elapsedMs']:.1f} ms)")
     for c in result["candidates"]:
-        gpus = ", ".join(f"{g['host']['name']}:{g['index']}" for g in c["gpus"][:16])
-        more = " ..." if len(c["gpus"]) > 16 else ""
         print(f"#{c['rank']} score {c['score']}  bottleneck {c['bottleneckGbps']} GB/s  hops {c['maxIbHops']}")
-        print(f"   GPUs: {gpus}{more}")
+        print(f"   GPUs: {_gpu_list(c['gpus'])}")
         print(f"   {c['reason']}")
     for r in result["infeasible"]:
         nearest = f"  nearest feasible: {r['nearestFeasible']}" if r["nearestFeasible"] else ""
@@ -411,33 +553,15 @@ async def _place(server: str, text: str, *, as_json: bool) -> int:
     return 0 if result["candidates"] else 2
 
 
-def _seconds(text: str) -> int:
-    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-    text = text.strip().lower()
-    if text[-1:] in units:
-        return int(float(text[:-1]) * units[text[-1]])
-    return int(float(text))
-
-
-async def _graphql(server: str, query: str, variables: dict[str, object]) -> dict[str, object]:
-    import json
-
-    async with httpx.AsyncClient(base_url=server, timeout=60, headers=_auth_headers()) as client:
-        resp = await client.post("/graphql", json={"query": query, "variables": variables})
-    body = resp.json()
-    if resp.status_code != 200 or body.get("errors"):
-        raise RuntimeError(f"the service answered HTTP {resp.status_code}: {json.dumps(body)[:500]}")
-    data: dict[str, object] = body["data"]
-    return data
-
-
 async def _reserve(args: argparse.Namespace) -> int:
+    from graphsvc.client import RESERVE_MUTATION, request_input
+
     request = request_input(args.request)  # the parser's words on bad input, before calling the service
     variables: dict[str, object] = {
         "input": {
             "holder": args.holder,
             "request": request,
-            "ttlSeconds": _seconds(args.ttl),
+            "ttlSeconds": args.ttl,
             "idempotencyKey": args.key,
             "priority": args.priority,
             "preemptible": args.preemptible,
@@ -445,11 +569,13 @@ async def _reserve(args: argparse.Namespace) -> int:
         }
     }
     out = (await _graphql(args.server, RESERVE_MUTATION, variables))["reserve"]
-    assert isinstance(out, dict)
     kind = out["__typename"]
+    if args.output == "json":
+        print(json.dumps(out, indent=2))
+        return 0 if kind == "Reservation" else 2
     if kind == "Reservation":
-        gpus = ", ".join(f"{g['host']['name']}:{g['index']}" for g in out["gpus"])
-        print(f"{out['id']}  holder {out['holder']}  expires {out['expiresAt']:.0f}  GPUs: {gpus}")
+        print(f"{out['id']}  holder {out['holder']}  expires {human_time(out['expiresAt'])}")
+        print(f"   GPUs: {_gpu_list(out['gpus'], limit=72)}")
         return 0
     if kind == "Conflict":
         print(f"conflict: {out['message']}")
@@ -457,39 +583,24 @@ async def _reserve(args: argparse.Namespace) -> int:
         for r in out["reasons"]:
             nearest = f"  nearest feasible: {r['nearestFeasible']}" if r["nearestFeasible"] else ""
             print(f"infeasible [{r['constraint']}]: {r['message']}{nearest}")
-    elif kind == "IdempotencyKeyMismatch":
-        print(f"idempotency key mismatch: {out['message']}")
     else:
         print(f"invalid [{out['field']}]: {out['message']}")
     return 2
 
 
-async def _release(server: str, reservation_id: str) -> int:
+async def _release(server: str, reservation_id: str, *, as_json: bool = False) -> int:
     query = (
         "mutation($id: String!) { release(id: $id) { __typename "
-        "... on Reservation { id state } ... on NotFound { message } } }"
+        "... on Reservation { id state holder } ... on NotFound { message } } }"
     )
     out = (await _graphql(server, query, {"id": reservation_id}))["release"]
-    assert isinstance(out, dict)
-    if out["__typename"] == "NotFound":
+    if as_json:
+        print(json.dumps(out, indent=2))
+    elif out["__typename"] == "NotFound":
         print(out["message"])
-        return 2
-    print(f"{out['id']}: {out['state']}")
-    return 0
-
-
-async def _reset_host(server: str, host: str) -> int:
-    query = (
-        "mutation($host: String!) { resetHostFreshness(host: $host) { __typename "
-        "... on HostFreshnessReset { host previousCollectedAt } ... on NotFound { message } } }"
-    )
-    out = (await _graphql(server, query, {"host": host}))["resetHostFreshness"]
-    assert isinstance(out, dict)
-    if out["__typename"] == "NotFound":
-        print(out["message"])
-        return 2
-    print(f"{out['host']}: collection times reset (collected_at was {out['previousCollectedAt']})")
-    return 0
+    else:
+        print(f"{out['id']}: {out['state']}")
+    return 2 if out["__typename"] == "NotFound" else 0
 
 
 async def _migrate(settings: Settings) -> None:
