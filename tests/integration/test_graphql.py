@@ -137,3 +137,22 @@ async def test_unexpected_errors_are_masked(
     assert body["errors"][0]["message"] == "Unexpected error."
     assert "secret" not in str(body)
     assert any("secret internal detail" in r.getMessage() or r.exc_info for r in caplog.records)
+
+
+async def test_search_finds_partial_and_approximate_names(client: httpx.AsyncClient, demo: Gateway) -> None:
+    q = "query($t: String!) { search(text: $t, first: 5) { kind name host score } }"
+    hits = (await gql(client, q, {"t": "su1-n17"}))["data"]["search"]
+    assert hits[0] == {"kind": "host", "name": "h100-su1-n17", "host": "h100-su1-n17", "score": 0.9}
+    typo = (await gql(client, q, {"t": "h100-su1-n71"}))["data"]["search"]
+    assert typo and all(h["kind"] == "host" for h in typo)  # still hosts of su1, best guesses first
+    gpu = (await gql(client, '{ host(name: "l40s-001") { gpus { uuid } } }'))["data"]["host"]["gpus"][0]["uuid"]
+    found = (await gql(client, q, {"t": gpu[-12:]}))["data"]["search"]
+    assert found[0]["kind"] == "gpu" and found[0]["host"] == "l40s-001"
+    assert (await gql(client, q, {"t": "  "}))["data"]["search"] == []
+
+
+async def test_leaf_load_counts_gpus_behind_each_rail_leaf(client: httpx.AsyncClient, demo: Gateway) -> None:
+    rows = (await gql(client, "{ leafLoad { leaf gpus freeGpus } }"))["data"]["leafLoad"]
+    su1 = [r for r in rows if r["leaf"].startswith("h100-su1-leaf")]
+    assert len(su1) == 8 and {r["gpus"] for r in su1} == {31}  # 31 hosts x one GPU per rail
+    assert all(0 <= r["freeGpus"] <= r["gpus"] for r in rows)

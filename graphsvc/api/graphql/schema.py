@@ -23,12 +23,14 @@ from strawberry.extensions import (
 from strawberry.tools import merge_types
 from strawberry.types import ExecutionContext
 
+from graphsvc import explorer
 from graphsvc.api.graphql import browse
 from graphsvc.api.graphql import reservations as res
 from graphsvc.api.graphql.context import READERS, Forbidden, Info, RateLimited
 from graphsvc.api.graphql.cost import QueryCostLimit
 from graphsvc.api.graphql.drift import DriftFormat, DriftResult
 from graphsvc.api.graphql.drift import drift as drift_resolver
+from graphsvc.api.graphql.explorer import LeafLoad, SearchHit, leaf_loads, search_hits
 from graphsvc.api.graphql.inputs import GPUFilter, HostFilter, PlacementRequestInput
 from graphsvc.api.graphql.operator import OperatorMutations
 from graphsvc.api.graphql.placement import place
@@ -81,6 +83,16 @@ class Query:
     ) -> GPUConnection:
         info.context.require(*READERS)
         return await browse.gpus_page(info.context.gateway, filter, first, after)
+
+    @strawberry.field(description="Hosts, switches and GPUs by partial or approximate name, best first (first <= 100).")
+    async def search(self, info: Info, text: str, first: int = 20) -> list[SearchHit]:
+        info.context.require(*READERS)
+        return search_hits(await explorer.search(info.context.gateway, text, first))
+
+    @strawberry.field(description="Per leaf switch: GPUs whose nearest NIC is cabled to it, and how many are free.")
+    async def leaf_load(self, info: Info, cluster: str = "default") -> list[LeafLoad]:
+        info.context.require(*READERS)
+        return leaf_loads(await explorer.leaf_load(info.context.gateway, cluster))
 
     @strawberry.field(description="One host: GPUs, NVLink matrix, PCIe/NUMA placement, NICs. Null if unknown.")
     async def host(self, info: Info, name: str) -> Host | None:

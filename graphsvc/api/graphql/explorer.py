@@ -1,0 +1,31 @@
+"""GraphQL for the explorer's own reads (search, per-leaf load); the logic is graphsvc.explorer."""
+
+from __future__ import annotations
+
+import strawberry
+
+from graphsvc import explorer
+
+
+@strawberry.type(description="A search result: a host, a switch or a GPU, best match first.")
+class SearchHit:
+    kind: str = strawberry.field(description="host, switch or gpu")
+    name: str = strawberry.field(description="host or switch name, or GPU uuid")
+    host: str | None = strawberry.field(description="the host to open (a GPU's host; a host itself)")
+    detail: str
+    score: float = strawberry.field(description="1 exact; 0.8 and above: the whole text matched")
+
+
+@strawberry.type(description="A leaf switch's share of GPUs: those whose nearest NIC is cabled to it.")
+class LeafLoad:
+    leaf: str
+    gpus: int
+    free_gpus: int = strawberry.field(description="free and healthy")
+
+
+def search_hits(found: list[explorer.Hit]) -> list[SearchHit]:
+    return [SearchHit(kind=h.kind, name=h.name, host=h.host, detail=h.detail, score=h.score) for h in found]
+
+
+def leaf_loads(found: list[explorer.LeafLoad]) -> list[LeafLoad]:
+    return [LeafLoad(leaf=x.leaf, gpus=x.gpus, free_gpus=x.free) for x in found]
