@@ -529,9 +529,21 @@ async def _graphql(server: str, query: str, variables: dict[str, object]) -> dic
     return data
 
 
-def _gpu_list(gpus: list[dict[str, Any]], limit: int = 16) -> str:
-    text = ", ".join(f"{g['host']['name']}:{g['index']}" for g in gpus[:limit])
-    return text + (f" ... ({len(gpus)} in all)" if len(gpus) > limit else "")
+def _gpu_list(gpus: list[dict[str, Any]]) -> str:
+    """host:0-7 per host, as people write GPU sets."""
+    by_host: dict[str, list[int]] = {}
+    for g in gpus:
+        by_host.setdefault(g["host"]["name"], []).append(int(g["index"]))
+    parts = []
+    for host, indices in by_host.items():
+        runs: list[list[int]] = []
+        for i in sorted(indices):
+            if runs and i == runs[-1][1] + 1:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i])
+        parts.append(host + ":" + ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs))
+    return " ".join(parts)
 
 
 async def _place(server: str, text: str, *, as_json: bool) -> int:
@@ -575,7 +587,7 @@ async def _reserve(args: argparse.Namespace) -> int:
         return 0 if kind == "Reservation" else 2
     if kind == "Reservation":
         print(f"{out['id']}  holder {out['holder']}  expires {human_time(out['expiresAt'])}")
-        print(f"   GPUs: {_gpu_list(out['gpus'], limit=72)}")
+        print(f"   GPUs: {_gpu_list(out['gpus'])}")
         return 0
     if kind == "Conflict":
         print(f"conflict: {out['message']}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
@@ -17,6 +18,8 @@ from fastapi.responses import HTMLResponse
 from starlette.requests import Request
 
 from graphsvc.api.strict_routes import StrictGraphQLRouter
+from strawberry.fastapi import GraphQLRouter
+from strawberry.subscriptions import GRAPHQL_SSE_PROTOCOL, GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
 
 VENDOR = Path(__file__).resolve().parent / "static" / "vendor"
 PREFIX = "/ui/vendor"
@@ -65,6 +68,18 @@ GRAPHIQL = """<!doctype html>
 
 class LocalGraphiQLRouter(StrictGraphQLRouter):
     """The strict-JSON GraphQL router with GraphiQL loaded from this service instead of unpkg.com."""
+class LocalGraphiQLRouter(GraphQLRouter):
+    """strawberry's router with GraphiQL loaded from this service instead of unpkg.com.
+
+    Subscriptions also stream over plain HTTP (graphql-sse, `Accept: text/event-stream`), so
+    the explorer's live refresh needs no WebSocket library on the server or proxy support.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault(
+            "subscription_protocols", (GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL, GRAPHQL_SSE_PROTOCOL)
+        )
+        super().__init__(*args, **kwargs)
 
     async def render_graphql_ide(self, request: Request) -> HTMLResponse:
         gone = missing(*GRAPHIQL_FILES)
