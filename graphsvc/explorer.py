@@ -88,3 +88,27 @@ class LeafLoad:
 async def leaf_load(gw: Gateway, cluster: str) -> list[LeafLoad]:
     rows = await gw.read("leaf_rail_load", {"cluster": cluster})
     return [LeafLoad(r["leaf"], int(r["gpus"]), int(r["free"] or 0)) for r in rows]
+
+
+GRID_COLUMNS = ["uuid", "index", "model", "state", "health", "temperatureC", "utilizationPct", "nvlinkDomain", "host"]
+GRID_PAGE = 5000
+
+
+@dataclass(frozen=True)
+class GridPage:
+    rows: list[list[object]]  # one list per GPU, in GRID_COLUMNS order
+    end_cursor: str | None
+    has_next_page: bool
+
+
+async def gpu_grid(gw: Gateway, after: str | None, first: int = GRID_PAGE) -> GridPage:
+    """Every GPU's drawing state as rows of plain values: the overview of 10,000 GPUs in two
+    requests, where one GraphQL object per GPU costs seconds to resolve and serialise."""
+    first = max(1, min(first, GRID_PAGE))
+    found = await gw.read("explorer_gpu_grid", {"after": after or "", "first": first + 1})
+    rows = [
+        [r["uuid"], r["index"], r["model"], r["state"], r["health"], r["temperature_c"], r["utilization_pct"],
+         r["nvlink_domain"], r["host"]]
+        for r in found[:first]
+    ]  # fmt: skip
+    return GridPage(rows, rows[-1][0] if rows else None, len(found) > first)

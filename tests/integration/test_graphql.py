@@ -156,3 +156,20 @@ async def test_leaf_load_counts_gpus_behind_each_rail_leaf(client: httpx.AsyncCl
     su1 = [r for r in rows if r["leaf"].startswith("h100-su1-leaf")]
     assert len(su1) == 8 and {r["gpus"] for r in su1} == {31}  # 31 hosts x one GPU per rail
     assert all(0 <= r["freeGpus"] <= r["gpus"] for r in rows)
+
+
+async def test_gpu_grid_pages_every_gpu_as_plain_rows(client: httpx.AsyncClient, demo: Gateway) -> None:
+    q = "query($a: String) { gpuGrid(first: 100, after: $a) { columns rows endCursor hasNextPage } }"
+    seen: list[list[object]] = []
+    after = None
+    while True:
+        page = (await gql(client, q, {"a": after}))["data"]["gpuGrid"]
+        seen += page["rows"]
+        if not page["hasNextPage"]:
+            break
+        after = page["endCursor"]
+    total = (await gql(client, "{ clusterSummary { gpus } }"))["data"]["clusterSummary"]["gpus"]
+    uuids = [r[0] for r in seen]
+    assert len(seen) == total and uuids == sorted(set(uuids))
+    row = dict(zip(page["columns"], seen[0], strict=True))
+    assert {"uuid", "index", "state", "health", "temperatureC", "nvlinkDomain", "host"} <= set(row)

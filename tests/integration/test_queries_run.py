@@ -156,6 +156,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "search_switches": {"pieces": ["leaf"], "first": 10},
     "search_gpus": {"needle": "gpu-", "first": 10},
     "leaf_rail_load": {"cluster": "default"},
+    "explorer_gpu_grid": {"after": "", "first": 10},
 }
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import strawberry
+from strawberry.scalars import JSON
 
 from graphsvc import explorer
 
@@ -29,3 +32,20 @@ def search_hits(found: list[explorer.Hit]) -> list[SearchHit]:
 
 def leaf_loads(found: list[explorer.LeafLoad]) -> list[LeafLoad]:
     return [LeafLoad(leaf=x.leaf, gpus=x.gpus, free_gpus=x.free) for x in found]
+
+
+@strawberry.type(description="Every GPU's drawing state as rows of plain values (columns name them), for the overview.")
+class GPUGrid:
+    columns: list[str]
+    rows: JSON = strawberry.field(description="one list per GPU, in `columns` order")
+    end_cursor: str | None
+    has_next_page: bool
+
+
+def gpu_grid(page: explorer.GridPage) -> GPUGrid:
+    return GPUGrid(
+        columns=explorer.GRID_COLUMNS,
+        rows=cast(JSON, page.rows),
+        end_cursor=page.end_cursor,
+        has_next_page=page.has_next_page,
+    )

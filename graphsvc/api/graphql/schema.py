@@ -30,7 +30,7 @@ from graphsvc.api.graphql.context import READERS, Forbidden, Info, RateLimited
 from graphsvc.api.graphql.cost import QueryCostLimit
 from graphsvc.api.graphql.drift import DriftFormat, DriftResult
 from graphsvc.api.graphql.drift import drift as drift_resolver
-from graphsvc.api.graphql.explorer import LeafLoad, SearchHit, leaf_loads, search_hits
+from graphsvc.api.graphql.explorer import GPUGrid, LeafLoad, SearchHit, gpu_grid, leaf_loads, search_hits
 from graphsvc.api.graphql.inputs import GPUFilter, HostFilter, PlacementRequestInput
 from graphsvc.api.graphql.operator import OperatorMutations
 from graphsvc.api.graphql.placement import place
@@ -88,6 +88,11 @@ class Query:
     async def search(self, info: Info, text: str, first: int = 20) -> list[SearchHit]:
         info.context.require(*READERS)
         return search_hits(await explorer.search(info.context.gateway, text, first))
+
+    @strawberry.field(description="Every GPU's drawing state as plain rows, by uuid (first <= 5000), for the overview.")
+    async def gpu_grid(self, info: Info, first: int = 5000, after: str | None = None) -> GPUGrid:
+        info.context.require(*READERS)
+        return gpu_grid(await explorer.gpu_grid(info.context.gateway, after, first))
 
     @strawberry.field(description="Per leaf switch: GPUs whose nearest NIC is cabled to it, and how many are free.")
     async def leaf_load(self, info: Info, cluster: str = "default") -> list[LeafLoad]:

@@ -95,14 +95,27 @@ const usable = (g) => g.state === "free" && healthy(g);
 // ---- the cluster, cached briefly (events invalidate it) ----------------------------------
 const HOSTS = `query($after: String) { hosts(first: 500, after: $after) {
   nodes { name cluster rack scalableUnit gpuModel gpuCount freeGpus stale ageSeconds } pageInfo { hasNextPage endCursor } } }`;
-const GPUS = `query($after: String) { gpus(first: 500, after: $after) {
-  nodes { uuid index model state health temperatureC utilizationPct nvlinkDomain host { name } } pageInfo { hasNextPage endCursor } } }`;
+// The overview reads GPUs as plain rows (gpuGrid): 10,000 GPUs in two requests.
+async function gpuGrid() {
+  const out = [];
+  let after = null;
+  for (;;) {
+    const page = (await gql(`query($after: String) { gpuGrid(first: 5000, after: $after) { columns rows endCursor hasNextPage } }`, { after })).gpuGrid;
+    for (const row of page.rows) {
+      const g = Object.fromEntries(page.columns.map((c, i) => [c, row[i]]));
+      g.host = { name: g.host };
+      out.push(g);
+    }
+    if (!page.hasNextPage) return out;
+    after = page.endCursor;
+  }
+}
 let cache = null;
 const invalidate = () => { cache = null; };
 async function loadCluster() {
   if (cache && Date.now() - cache.at < 20_000) return cache;
   const started = performance.now();
-  const [hosts, gpus] = await Promise.all([pages("hosts", HOSTS), pages("gpus", GPUS)]);
+  const [hosts, gpus] = await Promise.all([pages("hosts", HOSTS), gpuGrid()]);
   const byHost = {};
   for (const g of gpus) (byHost[g.host.name] ||= []).push(g);
   for (const list of Object.values(byHost)) list.sort((a, b) => a.index - b.index);
@@ -595,7 +608,10 @@ async function place(params) {
   }
   const box = $("#candidates");
   if (!result.candidates.length) {
-    box.innerHTML = result.infeasible.map((r) => `<div class="cand infeasible"><b>${esc(r.constraint)}</b>: ${esc(r.message)}${r.nearestFeasible ? ` — try <a href="#/place?q=${encodeURIComponent(r.nearestFeasible)}">${esc(r.nearestFeasible)}</a>` : ""}</div>`).join("");
+    box.innerHTML = result.infeasible.map((r) => r.constraint === "text"
+      ? `<div class="cand infeasible"><p class="error">The request does not parse: ${esc(r.message)}</p><p>The options are listed above.</p></div>`
+      : `<div class="cand infeasible"><b>${esc(r.constraint)}</b>: ${esc(r.message)}${r.nearestFeasible ? ` — try <a href="#/place?q=${encodeURIComponent(r.nearestFeasible)}">${esc(r.nearestFeasible)}</a>` : ""}</div>`).join("");
+    if (result.infeasible.some((r) => r.constraint === "text")) $("#options").open = true;
     return;
   }
   box.innerHTML = `<p>${esc(result.request)}: ${result.candidates.length} candidates, best first.</p>` + result.candidates.map((c) => `<div class="cand" data-rank="${c.rank}"><b>#${c.rank}</b> score ${c.score} · bottleneck ${c.bottleneckGbps ?? "-"} GB/s · ${c.maxIbHops} IB hops · ${c.gpus.length} GPUs on ${plural(new Set(c.gpus.map((g) => g.host.name)).size, "host")}
