@@ -1,8 +1,8 @@
 """``graphsvc``: serve the API, run the demo, load synthetic clusters, migrate the graph.
 
 Start-up matters for a command people type: the module imports only the standard library at
-the top, and each command imports what it needs (the server stack for `serve`/`demo`, httpx
-for client commands), so `graphsvc --help` and `graphsvc place` start in well under 0.5 s.
+the top, and each command imports what it needs (the server stack for `serve`/`demo`); client
+commands talk HTTP with urllib, as importing httpx alone costs ~0.3 s.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import asyncio
 
-    import httpx
     import uvicorn
 
     from graphsvc.settings import Settings
@@ -252,8 +251,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    import asyncio
-
     if args.command == "demo":
         os.environ.setdefault("GRAPHSVC_DEV_MODE", "true")
         os.environ["GRAPHSVC_INSECURE_DEV"] = "true"
@@ -267,6 +264,14 @@ def _run(args: argparse.Namespace) -> int:
         print(f"token (shown once, give it to {args.name}): {secret}")
         print(f"entry for the tokens file (a JSON list): {json.dumps(entry)}")
         return 0
+    if args.command == "place":
+        return _place(args.server, args.request, as_json=args.output == "json")
+    if args.command == "reserve":
+        return _reserve(args)
+    if args.command == "release":
+        return _release(args.server, args.id, as_json=args.output == "json")
+    import asyncio  # only from here on: the client commands above need no event loop
+
     if args.command == "serve":
         asyncio.run(_serve(_settings(args)))
     elif args.command == "demo":
@@ -276,8 +281,6 @@ def _run(args: argparse.Namespace) -> int:
 
         cluster = build(args.profile, cluster=args.cluster)
         asyncio.run(push_cluster(args.server, cluster))
-    elif args.command == "place":
-        return asyncio.run(_place(args.server, args.request, as_json=args.output == "json"))
     elif args.command == "bench":
         from graphsvc.bench.run import bench as run_bench
 
@@ -292,20 +295,13 @@ def _run(args: argparse.Namespace) -> int:
             )
         )
         print(json.dumps(report, indent=1))
-    elif args.command == "reserve":
-        return asyncio.run(_reserve(args))
     elif args.command == "export":
-        import httpx
+        from urllib.parse import urlencode
 
         params = {"cluster": args.cluster, **({"host": args.host} if args.host else {})}
-        with _reaching(args.server):
-            resp = httpx.get(
-                f"{args.server}/v1/export/{args.format}", params=params, timeout=300, headers=_auth_headers()
-            )
-        _check_status(args.server, resp)
-        print(resp.text, end="")
-    elif args.command == "release":
-        return asyncio.run(_release(args.server, args.id, as_json=args.output == "json"))
+        status, text = _http(args.server, f"/v1/export/{args.format}?{urlencode(params)}", timeout=300)
+        _check_status(args.server, status, text)
+        print(text, end="")
     elif args.command == "export-schema":
         from graphsvc.api.graphql.schema import schema
 
@@ -343,14 +339,41 @@ class _reaching:
             raise CLIError(f"talking to {where} failed ({type(exc).__name__}: {exc}): {fix}") from None
 
 
-def _check_status(server: str, resp: httpx.Response) -> None:
-    if resp.status_code in (401, 403):
+def _check_status(server: str, status: int, text: str) -> None:
+    if status in (401, 403):
         raise CLIError(
-            f"the service at {server} refused the request (HTTP {resp.status_code}): "
+            f"the service at {server} refused the request (HTTP {status}): "
             "set GRAPHSVC_TOKEN to a token with the needed role (`graphsvc token create`)"
         )
-    if resp.status_code != 200:
-        raise CLIError(f"the service at {server} answered HTTP {resp.status_code}: {resp.text[:300]}")
+    if status != 200:
+        raise CLIError(f"the service at {server} answered HTTP {status}: {text[:300]}")
+
+
+def _http(server: str, path: str, body: dict[str, Any] | None = None, timeout: float = 60) -> tuple[int, str]:
+    """One request with the standard library (importing httpx alone costs a CLI call ~0.3 s);
+    transport errors become one CLIError line naming the URL and the fix."""
+    import urllib.error
+    import urllib.request
+
+    url = server.rstrip("/") + path
+    headers = {"accept": "application/json", **_auth_headers()}
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode()
+        headers["content-type"] = "application/json"
+    fix = "start it (`graphsvc serve` or `graphsvc demo`) or point --server or GRAPHSVC_URL at it"
+    if not url.startswith(("http://", "https://")):
+        raise CLIError(f"{server!r} is not a service URL: give one such as {DEFAULT_URL}")
+    request = urllib.request.Request(url, data=data, headers=headers, method="POST" if data else "GET")  # noqa: S310
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as resp:  # noqa: S310 (the operator's URL)
+            return int(resp.status), resp.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode(errors="replace")
+    except TimeoutError:
+        raise CLIError(f"the service at {server} did not answer in {timeout:.0f} s: is it overloaded?") from None
+    except urllib.error.URLError as exc:
+        raise CLIError(f"cannot reach the service at {server} ({exc.reason}): {fix}") from None
 
 
 def _auth_headers() -> dict[str, str]:
@@ -506,25 +529,19 @@ query Place($text: String!) {
 """
 
 
-async def _graphql(server: str, query: str, variables: dict[str, object]) -> dict[str, Any]:
+def _graphql(server: str, query: str, variables: dict[str, object]) -> dict[str, Any]:
     """POST a GraphQL query; transport, auth and query errors become one CLIError line."""
-    import httpx
-
-    with _reaching(server):
-        async with httpx.AsyncClient(base_url=server, timeout=60, headers=_auth_headers()) as client:
-            resp = await client.post("/graphql", json={"query": query, "variables": variables})
-    if resp.status_code in (401, 403):
-        _check_status(server, resp)
+    status, text = _http(server, "/graphql", {"query": query, "variables": variables})
+    if status in (401, 403):
+        _check_status(server, status, text)
     try:
-        body = resp.json()
+        body = json.loads(text)
     except ValueError:
-        raise CLIError(
-            f"{server} answered HTTP {resp.status_code} without JSON: is that URL a graphsvc service?"
-        ) from None
+        raise CLIError(f"{server} answered HTTP {status} without JSON: is that URL a graphsvc service?") from None
     errors = body.get("errors") if isinstance(body, dict) else None
     if errors:
         raise CLIError(f"the service at {server} rejected the query: {errors[0].get('message')}")
-    _check_status(server, resp)
+    _check_status(server, status, text)
     data: dict[str, Any] = body["data"]
     return data
 
@@ -546,11 +563,11 @@ def _gpu_list(gpus: list[dict[str, Any]]) -> str:
     return " ".join(parts)
 
 
-async def _place(server: str, text: str, *, as_json: bool) -> int:
+def _place(server: str, text: str, *, as_json: bool) -> int:
     from graphsvc.placement.request import parse_request
 
     parse_request(text)  # the parser's own words on bad input, before calling the service
-    result = (await _graphql(server, PLACE_QUERY, {"text": text}))["placementText"]
+    result = (_graphql(server, PLACE_QUERY, {"text": text}))["placementText"]
     if as_json:
         print(json.dumps(result, indent=2))
         return 0 if result["candidates"] else 2
@@ -565,7 +582,7 @@ async def _place(server: str, text: str, *, as_json: bool) -> int:
     return 0 if result["candidates"] else 2
 
 
-async def _reserve(args: argparse.Namespace) -> int:
+def _reserve(args: argparse.Namespace) -> int:
     from graphsvc.client import RESERVE_MUTATION, request_input
 
     request = request_input(args.request)  # the parser's words on bad input, before calling the service
@@ -580,7 +597,7 @@ async def _reserve(args: argparse.Namespace) -> int:
             "allowPreemption": args.allow_preemption,
         }
     }
-    out = (await _graphql(args.server, RESERVE_MUTATION, variables))["reserve"]
+    out = (_graphql(args.server, RESERVE_MUTATION, variables))["reserve"]
     kind = out["__typename"]
     if args.output == "json":
         print(json.dumps(out, indent=2))
@@ -600,12 +617,12 @@ async def _reserve(args: argparse.Namespace) -> int:
     return 2
 
 
-async def _release(server: str, reservation_id: str, *, as_json: bool = False) -> int:
+def _release(server: str, reservation_id: str, *, as_json: bool = False) -> int:
     query = (
         "mutation($id: String!) { release(id: $id) { __typename "
         "... on Reservation { id state holder } ... on NotFound { message } } }"
     )
-    out = (await _graphql(server, query, {"id": reservation_id}))["release"]
+    out = (_graphql(server, query, {"id": reservation_id}))["release"]
     if as_json:
         print(json.dumps(out, indent=2))
     elif out["__typename"] == "NotFound":

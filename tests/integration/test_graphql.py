@@ -160,7 +160,7 @@ async def test_leaf_load_counts_gpus_behind_each_rail_leaf(client: httpx.AsyncCl
 
 async def test_gpu_grid_pages_every_gpu_as_plain_rows(client: httpx.AsyncClient, demo: Gateway) -> None:
     q = "query($a: String) { gpuGrid(first: 100, after: $a) { columns rows endCursor hasNextPage } }"
-    seen: list[list[object]] = []
+    seen: list[list[Any]] = []
     after = None
     while True:
         page = (await gql(client, q, {"a": after}))["data"]["gpuGrid"]

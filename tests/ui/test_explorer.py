@@ -166,9 +166,11 @@ def test_placement_reserve_renew_release(service: ServiceProcess, page: Any, doc
     assert page.locator(f'#reservations tr[data-id="{rid}"] .countdown').inner_text().startswith("in ")
     page.click(f'#reservations tr[data-id="{rid}"] button.renew')
     page.wait_for_function("document.querySelector('#banner').textContent.startsWith('Renewed')")
+    shot(page, docs_dir, "reservations")
     page.click('#reservations th[data-sort="holder"]')
     page.wait_for_selector('#reservations th.sort.asc[data-sort="holder"]')
-    shot(page, docs_dir, "reservations")
+    holders = page.eval_on_selector_all("#reservations tr[data-id] td:nth-child(2)", "ts => ts.map(t => t.textContent)")
+    assert holders == sorted(holders)
 
     release = f'#reservations tr[data-id="{rid}"] button.release'
     page.click(release)  # asks first

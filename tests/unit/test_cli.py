@@ -34,8 +34,8 @@ def test_help_imports_no_server_stack(argv: list[str]) -> None:
     assert _modules_after(argv) == set()
 
 
-def test_place_imports_only_the_http_client() -> None:
-    assert _modules_after(["place", "8xH100", "--server", "http://127.0.0.1:9"]) == {"httpx"}
+def test_place_imports_no_server_stack_nor_httpx() -> None:
+    assert _modules_after(["place", "8xH100", "--server", "http://127.0.0.1:9"]) == set()
 
 
 def test_place_help_lists_every_request_option(capsys: pytest.CaptureFixture[str]) -> None:

@@ -510,7 +510,7 @@ async function fabric(params) {
 // ---- reservations ---------------------------------------------------------------------------
 let sortBy = { key: "default", dir: 1 };
 async function reservations() {
-  const data = await gql(`{ reservations(first: 500) { id holder state expiresAt priority preemptible gpus { uuid index host { name } } } }`);
+  const data = await gql(`{ reservations(first: 500) { id holder state expiresAt endedAt priority preemptible gpus { uuid index host { name } } } }`);
   const rows = data.reservations;
   const live = rows.filter((r) => r.state === "active").length;
   const keys = {
@@ -527,7 +527,7 @@ async function reservations() {
     <table id="reservations"><tr>${head("id", "id")}${head("holder", "holder")}${head("state", "state")}${head("gpus", "GPUs")}${head("priority", "priority")}${head("expires", "expires")}<th></th></tr>
     ${rows.map((r) => `<tr data-id="${esc(r.id)}" class="${r.state === "active" ? "active" : "ended"}"><td class="nowrap">${esc(r.id)}</td><td>${esc(r.holder)}</td><td>${esc(r.state)}</td>
       <td>${r.gpus.length} · ${where(r)}</td><td>${r.priority}${r.preemptible ? " (preemptible)" : ""}</td>
-      <td class="nowrap">${stamp(r.expiresAt)} · <span class="countdown" data-at="${r.expiresAt}">${countdown(r.expiresAt)}</span></td>
+      <td class="nowrap">${r.state === "active" ? `${stamp(r.expiresAt)} · <span class="countdown" data-at="${r.expiresAt}">${countdown(r.expiresAt)}</span>` : `ended ${stamp(r.endedAt ?? r.expiresAt)}`}</td>
       <td class="nowrap">${r.state === "active" ? `<button class="renew" data-id="${esc(r.id)}">+1h</button> <button class="release" data-id="${esc(r.id)}">release</button>` : ""}</td></tr>`).join("")}</table>`;
   $$("th.sort", view).forEach((th) => th.addEventListener("click", () => {
     sortBy = { key: th.dataset.sort, dir: sortBy.key === th.dataset.sort ? -sortBy.dir : 1 };
@@ -678,7 +678,7 @@ function scheduleRefresh(why) {
   const current = (location.hash || "#/overview").slice(2).split(/[/?]/)[0] || "overview";
   if (!["overview", "reservations", "fabric"].includes(current) || document.hidden) return;
   clearTimeout(refreshTimer);
-  refreshTimer = setTimeout(() => { setStatus(`refreshed: ${why}`); route(); }, 800);
+  refreshTimer = setTimeout(async () => { route.keepBanner = true; await route(); setStatus(`refreshed: ${why}`); }, 800);
 }
 async function connectEvents(attempt = 0) {
   const live = $("#live");
@@ -720,6 +720,8 @@ async function route() {
   $$("nav a[data-view]").forEach((a) => a.classList.toggle("active", a.dataset.view === (parts[0] || "overview")));
   view.dataset.ready = "false";
   hideTip();
+  if (!route.keepBanner) { $("#banner").hidden = true; setStatus(""); }
+  route.keepBanner = false;
   try {
     if (parts[0] === "host") await host(decodeURIComponent(parts[1] || ""));
     else if (parts[0] === "fabric") await fabric(params);
