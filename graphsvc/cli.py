@@ -193,7 +193,9 @@ def _parser() -> argparse.ArgumentParser:
 
     exp = sub.add_parser("export", help="the topology for Slurm, Kueue, Volcano or NCCL, from a running service")
     exp.add_argument(
-        "format", choices=["slurm-tree", "slurm-block", "slurm-gres", "kueue", "kueue-labels", "volcano", "nccl"]
+        "format",
+        choices=["slurm-tree", "slurm-block", "slurm-gres", "kueue", "kueue-labels", "volcano", "nccl"],
+        help="what to write (docs/integrations.md)",
     )
     exp.add_argument("--cluster", default="default", help="cluster name (default 'default')")
     exp.add_argument("--host", help="the host, for the per-host nccl export")
@@ -204,21 +206,30 @@ def _parser() -> argparse.ArgumentParser:
     _client_options(release)
 
     export = sub.add_parser("export-schema", help="write the GraphQL schema (SDL) to a file or stdout")
-    export.add_argument("out", nargs="?", type=Path)
+    export.add_argument("out", nargs="?", type=Path, help="file to write (default: stdout)")
 
     bench = sub.add_parser("bench", help="replay a job trace against scheduler baselines (a benchmark)")
-    bench.add_argument("what", choices=["placement"])
+    bench.add_argument("what", choices=["placement"], help="what to benchmark (placement: a trace replay)")
     bench.add_argument("--trace", default="generated", help="'generated' (LLM-like, seeded) or the Alibaba pods CSV")
     bench.add_argument("--cluster", default="superpod-h100:sus=4", help="synthetic profile to load")
-    bench.add_argument("--policy", default=",".join(["service", "first-fit", "slurm-tree", "kueue-bestfit"]))
-    bench.add_argument("--jobs", type=int, default=300)
-    bench.add_argument("--seed", type=int, default=7)
+    bench.add_argument(
+        "--policy",
+        default=",".join(["service", "first-fit", "slurm-tree", "kueue-bestfit"]),
+        help="comma-separated policies to compare (default: all four)",
+    )
+    bench.add_argument("--jobs", type=int, default=300, help="jobs to replay (default 300)")
+    bench.add_argument("--seed", type=int, default=7, help="seed of the generated trace (default 7)")
     bench.add_argument("--server", help="replay against this running service (it must hold the cluster)")
 
     token = sub.add_parser("token", help="create an API token (prints it once, and the hashed entry to store)")
-    token.add_argument("action", choices=["create"])
-    token.add_argument("--name", required=True)
-    token.add_argument("--role", required=True, choices=["collector", "scheduler", "operator"])
+    token.add_argument("action", choices=["create"], help="create: a new token")
+    token.add_argument("--name", required=True, help="who or what the token is for (shown in logs)")
+    token.add_argument(
+        "--role",
+        required=True,
+        choices=["collector", "scheduler", "operator"],
+        help="collector: write its hosts' facts; scheduler: place and reserve; operator: everything",
+    )
     token.add_argument(
         "--hosts", default="", help="collector tokens: host names or patterns it may write, comma-separated"
     )

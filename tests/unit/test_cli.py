@@ -3,6 +3,7 @@ name the URL and the fix, human times; and the log filters that keep the log rea
 
 from __future__ import annotations
 
+import argparse
 import logging
 import subprocess
 import sys
@@ -120,3 +121,17 @@ def test_a_store_refusing_to_start_is_one_line(monkeypatch: pytest.MonkeyPatch) 
     assert not f.filter(_record("uvicorn.error", logging.ERROR, "Application startup failed. Exiting."))
     bug = 'Traceback (most recent call last):\nKeyError: "x"\n'
     assert f.filter(_record("uvicorn.error", logging.ERROR, bug))  # a bug keeps its traceback
+
+
+def test_every_option_of_every_command_has_help() -> None:
+    from graphsvc.cli import _parser
+
+    parser = _parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    missing = [
+        f"{name} {action.dest}"
+        for name, command in sub.choices.items()
+        for action in command._actions
+        if not action.help and not isinstance(action, argparse._HelpAction)
+    ]
+    assert missing == []
