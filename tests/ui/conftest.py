@@ -73,8 +73,10 @@ class Browser:
             route.continue_()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(service: ServiceProcess) -> Iterator[Browser]:
+    """Per module: Playwright's sync API keeps an event loop running in this thread while it
+    is open, which would break every later test that calls asyncio.run()."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:

@@ -213,3 +213,9 @@ def test_live_refresh_from_the_events_subscription(service: ServiceProcess, page
         page.wait_for_selector(f'#reservations tr[data-id="{out["id"]}"]', timeout=30_000)  # no reload by us
     finally:
         gql(service, "mutation($id: String!) { release(id: $id) { __typename } }", {"id": out["id"]})
+
+
+def test_page_helpers_parse_leases_and_write_gpu_sets(service: ServiceProcess, page: Any) -> None:
+    open_view(page, f"{service.url}/ui/#/place")
+    got = page.evaluate("[['90s', '30m', '4h', '1d', '45', 'forever', '0m'].map(parseTtl), ranges([3, 0, 1, 2, 6, 7])]")
+    assert got == [[90, 1800, 14400, 86400, 45, None, None], "0-3,6-7"]
