@@ -112,3 +112,16 @@ async def gpu_grid(gw: Gateway, after: str | None, first: int = GRID_PAGE) -> Gr
         for r in found[:first]
     ]  # fmt: skip
     return GridPage(rows, rows[-1][0] if rows else None, len(found) > first)
+
+
+@dataclass(frozen=True)
+class CabledHost:
+    name: str
+    free: int
+    received_at: float | None
+
+
+async def leaf_hosts(gw: Gateway, leaf: str) -> list[CabledHost]:
+    """The hosts cabled to a switch (any leaf, with or without a scalable unit)."""
+    rows = await gw.read("explorer_leaf_hosts", {"leaf": leaf})
+    return [CabledHost(r["name"], int(r["free_gpus"] or 0), r["received_at"]) for r in rows]

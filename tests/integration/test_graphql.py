@@ -173,3 +173,12 @@ async def test_gpu_grid_pages_every_gpu_as_plain_rows(client: httpx.AsyncClient,
     assert len(seen) == total and uuids == sorted(set(uuids))
     row = dict(zip(page["columns"], seen[0], strict=True))
     assert {"uuid", "index", "state", "health", "temperatureC", "nvlinkDomain", "host"} <= set(row)
+
+
+async def test_leaf_hosts_lists_the_hosts_cabled_to_a_switch(client: httpx.AsyncClient, demo: Gateway) -> None:
+    q = "query($l: String!) { leafHosts(leaf: $l) { name freeGpus stale } }"
+    su1 = (await gql(client, q, {"l": "h100-su1-leaf-r0"}))["data"]["leafHosts"]
+    assert len(su1) == 31 and su1[0]["name"] == "h100-su1-n01" and su1[0]["freeGpus"] == 8
+    pcie = (await gql(client, q, {"l": "a100-leaf0"}))["data"]["leafHosts"]
+    assert [h["name"] for h in pcie] == ["a100-001", "a100-002"]  # a leaf with no scalable unit
+    assert (await gql(client, q, {"l": "nope"}))["data"]["leafHosts"] == []

@@ -157,6 +157,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "search_gpus": {"needle": "gpu-", "first": 10},
     "leaf_rail_load": {"cluster": "default"},
     "explorer_gpu_grid": {"after": "", "first": 10},
+    "explorer_leaf_hosts": {"leaf": "h100-su1-leaf-r0"},
 }
 
 

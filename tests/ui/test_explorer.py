@@ -134,9 +134,13 @@ def test_fabric_by_su_and_rail_with_click_through(service: ServiceProcess, page:
     assert page.locator("svg#fabric line.up.hot").count() > 0
     assert page.locator("#leaf-panel ul.leaf-hosts a").count() == 31
     shot(page, docs_dir, "fabric")
+    page.click('svg#fabric g.switch[data-name="a100-leaf0"]')  # a leaf outside any scalable unit
+    page.wait_for_function("document.querySelector('#leaf-panel h3').textContent === 'a100-leaf0'")
+    page.wait_for_selector("#leaf-panel ul.leaf-hosts a")
+    assert page.locator("#leaf-panel ul.leaf-hosts a").count() == 8
     page.click("#leaf-panel ul.leaf-hosts a >> nth=0")
     page.wait_for_selector('#view[data-ready="true"] #matrix')
-    assert "h100-su1-n01" in page.inner_text("h2")
+    assert "a100-001" in page.inner_text("h2")
 
 
 def test_placement_reserve_renew_release(service: ServiceProcess, page: Any, docs_dir: Path) -> None:

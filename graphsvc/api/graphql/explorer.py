@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import cast
 
 import strawberry
@@ -49,3 +50,18 @@ def gpu_grid(page: explorer.GridPage) -> GPUGrid:
         end_cursor=page.end_cursor,
         has_next_page=page.has_next_page,
     )
+
+
+@strawberry.type(description="A host with a NIC cabled to the switch asked about.")
+class CabledHost:
+    name: str
+    free_gpus: int
+    stale: bool
+
+
+def cabled_hosts(found: list[explorer.CabledHost], stale_after_s: float) -> list[CabledHost]:
+    now = time.time()
+    return [
+        CabledHost(name=h.name, free_gpus=h.free, stale=bool(h.received_at and now - h.received_at > stale_after_s))
+        for h in found
+    ]

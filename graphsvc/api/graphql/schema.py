@@ -30,7 +30,16 @@ from graphsvc.api.graphql.context import READERS, Forbidden, Info, RateLimited
 from graphsvc.api.graphql.cost import QueryCostLimit
 from graphsvc.api.graphql.drift import DriftFormat, DriftResult
 from graphsvc.api.graphql.drift import drift as drift_resolver
-from graphsvc.api.graphql.explorer import GPUGrid, LeafLoad, SearchHit, gpu_grid, leaf_loads, search_hits
+from graphsvc.api.graphql.explorer import (
+    CabledHost,
+    GPUGrid,
+    LeafLoad,
+    SearchHit,
+    cabled_hosts,
+    gpu_grid,
+    leaf_loads,
+    search_hits,
+)
 from graphsvc.api.graphql.inputs import GPUFilter, HostFilter, PlacementRequestInput
 from graphsvc.api.graphql.operator import OperatorMutations
 from graphsvc.api.graphql.placement import place
@@ -98,6 +107,12 @@ class Query:
     async def leaf_load(self, info: Info, cluster: str = "default") -> list[LeafLoad]:
         info.context.require(*READERS)
         return leaf_loads(await explorer.leaf_load(info.context.gateway, cluster))
+
+    @strawberry.field(description="The hosts with a NIC cabled to this switch, by name.")
+    async def leaf_hosts(self, info: Info, leaf: str) -> list[CabledHost]:
+        info.context.require(*READERS)
+        ctx = info.context
+        return cabled_hosts(await explorer.leaf_hosts(ctx.gateway, leaf), ctx.settings.stale_after_s)
 
     @strawberry.field(description="One host: GPUs, NVLink matrix, PCIe/NUMA placement, NICs. Null if unknown.")
     async def host(self, info: Info, name: str) -> Host | None:

@@ -493,8 +493,8 @@ async function fabric(params) {
     const peers = s.uplinks.map((u) => u.to);
     const downs = switches.filter((x) => x.uplinks.some((u) => u.to === name)).map((x) => x.name);
     let hostsHtml = "";
-    if (s.tier === "leaf" && s.scalableUnit) {
-      const hs = await pages("hosts", `query($after: String, $su: String) { hosts(first: 500, after: $after, filter: {scalableUnit: $su}) { nodes { name freeGpus stale } pageInfo { hasNextPage endCursor } } }`, { su: s.scalableUnit });
+    if (s.tier === "leaf") {
+      const hs = (await gql(`query($l: String!) { leafHosts(leaf: $l) { name freeGpus stale } }`, { l: name })).leafHosts;
       hs.sort((a, b) => natural(a.name, b.name));
       hostsHtml = `<h4>${hs.length} hosts cabled to it</h4><ul class="leaf-hosts">${hs.map((h) => `<li><a href="#/host/${encodeURIComponent(h.name)}">${esc(h.name)}</a> <small>${h.freeGpus ?? 0} free${h.stale ? " · stale" : ""}</small></li>`).join("")}</ul>`;
     }
