@@ -11,6 +11,7 @@ import asyncio
 import os
 import shutil
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -94,3 +95,16 @@ def page(browser: Browser) -> Iterator[Any]:
     browser.foreign.clear()
     yield browser.page
     assert browser.foreign == [], f"requests left for other hosts: {browser.foreign}"
+
+
+@contextmanager
+def offline_page(page: Any, service_url: str) -> Iterator[Any]:
+    """A fresh page (own origin storage) for another service, with the same offline guard."""
+    context = page.context.browser.new_context(viewport={"width": 1400, "height": 900})
+    guard = Browser(None, urlsplit(service_url).netloc)
+    context.route("**/*", guard.guard)
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+    assert guard.foreign == [], f"requests left for other hosts: {guard.foreign}"

@@ -17,6 +17,7 @@ from graphsvc.cli import push_cluster
 from graphsvc.synthetic.clusters import build
 from tests.conftest import free_port
 from tests.service import ServiceProcess
+from tests.ui.conftest import offline_page
 from tests.ui.test_explorer import open_view
 
 GPUS = 10_000
@@ -34,11 +35,7 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
 
 
 def test_overview_at_10k_gpus(big: ServiceProcess, page: Any, docs_dir: Path) -> None:
-    own = page.context.browser  # the shared page only talks to the session's service; this one is another port
-    assert own is not None
-    context = own.new_context(viewport={"width": 1400, "height": 900})
-    p = context.new_page()
-    try:
+    with offline_page(page, big.url) as p:
         total_ms = open_view(p, f"{big.url}/ui/#/overview")
         assert f"{GPUS} GPUs" in p.inner_text("h2")
         cells = p.eval_on_selector_all("canvas.cells", "cs => cs.map(c => Number(c.dataset.cells))")
@@ -60,8 +57,6 @@ def test_overview_at_10k_gpus(big: ServiceProcess, page: Any, docs_dir: Path) ->
         filter_ms = open_view(p, f"{big.url}/ui/#/overview?state=usable&su={first_group}")
         filter_render_ms = int(p.get_attribute("#view", "data-render-ms"))
         assert p.locator("section.group").count() == 1
-    finally:
-        context.close()
     path = docs_dir / "benchmarks" / "ui.json"
     old = json.loads(path.read_text()) if path.exists() else {}
     scale = {"gpus": GPUS, "open_ms": total_ms, "render_ms": render_ms, "fetch_ms": fetch_ms,
