@@ -14,9 +14,12 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from graphsvc.exports import drift_cli  # standard library only, like graphsvc.exports.names
+from graphsvc.exports.names import EXPORT_FORMATS
 
 if TYPE_CHECKING:
     import asyncio
@@ -80,7 +83,11 @@ def human_time(epoch: float, now: float | None = None) -> str:
 
 
 def _store_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--store", help="'embedded' (default), falkordb://host:port, or neo4j:// / bolt:// URI")
+    p.add_argument(
+        "--store",
+        help="'embedded' (default), falkordb://host:port, a neo4j:// / bolt:// URI, or (demo only) 'neo4j': "
+        "a local Neo4j 5 server started from tools/neo4j-local (jars: scripts/neo4j-jars.sh)",
+    )
     p.add_argument("--data-dir", type=Path, help="embedded store data directory (default ./.graphsvc)")
     p.add_argument("--graph", help="graph name inside the store (default 'topology')")
 
@@ -194,11 +201,11 @@ def _parser() -> argparse.ArgumentParser:
     exp = sub.add_parser("export", help="the topology for Slurm, Kueue, Volcano or NCCL, from a running service")
     exp.add_argument(
         "format",
-        choices=["slurm-tree", "slurm-block", "slurm-gres", "kueue", "kueue-labels", "volcano", "nccl"],
+        choices=EXPORT_FORMATS,
         help="what to write (docs/integrations.md)",
     )
     exp.add_argument("--cluster", default="default", help="cluster name (default 'default')")
-    exp.add_argument("--host", help="the host, for the per-host nccl export")
+    exp.add_argument("--host", help="the host, for the per-host nccl export and an nfd features.d file")
     _client_options(exp, output=False)
 
     release = sub.add_parser("release", help="free a reservation's GPUs now")
@@ -236,6 +243,8 @@ def _parser() -> argparse.ArgumentParser:
 
     migrate = sub.add_parser("migrate", help="bring the stored graph to this version and exit")
     _store_options(migrate)
+
+    drift_cli.add_parser(sub)  # `graphsvc drift FORMAT FILE` (graphsvc/exports/drift_cli.py)
     return parser
 
 
@@ -286,7 +295,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "serve":
         asyncio.run(_serve(_settings(args)))
     elif args.command == "demo":
-        asyncio.run(_demo(_settings(args), args.profile))
+        with _local_neo4j_if_asked(args):
+            asyncio.run(_demo(_settings(args), args.profile))
     elif args.command == "load":
         from graphsvc.synthetic.clusters import build
 
@@ -323,6 +333,8 @@ def _run(args: argparse.Namespace) -> int:
             print(text, end="")
     elif args.command == "migrate":
         asyncio.run(_migrate(_settings(args)))
+    elif args.command == "drift":
+        return drift_cli.run(args)  # 0 no drift, 1 drift, 2 could not check
     return 0
 
 
@@ -454,6 +466,30 @@ async def _serve(settings: Settings) -> None:
     _, task = await _start(settings)
     log.info(ready_line(settings))
     await task
+
+
+@contextlib.contextmanager
+def _local_neo4j_if_asked(args: argparse.Namespace) -> Iterator[None]:
+    """`demo --store neo4j`: run the demo on the project's local Neo4j 5 server (tools/neo4j-local).
+
+    The server keeps its data under DATA_DIR/neo4j and stops (cleanly) with the demo.
+    """
+    if getattr(args, "store", None) != "neo4j":
+        yield
+        return
+    from graphsvc.store.neo4j_local import LocalNeo4j
+
+    data_dir = (args.data_dir or Path(".graphsvc")) / "neo4j"
+    server = LocalNeo4j(data_dir, password=os.environ.get("GRAPHSVC_NEO4J_PASSWORD") or "graphsvc-demo")
+    print(f"starting a local Neo4j 5 server (data in {data_dir}) ...", file=sys.stderr)
+    server.start()
+    print(f"local Neo4j ready at {server.uri} (user neo4j, password {server.password})", file=sys.stderr)
+    args.store = server.uri
+    os.environ["GRAPHSVC_NEO4J_PASSWORD"] = server.password
+    try:
+        yield
+    finally:
+        server.stop()
 
 
 async def _demo(settings: Settings, profile: str) -> None:
