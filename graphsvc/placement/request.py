@@ -24,6 +24,8 @@ from functools import cached_property
 
 from topo_facts.gpu_models import ModelMatch, model_match
 
+from graphsvc.placement.options import OPTIONS
+
 MAX_GPUS = 4096
 MAX_LIMIT = 20
 
@@ -149,27 +151,9 @@ _FLAGS = {
 }
 
 
-# Every option the text form knows, as its help names it (for "did you mean" and the help).
-OPTIONS = {
-    "nvlink=": "none, any or full-mesh: NVLink between every pair of chosen GPUs",
-    "per-host=": "GPUs per host (a gang split evenly)",
-    "ib-hops<=": "at most this many InfiniBand switch hops between chosen hosts",
-    "mem>=": "at least this much GPU memory, GiB (e.g. mem>=80)",
-    "temp<=": "GPUs no hotter than this, °C",
-    "model=": "GPU model (also 8xH100)",
-    "exclude=": "hosts to avoid, comma-separated",
-    "prefer=": "hosts to prefer, comma-separated",
-    "packing=": "best-fit (default: fill partly used hosts) or spread",
-    "limit=": "how many candidates to return (default 3)",
-    "same-domain": "all GPUs in one NVLink domain (e.g. one NVL72 rack)",
-    "rail-aligned": "each GPU's NIC on the same rail across hosts",
-    "gpu-nic-affinity": "each GPU with a NIC on its own PCIe switch or NUMA node",
-    "allow-unhealthy": "also consider degraded or failed GPUs",
-    "no-prefer-cool": "do not prefer cooler GPUs on ties",
-}
-_KEYS = ["nvlink", "ib-hops", "max-ib-hops", "hops", "per-host", "gpus-per-host", "mem", "min-mem", "memory",
-         "temp", "max-temp", "temperature", "model", "exclude", "exclude-hosts", "prefer", "prefer-hosts",
-         "limit", "packing"]  # fmt: skip
+_KEYS = ["nvlink", "scale-up", "xgmi", "ib-hops", "max-ib-hops", "hops", "per-host", "gpus-per-host", "mem",
+         "min-mem", "memory", "temp", "max-temp", "temperature", "model", "exclude", "exclude-hosts", "prefer",
+         "prefer-hosts", "limit", "packing"]  # fmt: skip
 
 
 def _unknown(token: str, word: str, known: list[str]) -> RequestError:

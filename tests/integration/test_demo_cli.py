@@ -62,6 +62,10 @@ def test_demo_loads_the_declared_cluster(tmp_path: Path) -> None:
             check=False,
         )
         assert nope.returncode == 2 and "infeasible [nvlink]" in nope.stdout
+        typo = subprocess.run(
+            [exe, "place", "8xH100 nvlnk=full-mesh", "--server", url], capture_output=True, text=True, timeout=120
+        )
+        assert typo.returncode == 1 and "did you mean 'nvlink'?" in typo.stderr
         held = subprocess.run(
             [exe, "reserve", "8xH100 nvlink=full-mesh", "--holder", "cli-job", "--ttl", "10m", "--server", url],
             capture_output=True, text=True, timeout=120, check=False,

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from graphsvc.placement.request import OPTIONS
+from graphsvc.placement.options import OPTIONS
 from tests.service import ServiceProcess
 
 TIMINGS: dict[str, Any] = {}

@@ -12,7 +12,7 @@ import pytest
 
 from graphsvc import logs
 from graphsvc.cli import human_time, main
-from graphsvc.placement.request import OPTIONS
+from graphsvc.placement.options import OPTIONS
 
 HEAVY = ("fastapi", "uvicorn", "strawberry", "pydantic", "httpx", "graphsvc.api", "graphsvc.store")
 
@@ -61,7 +61,7 @@ def test_unreachable_service_names_the_url_and_the_fix(
 
 
 def test_typo_in_the_request_is_caught_before_calling(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["place", "8xH100 nvlnk=full-mesh", "--server", "http://127.0.0.1:9"]) == 1
+    assert main(["reserve", "8xH100 nvlnk=full-mesh", "--holder", "j", "--server", "http://127.0.0.1:9"]) == 1
     assert "did you mean 'nvlink'?" in capsys.readouterr().err
 
 

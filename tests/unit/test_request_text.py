@@ -42,7 +42,7 @@ def test_every_option() -> None:
         ("8 wat", "unknown option"),
         ("8 nvlnk=full-mesh", "unknown option 'nvlnk'; did you mean 'nvlink'\\?"),
         ("8 same-domian", "did you mean 'same-domain'\\?"),
-        ("8 foo=1", r"unknown option 'foo' \(options: nvlink=, per-host="),
+        ("8 foo=1", r"unknown option 'foo' \(options: nvlink=, scale-up=, per-host="),
         ("8 per-host=3", "cannot be split evenly"),
         ("9999", "between 1 and 4096"),
     ],

@@ -558,6 +558,7 @@ setInterval(() => { for (const c of $$(".countdown")) c.textContent = countdown(
 // The options of the text form, as `graphsvc place --help` lists them (a test keeps them equal).
 const OPTIONS = [
   ["nvlink=full-mesh", "none, any or full-mesh: NVLink between every pair of chosen GPUs"],
+  ["scale-up=full-mesh", "the same as nvlink=, for any vendor's scale-up link (xgmi= too)"],
   ["per-host=8", "GPUs per host (a gang split evenly)"],
   ["ib-hops<=1", "at most this many InfiniBand switch hops between chosen hosts"],
   ["mem>=80", "at least this much GPU memory, GiB"],
