@@ -212,6 +212,12 @@ def _parser() -> argparse.ArgumentParser:
     release.add_argument("id", help="the reservation id (rsv-...)")
     _client_options(release)
 
+    reset_host = sub.add_parser(
+        "reset-host", help="operators: forget a host's collection times so its next update applies (bad clock)"
+    )
+    reset_host.add_argument("host", help="the host's name")
+    _client_options(reset_host, output=False)
+
     export = sub.add_parser("export-schema", help="write the GraphQL schema (SDL) to a file or stdout")
     export.add_argument("out", nargs="?", type=Path, help="file to write (default: stdout)")
 
@@ -239,6 +245,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     token.add_argument(
         "--hosts", default="", help="collector tokens: host names or patterns it may write, comma-separated"
+    )
+    token.add_argument(
+        "--expires", type=_ttl, help="the token stops working after this long, e.g. 90d, 12h (default: never)"
     )
 
     migrate = sub.add_parser("migrate", help="bring the stored graph to this version and exit")
@@ -273,14 +282,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     if args.command == "demo":
         os.environ.setdefault("GRAPHSVC_DEV_MODE", "true")
-        os.environ["GRAPHSVC_INSECURE_DEV"] = "true"
-        log.warning("=" * 72)
-        log.warning("INSECURE DEV MODE: no authentication, every caller is an operator. Demo only.")
-        log.warning("=" * 72)
+        if args.tokens_file is not None or os.environ.get("GRAPHSVC_TOKENS"):
+            # Tokens given: the demo authenticates with them (it loads its cluster with a
+            # one-off operator token of its own, revoked once the cluster is in).
+            log.warning("demo: authentication on, tokens from %s", args.tokens_file or "GRAPHSVC_TOKENS")
+        else:
+            os.environ["GRAPHSVC_INSECURE_DEV"] = "true"
+            log.warning("=" * 72)
+            log.warning("INSECURE DEV MODE: no authentication, every caller is an operator. Demo only.")
+            log.warning("=" * 72)
     if args.command == "token":
         from graphsvc.security.auth import Role, new_token
 
-        secret, entry = new_token(args.name, Role(args.role), [h for h in args.hosts.split(",") if h])
+        expires = time.time() + args.expires if args.expires else None
+        secret, entry = new_token(args.name, Role(args.role), [h for h in args.hosts.split(",") if h], expires)
         print(f"token (shown once, give it to {args.name}): {secret}")
         print(f"entry for the tokens file (a JSON list): {json.dumps(entry)}")
         return 0
@@ -333,6 +348,8 @@ def _run(args: argparse.Namespace) -> int:
             print(text, end="")
     elif args.command == "migrate":
         asyncio.run(_migrate(_settings(args)))
+    elif args.command == "reset-host":
+        return asyncio.run(_reset_host(args.server, args.host))
     elif args.command == "drift":
         return drift_cli.run(args)  # 0 no drift, 1 drift, 2 could not check
     return 0
@@ -496,19 +513,33 @@ async def _demo(settings: Settings, profile: str) -> None:
     from graphsvc.synthetic.clusters import Profile, build
 
     cluster = build(Profile.parse(profile))
+    from fastapi import FastAPI
+
     server, task = await _start(settings)
     url = f"http://{settings.host}:{settings.port}"
+    loader: str | None = None
+    app = server.config.app
+    assert isinstance(app, FastAPI)
+    tokens = app.state.tokens
+    if not settings.insecure_dev:
+        from graphsvc.security.auth import Role, new_token
+
+        loader, entry = new_token("demo-loader", Role.OPERATOR)  # in memory only, never printed
+        loader_sha = tokens.add(entry)
     try:
-        await push_cluster(url, cluster)
+        await push_cluster(url, cluster, token=loader)
         print(f"graphsvc demo: {ready_line(settings)}; Ctrl-C to stop", file=sys.stderr)
     except BaseException:
         server.should_exit = True
         await task
         raise
+    finally:
+        if loader is not None:
+            tokens.revoke(loader_sha)
     await task
 
 
-async def push_cluster(url: str, cluster: SyntheticCluster, *, concurrency: int = 8) -> None:
+async def push_cluster(url: str, cluster: SyntheticCluster, *, concurrency: int = 8, token: str | None = None) -> None:
     """Send every host's facts, then the fabric, through the public ingest API, with progress."""
     import asyncio
 
@@ -528,7 +559,8 @@ async def push_cluster(url: str, cluster: SyntheticCluster, *, concurrency: int 
         queue.put_nowait(i)
 
     with _reaching(url):
-        async with httpx.AsyncClient(base_url=url, timeout=120, headers=_auth_headers()) as client:
+        headers = {"authorization": f"Bearer {token}"} if token else _auth_headers()
+        async with httpx.AsyncClient(base_url=url, timeout=120, headers=headers) as client:
 
             async def worker() -> None:
                 nonlocal done, gpus, last
@@ -660,6 +692,8 @@ def _reserve(args: argparse.Namespace) -> int:
         for r in out["reasons"]:
             nearest = f"  nearest feasible: {r['nearestFeasible']}" if r["nearestFeasible"] else ""
             print(f"infeasible [{r['constraint']}]: {r['message']}{nearest}")
+    elif kind == "IdempotencyKeyMismatch":
+        print(f"idempotency key mismatch: {out['message']}")
     else:
         print(f"invalid [{out['field']}]: {out['message']}")
     return 2
@@ -678,6 +712,21 @@ def _release(server: str, reservation_id: str, *, as_json: bool = False) -> int:
     else:
         print(f"{out['id']}: {out['state']}")
     return 2 if out["__typename"] == "NotFound" else 0
+
+
+async def _reset_host(server: str, host: str) -> int:
+    import asyncio
+
+    query = (
+        "mutation($host: String!) { resetHostFreshness(host: $host) { __typename "
+        "... on HostFreshnessReset { host previousCollectedAt } ... on NotFound { message } } }"
+    )
+    out = (await asyncio.to_thread(_graphql, server, query, {"host": host}))["resetHostFreshness"]
+    if out["__typename"] == "NotFound":
+        print(out["message"])
+        return 2
+    print(f"{out['host']}: collection times reset (collected_at was {out['previousCollectedAt']})")
+    return 0
 
 
 async def _migrate(settings: Settings) -> None:

@@ -16,10 +16,9 @@ from fastapi import FastAPI
 from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import HTMLResponse
 from starlette.requests import Request
+from strawberry.subscriptions import GRAPHQL_SSE_PROTOCOL, GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
 
 from graphsvc.api.strict_routes import StrictGraphQLRouter
-from strawberry.fastapi import GraphQLRouter
-from strawberry.subscriptions import GRAPHQL_SSE_PROTOCOL, GRAPHQL_TRANSPORT_WS_PROTOCOL, GRAPHQL_WS_PROTOCOL
 
 VENDOR = Path(__file__).resolve().parent / "static" / "vendor"
 PREFIX = "/ui/vendor"
@@ -67,9 +66,7 @@ GRAPHIQL = """<!doctype html>
 
 
 class LocalGraphiQLRouter(StrictGraphQLRouter):
-    """The strict-JSON GraphQL router with GraphiQL loaded from this service instead of unpkg.com."""
-class LocalGraphiQLRouter(GraphQLRouter):
-    """strawberry's router with GraphiQL loaded from this service instead of unpkg.com.
+    """The strict-JSON GraphQL router with GraphiQL loaded from this service instead of unpkg.com.
 
     Subscriptions also stream over plain HTTP (graphql-sse, `Accept: text/event-stream`), so
     the explorer's live refresh needs no WebSocket library on the server or proxy support.
