@@ -1,9 +1,13 @@
-"""``graphsvc``: serve the API, run the demo, load synthetic clusters, migrate the graph."""
+"""``graphsvc``: serve the API, run the demo, load synthetic clusters, migrate the graph.
+
+Start-up matters for a command people type: the module imports only the standard library at
+the top, and each command imports what it needs (the server stack for `serve`/`demo`); client
+commands talk HTTP with urllib, as importing httpx alone costs ~0.3 s.
+"""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import json
 import logging
@@ -12,20 +16,70 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
-import uvicorn
-from fastapi import FastAPI
-
-from graphsvc.api.app import create_app
-from graphsvc.client import RESERVE_MUTATION, request_input
-from graphsvc.exports import drift_cli
+from graphsvc.exports import drift_cli  # standard library only, like graphsvc.exports.names
 from graphsvc.exports.names import EXPORT_FORMATS
-from graphsvc.settings import Settings
-from graphsvc.synthetic.clusters import Profile, SyntheticCluster, build
+
+if TYPE_CHECKING:
+    import asyncio
+
+    import uvicorn
+
+    from graphsvc.settings import Settings
+    from graphsvc.synthetic.clusters import SyntheticCluster
 
 log = logging.getLogger("graphsvc")
+DEFAULT_URL = "http://127.0.0.1:8000"
+SERVER_HELP = (
+    f"the service's base URL (default: $GRAPHSVC_URL, else {DEFAULT_URL}); the API token comes from $GRAPHSVC_TOKEN"
+)
+
+
+class CLIError(Exception):
+    """An expected failure: printed as one line, naming what went wrong and the fix."""
+
+
+def _client_options(p: argparse.ArgumentParser, *, output: bool = True) -> None:
+    p.add_argument("--server", metavar="URL", help=SERVER_HELP)
+    if output:
+        p.add_argument(
+            "--output",
+            "-o",
+            choices=["table", "json"],
+            default="table",
+            help="table for people (default), json for scripts",
+        )
+
+
+def _ttl(text: str) -> int:
+    """argparse type for --ttl: 90, 90s, 10m, 2h, 1d."""
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    raw = text.strip().lower()
+    unit = units.get(raw[-1:], 1)
+    number = raw[:-1] if raw[-1:] in units else raw
+    try:
+        seconds = int(float(number) * unit)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a duration: give seconds or a number with s, m, h or d (90s, 10m, 2h, 1d)"
+        ) from None
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a lease must last at least one second")
+    return seconds
+
+
+def human_time(epoch: float, now: float | None = None) -> str:
+    """An absolute UTC time and how far away it is: '2026-11-30 12:10:00 UTC (in 9m 58s)'."""
+    now = time.time() if now is None else now
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(epoch))
+    delta = abs(epoch - now)
+    d, rest = divmod(round(delta), 86400)
+    h, rest = divmod(rest, 3600)
+    m, sec = divmod(rest, 60)
+    parts = [f"{v}{u}" for v, u in ((d, "d"), (h, "h"), (m, "m"), (sec, "s")) if v][:2] or ["0s"]
+    span = " ".join(parts)
+    return f"{stamp} (in {span})" if epoch >= now else f"{stamp} ({span} ago)"
 
 
 def _store_options(p: argparse.ArgumentParser) -> None:
@@ -64,13 +118,45 @@ def _settings(args: argparse.Namespace) -> Settings:
         }.items()
         if v is not None
     }
+    from graphsvc.settings import Settings
+
     return Settings(**overrides)
 
 
+PLACE_EPILOG = """\
+request: a GPU count, optionally with a model (8, 8xH100, 64xGB200), then options:
+{options}
+
+examples:
+  graphsvc place "8xH100 nvlink=full-mesh ib-hops<=1"
+  graphsvc place "16xH100 per-host=8 rail-aligned" --output json
+  GRAPHSVC_URL=http://graphsvc:8000 graphsvc place "72xGB200 same-domain"
+
+exit status: 0 placed, 2 infeasible (the reasons and the nearest feasible request are printed),
+1 error (the service could not be reached or refused the request).
+"""
+
+
+def _request_options_help() -> str:
+    from graphsvc.placement.options import OPTIONS  # no pydantic: --help stays fast
+
+    return "\n".join(f"  {name:<18}{text}" for name, text in OPTIONS.items())
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="graphsvc", description=__doc__)
-    parser.add_argument("--log-level", default=os.environ.get("GRAPHSVC_LOG_LEVEL", "info"))
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(
+        prog="graphsvc",
+        description="graphsvc: serve the API, run the demo, load synthetic clusters, place and reserve GPUs.",
+    )
+    parser.add_argument(
+        "--log-level",
+        default=os.environ.get("GRAPHSVC_LOG_LEVEL", "info"),
+        choices=["debug", "info", "warning", "error"],
+        type=str.lower,
+        help="log verbosity (default: $GRAPHSVC_LOG_LEVEL, else info)",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    raw = argparse.RawDescriptionHelpFormatter
 
     serve = sub.add_parser("serve", help="run the API (embedded store by default)")
     _serve_options(serve)
@@ -81,60 +167,88 @@ def _parser() -> argparse.ArgumentParser:
 
     load = sub.add_parser("load", help="push a synthetic cluster to a running service")
     load.add_argument("profile", help="e.g. demo, superpod-h100:sus=4, nvl72:racks=2, sized:gpus=100000")
-    load.add_argument("--server", default="http://127.0.0.1:8000")
-    load.add_argument("--cluster", default="default")
+    _client_options(load, output=False)
+    load.add_argument("--cluster", default="default", help="cluster name to load into (default 'default')")
 
-    place = sub.add_parser("place", help='ask a running service where a job fits, e.g. "8xH100 nvlink=full-mesh"')
-    place.add_argument("request", help="the compact text form: COUNTxMODEL then options (see docs/placement.md)")
-    place.add_argument("--server", default="http://127.0.0.1:8000")
-    place.add_argument("--json", action="store_true", help="print the GraphQL result as JSON")
+    request_help = "the compact text form: COUNT[xMODEL] then options (listed below)"
+    place = sub.add_parser(
+        "place",
+        help='ask a running service where a job fits, e.g. "8xH100 nvlink=full-mesh"',
+        description="Ask a running service where a job would run well; changes nothing.",
+        epilog=PLACE_EPILOG.format(options=_request_options_help()),
+        formatter_class=raw,
+    )
+    place.add_argument("request", help=request_help)
+    _client_options(place)
+    place.add_argument("--json", action="store_true", help="same as --output json")
 
-    reserve = sub.add_parser("reserve", help='hold GPUs for a job, e.g. reserve "8xH100 nvlink=full-mesh" --holder j1')
-    reserve.add_argument("request", help="the compact text form, as for `place`")
-    reserve.add_argument("--holder", required=True)
-    reserve.add_argument("--ttl", default="10m", help="lease, e.g. 90s, 10m, 2h (default 10m)")
+    reserve = sub.add_parser(
+        "reserve",
+        help='hold GPUs for a job, e.g. reserve "8xH100 nvlink=full-mesh" --holder j1',
+        description="Place and hold the GPUs atomically, under a lease that runs out unless renewed.",
+        epilog=PLACE_EPILOG.format(options=_request_options_help()).replace("graphsvc place", "graphsvc reserve"),
+        formatter_class=raw,
+    )
+    reserve.add_argument("request", help=request_help)
+    reserve.add_argument("--holder", required=True, help="who holds the GPUs (a job or user name)")
+    reserve.add_argument("--ttl", default="10m", type=_ttl, help="lease, e.g. 90s, 10m, 2h, 1d (default 10m)")
     reserve.add_argument("--key", help="idempotency key: retrying with it returns the same reservation")
-    reserve.add_argument("--priority", type=int, default=0)
-    reserve.add_argument("--preemptible", action="store_true")
-    reserve.add_argument("--allow-preemption", action="store_true")
-    reserve.add_argument("--server", default="http://127.0.0.1:8000")
+    reserve.add_argument("--priority", type=int, default=0, help="higher may preempt lower (default 0)")
+    reserve.add_argument("--preemptible", action="store_true", help="a higher priority may take these GPUs")
+    reserve.add_argument("--allow-preemption", action="store_true", help="may displace preemptible reservations")
+    _client_options(reserve)
 
     exp = sub.add_parser("export", help="the topology for Slurm, Kueue, Volcano or NCCL, from a running service")
-    exp.add_argument("format", choices=EXPORT_FORMATS)
-    exp.add_argument("--cluster", default="default")
+    exp.add_argument(
+        "format",
+        choices=EXPORT_FORMATS,
+        help="what to write (docs/integrations.md)",
+    )
+    exp.add_argument("--cluster", default="default", help="cluster name (default 'default')")
     exp.add_argument("--host", help="the host, for the per-host nccl export and an nfd features.d file")
-    exp.add_argument("--server", default="http://127.0.0.1:8000")
+    _client_options(exp, output=False)
 
     release = sub.add_parser("release", help="free a reservation's GPUs now")
-    release.add_argument("id")
-    release.add_argument("--server", default="http://127.0.0.1:8000")
+    release.add_argument("id", help="the reservation id (rsv-...)")
+    _client_options(release)
 
     reset_host = sub.add_parser(
         "reset-host", help="operators: forget a host's collection times so its next update applies (bad clock)"
     )
-    reset_host.add_argument("host")
-    reset_host.add_argument("--server", default="http://127.0.0.1:8000")
+    reset_host.add_argument("host", help="the host's name")
+    _client_options(reset_host, output=False)
 
     export = sub.add_parser("export-schema", help="write the GraphQL schema (SDL) to a file or stdout")
-    export.add_argument("out", nargs="?", type=Path)
+    export.add_argument("out", nargs="?", type=Path, help="file to write (default: stdout)")
 
     bench = sub.add_parser("bench", help="replay a job trace against scheduler baselines (a benchmark)")
-    bench.add_argument("what", choices=["placement"])
+    bench.add_argument("what", choices=["placement"], help="what to benchmark (placement: a trace replay)")
     bench.add_argument("--trace", default="generated", help="'generated' (LLM-like, seeded) or the Alibaba pods CSV")
     bench.add_argument("--cluster", default="superpod-h100:sus=4", help="synthetic profile to load")
-    bench.add_argument("--policy", default=",".join(["service", "first-fit", "slurm-tree", "kueue-bestfit"]))
-    bench.add_argument("--jobs", type=int, default=300)
-    bench.add_argument("--seed", type=int, default=7)
+    bench.add_argument(
+        "--policy",
+        default=",".join(["service", "first-fit", "slurm-tree", "kueue-bestfit"]),
+        help="comma-separated policies to compare (default: all four)",
+    )
+    bench.add_argument("--jobs", type=int, default=300, help="jobs to replay (default 300)")
+    bench.add_argument("--seed", type=int, default=7, help="seed of the generated trace (default 7)")
     bench.add_argument("--server", help="replay against this running service (it must hold the cluster)")
 
     token = sub.add_parser("token", help="create an API token (prints it once, and the hashed entry to store)")
-    token.add_argument("action", choices=["create"])
-    token.add_argument("--name", required=True)
-    token.add_argument("--role", required=True, choices=["collector", "scheduler", "operator"])
+    token.add_argument("action", choices=["create"], help="create: a new token")
+    token.add_argument("--name", required=True, help="who or what the token is for (shown in logs)")
+    token.add_argument(
+        "--role",
+        required=True,
+        choices=["collector", "scheduler", "operator"],
+        help="collector: write its hosts' facts; scheduler: place and reserve; operator: everything",
+    )
     token.add_argument(
         "--hosts", default="", help="collector tokens: host names or patterns it may write, comma-separated"
     )
-    token.add_argument("--expires", help="the token stops working after this long, e.g. 90d, 12h (default: never)")
+    token.add_argument(
+        "--expires", type=_ttl, help="the token stops working after this long, e.g. 90d, 12h (default: never)"
+    )
 
     migrate = sub.add_parser("migrate", help="bring the stored graph to this version and exit")
     _store_options(migrate)
@@ -145,89 +259,161 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(
-        level=args.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-        stream=sys.stderr,
-    )
-    logging.getLogger("httpx").setLevel(logging.WARNING)
+    from graphsvc import logs
+
+    logs.configure(args.log_level)
+    if getattr(args, "server", None) is None and args.command != "bench":
+        args.server = os.environ.get("GRAPHSVC_URL") or DEFAULT_URL
+    if getattr(args, "json", False):
+        args.output = "json"
     try:
-        if args.command == "demo":
-            os.environ.setdefault("GRAPHSVC_DEV_MODE", "true")
-            if args.tokens_file is not None or os.environ.get("GRAPHSVC_TOKENS"):
-                # Tokens given: the demo authenticates with them (it loads its cluster with a
-                # one-off operator token of its own, revoked once the cluster is in).
-                log.warning("demo: authentication on, tokens from %s", args.tokens_file or "GRAPHSVC_TOKENS")
-            else:
-                os.environ["GRAPHSVC_INSECURE_DEV"] = "true"
-                log.warning("=" * 72)
-                log.warning("INSECURE DEV MODE: no authentication, every caller is an operator. Demo only.")
-                log.warning("=" * 72)
-        if args.command == "token":
-            from graphsvc.security.auth import Role, new_token
-
-            expires = time.time() + _seconds(args.expires) if args.expires else None
-            secret, entry = new_token(args.name, Role(args.role), [h for h in args.hosts.split(",") if h], expires)
-            print(f"token (shown once, give it to {args.name}): {secret}")
-            print(f"entry for the tokens file (a JSON list): {json.dumps(entry)}")
-            return 0
-        if args.command == "serve":
-            asyncio.run(_serve(_settings(args)))
-        elif args.command == "demo":
-            with _local_neo4j_if_asked(args):
-                asyncio.run(_demo(_settings(args), args.profile))
-        elif args.command == "load":
-            cluster = build(args.profile, cluster=args.cluster)
-            asyncio.run(push_cluster(args.server, cluster))
-        elif args.command == "place":
-            return asyncio.run(_place(args.server, args.request, as_json=args.json))
-        elif args.command == "bench":
-            from graphsvc.bench.run import bench as run_bench
-
-            report = asyncio.run(
-                run_bench(
-                    args.cluster,
-                    args.trace,
-                    [p.strip() for p in args.policy.split(",")],
-                    args.jobs,
-                    args.seed,
-                    args.server,
-                )
-            )
-            print(json.dumps(report, indent=1))
-        elif args.command == "reserve":
-            return asyncio.run(_reserve(args))
-        elif args.command == "export":
-            params = {"cluster": args.cluster, **({"host": args.host} if args.host else {})}
-            resp = httpx.get(
-                f"{args.server}/v1/export/{args.format}", params=params, timeout=300, headers=_auth_headers()
-            )
-            if resp.status_code != 200:
-                raise RuntimeError(f"HTTP {resp.status_code}: {resp.text[:500]}")
-            print(resp.text, end="")
-        elif args.command == "release":
-            return asyncio.run(_release(args.server, args.id))
-        elif args.command == "reset-host":
-            return asyncio.run(_reset_host(args.server, args.host))
-        elif args.command == "export-schema":
-            from graphsvc.api.graphql.schema import schema
-
-            text = schema.as_str() + "\n"
-            if args.out:
-                args.out.write_text(text)
-            else:
-                print(text, end="")
-        elif args.command == "migrate":
-            asyncio.run(_migrate(_settings(args)))
-        elif args.command == "drift":
-            return drift_cli.run(args)  # 0 no drift, 1 drift, 2 could not check
+        return _run(args)
     except KeyboardInterrupt:
         return 130
+    except CLIError as exc:
+        print(f"graphsvc: error: {exc}", file=sys.stderr)
+        return 1
     except Exception as exc:
         log.debug("failed", exc_info=True)
         print(f"graphsvc: error: {exc}", file=sys.stderr)
         return 1
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.command == "demo":
+        os.environ.setdefault("GRAPHSVC_DEV_MODE", "true")
+        if args.tokens_file is not None or os.environ.get("GRAPHSVC_TOKENS"):
+            # Tokens given: the demo authenticates with them (it loads its cluster with a
+            # one-off operator token of its own, revoked once the cluster is in).
+            log.warning("demo: authentication on, tokens from %s", args.tokens_file or "GRAPHSVC_TOKENS")
+        else:
+            os.environ["GRAPHSVC_INSECURE_DEV"] = "true"
+            log.warning("=" * 72)
+            log.warning("INSECURE DEV MODE: no authentication, every caller is an operator. Demo only.")
+            log.warning("=" * 72)
+    if args.command == "token":
+        from graphsvc.security.auth import Role, new_token
+
+        expires = time.time() + args.expires if args.expires else None
+        secret, entry = new_token(args.name, Role(args.role), [h for h in args.hosts.split(",") if h], expires)
+        print(f"token (shown once, give it to {args.name}): {secret}")
+        print(f"entry for the tokens file (a JSON list): {json.dumps(entry)}")
+        return 0
+    if args.command == "place":
+        return _place(args.server, args.request, as_json=args.output == "json")
+    if args.command == "reserve":
+        return _reserve(args)
+    if args.command == "release":
+        return _release(args.server, args.id, as_json=args.output == "json")
+    import asyncio  # only from here on: the client commands above need no event loop
+
+    if args.command == "serve":
+        asyncio.run(_serve(_settings(args)))
+    elif args.command == "demo":
+        with _local_neo4j_if_asked(args):
+            asyncio.run(_demo(_settings(args), args.profile))
+    elif args.command == "load":
+        from graphsvc.synthetic.clusters import build
+
+        cluster = build(args.profile, cluster=args.cluster)
+        asyncio.run(push_cluster(args.server, cluster))
+    elif args.command == "bench":
+        from graphsvc.bench.run import bench as run_bench
+
+        report = asyncio.run(
+            run_bench(
+                args.cluster,
+                args.trace,
+                [p.strip() for p in args.policy.split(",")],
+                args.jobs,
+                args.seed,
+                args.server,
+            )
+        )
+        print(json.dumps(report, indent=1))
+    elif args.command == "export":
+        from urllib.parse import urlencode
+
+        params = {"cluster": args.cluster, **({"host": args.host} if args.host else {})}
+        status, text = _http(args.server, f"/v1/export/{args.format}?{urlencode(params)}", timeout=300)
+        _check_status(args.server, status, text)
+        print(text, end="")
+    elif args.command == "export-schema":
+        from graphsvc.api.graphql.schema import schema
+
+        text = schema.as_str() + "\n"
+        if args.out:
+            args.out.write_text(text)
+        else:
+            print(text, end="")
+    elif args.command == "migrate":
+        asyncio.run(_migrate(_settings(args)))
+    elif args.command == "reset-host":
+        return asyncio.run(_reset_host(args.server, args.host))
+    elif args.command == "drift":
+        return drift_cli.run(args)  # 0 no drift, 1 drift, 2 could not check
     return 0
+
+
+class _reaching:
+    """Turns httpx's transport errors into one line naming the URL and the fix."""
+
+    def __init__(self, server: str) -> None:
+        self.server = server
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        import httpx
+
+        where = f"the service at {self.server}"
+        fix = "start it (`graphsvc serve` or `graphsvc demo`) or point --server or GRAPHSVC_URL at it"
+        if isinstance(exc, httpx.ConnectError):
+            raise CLIError(f"cannot reach {where} (connection refused or no such host): {fix}") from None
+        if isinstance(exc, httpx.TimeoutException):
+            raise CLIError(f"{where} did not answer in time: is it overloaded, or is that the right URL?") from None
+        if isinstance(exc, (httpx.UnsupportedProtocol, httpx.InvalidURL)):
+            raise CLIError(f"{self.server!r} is not a service URL: give one such as {DEFAULT_URL}") from None
+        if isinstance(exc, httpx.TransportError):
+            raise CLIError(f"talking to {where} failed ({type(exc).__name__}: {exc}): {fix}") from None
+
+
+def _check_status(server: str, status: int, text: str) -> None:
+    if status in (401, 403):
+        raise CLIError(
+            f"the service at {server} refused the request (HTTP {status}): "
+            "set GRAPHSVC_TOKEN to a token with the needed role (`graphsvc token create`)"
+        )
+    if status != 200:
+        raise CLIError(f"the service at {server} answered HTTP {status}: {text[:300]}")
+
+
+def _http(server: str, path: str, body: dict[str, Any] | None = None, timeout: float = 60) -> tuple[int, str]:
+    """One request with the standard library (importing httpx alone costs a CLI call ~0.3 s);
+    transport errors become one CLIError line naming the URL and the fix."""
+    import urllib.error
+    import urllib.request
+
+    url = server.rstrip("/") + path
+    headers = {"accept": "application/json", **_auth_headers()}
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode()
+        headers["content-type"] = "application/json"
+    fix = "start it (`graphsvc serve` or `graphsvc demo`) or point --server or GRAPHSVC_URL at it"
+    if not url.startswith(("http://", "https://")):
+        raise CLIError(f"{server!r} is not a service URL: give one such as {DEFAULT_URL}")
+    request = urllib.request.Request(url, data=data, headers=headers, method="POST" if data else "GET")  # noqa: S310
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as resp:  # noqa: S310 (the operator's URL)
+            return int(resp.status), resp.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode(errors="replace")
+    except TimeoutError:
+        raise CLIError(f"the service at {server} did not answer in {timeout:.0f} s: is it overloaded?") from None
+    except urllib.error.URLError as exc:
+        raise CLIError(f"cannot reach the service at {server} ({exc.reason}): {fix}") from None
 
 
 def _auth_headers() -> dict[str, str]:
@@ -237,8 +423,12 @@ def _auth_headers() -> dict[str, str]:
 
 
 def _server(settings: Settings) -> uvicorn.Server:
+    import uvicorn
+
+    from graphsvc.api.app import create_app
+
     if not settings.insecure_dev and settings.tokens_file is None and not settings.tokens:
-        raise RuntimeError(
+        raise CLIError(
             "no API tokens configured: give --tokens-file (see `graphsvc token create`) or GRAPHSVC_TOKENS, "
             "or run with --insecure-dev on a trusted machine"
         )
@@ -258,11 +448,41 @@ def _server(settings: Settings) -> uvicorn.Server:
     return uvicorn.Server(config)
 
 
-async def _serve(settings: Settings) -> None:
+def ready_line(settings: Settings) -> str:
+    """Where to go once the service is up: the explorer, GraphiQL (dev mode) and the API docs."""
+    scheme = "https" if settings.tls_certfile else "http"
+    wildcard = settings.host in ("0.0.0.0", "::")  # noqa: S104 (naming an address, not binding)
+    host = "127.0.0.1" if wildcard else settings.host
+    url = f"{scheme}://{host}:{settings.port}"
+    graphiql = f"{url}/graphql" if settings.dev_mode else "off (dev mode only)"
+    return f"ready at {url}: explorer {url}/ui/ · GraphiQL {graphiql} · API docs {url}/docs ({url}/redoc)"
+
+
+async def _start(settings: Settings) -> tuple[uvicorn.Server, asyncio.Task[None]]:
+    """Start uvicorn and wait until it listens; a start-up failure is one CLIError line."""
+    import asyncio
+
+    from graphsvc import logs
+
     server = _server(settings)
-    await server.serve()
-    if not server.started:
-        raise RuntimeError("the service did not start; see the log above")
+
+    async def serve() -> None:
+        with contextlib.suppress(SystemExit):  # uvicorn exits on a failed start-up; the reason was logged
+            await server.serve()
+
+    task = asyncio.create_task(serve())
+    while not server.started:
+        if task.done():
+            await task
+            raise CLIError(logs.startup_error or "the service did not start; see the log above")
+        await asyncio.sleep(0.05)
+    return server, task
+
+
+async def _serve(settings: Settings) -> None:
+    _, task = await _start(settings)
+    log.info(ready_line(settings))
+    await task
 
 
 @contextlib.contextmanager
@@ -290,14 +510,12 @@ def _local_neo4j_if_asked(args: argparse.Namespace) -> Iterator[None]:
 
 
 async def _demo(settings: Settings, profile: str) -> None:
+    from graphsvc.synthetic.clusters import Profile, build
+
     cluster = build(Profile.parse(profile))
-    server = _server(settings)
-    task = asyncio.create_task(server.serve())
-    while not server.started:
-        if task.done():
-            await task
-            raise RuntimeError("the service did not start; see the log above")
-        await asyncio.sleep(0.05)
+    from fastapi import FastAPI
+
+    server, task = await _start(settings)
     url = f"http://{settings.host}:{settings.port}"
     loader: str | None = None
     app = server.config.app
@@ -310,8 +528,8 @@ async def _demo(settings: Settings, profile: str) -> None:
         loader_sha = tokens.add(entry)
     try:
         await push_cluster(url, cluster, token=loader)
-        print(f"graphsvc demo: ready at {url} (try {url}/healthz); Ctrl-C to stop", file=sys.stderr)
-    except Exception:
+        print(f"graphsvc demo: {ready_line(settings)}; Ctrl-C to stop", file=sys.stderr)
+    except BaseException:
         server.should_exit = True
         await task
         raise
@@ -323,6 +541,10 @@ async def _demo(settings: Settings, profile: str) -> None:
 
 async def push_cluster(url: str, cluster: SyntheticCluster, *, concurrency: int = 8, token: str | None = None) -> None:
     """Send every host's facts, then the fabric, through the public ingest API, with progress."""
+    import asyncio
+
+    import httpx
+
     total = len(cluster.hosts)
     print(
         f"loading {total} hosts / {cluster.gpu_count} GPUs "
@@ -336,41 +558,41 @@ async def push_cluster(url: str, cluster: SyntheticCluster, *, concurrency: int 
     for i in range(total):
         queue.put_nowait(i)
 
-    headers = {"authorization": f"Bearer {token}"} if token else _auth_headers()
-    async with httpx.AsyncClient(base_url=url, timeout=120, headers=headers) as client:
+    with _reaching(url):
+        headers = {"authorization": f"Bearer {token}"} if token else _auth_headers()
+        async with httpx.AsyncClient(base_url=url, timeout=120, headers=headers) as client:
 
-        async def worker() -> None:
-            nonlocal done, gpus, last
-            while not queue.empty():
-                host = cluster.hosts[queue.get_nowait()]
-                resp = await client.put(
-                    f"/v1/hosts/{host.hostname}/facts",
-                    content=host.model_dump_json(),
-                    headers={"content-type": "application/json"},
-                )
-                if resp.status_code != 200:
-                    raise RuntimeError(f"host {host.hostname}: HTTP {resp.status_code}: {resp.text[:500]}")
-                done += 1
-                gpus += len(host.gpus)
-                now = time.monotonic()
-                if now - last > 1.0 or done == total:
-                    last = now
-                    print(f"  hosts {done}/{total}  GPUs {gpus}  {now - started:.1f}s", file=sys.stderr)
+            async def worker() -> None:
+                nonlocal done, gpus, last
+                while not queue.empty():
+                    host = cluster.hosts[queue.get_nowait()]
+                    resp = await client.put(
+                        f"/v1/hosts/{host.hostname}/facts",
+                        content=host.model_dump_json(),
+                        headers={"content-type": "application/json"},
+                    )
+                    if resp.status_code != 200:
+                        raise CLIError(f"host {host.hostname}: HTTP {resp.status_code}: {resp.text[:500]}")
+                    done += 1
+                    gpus += len(host.gpus)
+                    now = time.monotonic()
+                    if now - last > 1.0 or done == total:
+                        last = now
+                        print(f"  hosts {done}/{total}  GPUs {gpus}  {now - started:.1f}s", file=sys.stderr)
 
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-        resp = await client.put(
-            "/v1/fabric",
-            content=cluster.fabric().model_dump_json(),
-            headers={"content-type": "application/json"},
-        )
-        if resp.status_code != 200:
-            raise RuntimeError(f"fabric: HTTP {resp.status_code}: {resp.text[:500]}")
-        fabric = resp.json()
-        print(
-            f"  fabric: {fabric['switches']} switches, {fabric['links']} links; "
-            f"done in {time.monotonic() - started:.1f}s",
-            file=sys.stderr,
-        )
+            await asyncio.gather(*(worker() for _ in range(concurrency)))
+            resp = await client.put(
+                "/v1/fabric",
+                content=cluster.fabric().model_dump_json(),
+                headers={"content-type": "application/json"},
+            )
+    if resp.status_code != 200:
+        raise CLIError(f"fabric: HTTP {resp.status_code}: {resp.text[:500]}")
+    fabric = resp.json()
+    print(
+        f"  fabric: {fabric['switches']} switches, {fabric['links']} links; done in {time.monotonic() - started:.1f}s",
+        file=sys.stderr,
+    )
 
 
 PLACE_QUERY = """
@@ -386,24 +608,53 @@ query Place($text: String!) {
 """
 
 
-async def _place(server: str, text: str, *, as_json: bool) -> int:
-    import json
+def _graphql(server: str, query: str, variables: dict[str, object]) -> dict[str, Any]:
+    """POST a GraphQL query; transport, auth and query errors become one CLIError line."""
+    status, text = _http(server, "/graphql", {"query": query, "variables": variables})
+    if status in (401, 403):
+        _check_status(server, status, text)
+    try:
+        body = json.loads(text)
+    except ValueError:
+        raise CLIError(f"{server} answered HTTP {status} without JSON: is that URL a graphsvc service?") from None
+    errors = body.get("errors") if isinstance(body, dict) else None
+    if errors:
+        raise CLIError(f"the service at {server} rejected the query: {errors[0].get('message')}")
+    _check_status(server, status, text)
+    data: dict[str, Any] = body["data"]
+    return data
 
-    async with httpx.AsyncClient(base_url=server, timeout=60, headers=_auth_headers()) as client:
-        resp = await client.post("/graphql", json={"query": PLACE_QUERY, "variables": {"text": text}})
-    body = resp.json()
-    if resp.status_code != 200 or body.get("errors"):
-        raise RuntimeError(f"the service answered HTTP {resp.status_code}: {json.dumps(body)[:500]}")
-    result = body["data"]["placementText"]
+
+def _gpu_list(gpus: list[dict[str, Any]]) -> str:
+    """host:0-7 per host, as people write GPU sets."""
+    by_host: dict[str, list[int]] = {}
+    for g in gpus:
+        by_host.setdefault(g["host"]["name"], []).append(int(g["index"]))
+    parts = []
+    for host, indices in by_host.items():
+        runs: list[list[int]] = []
+        for i in sorted(indices):
+            if runs and i == runs[-1][1] + 1:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i])
+        parts.append(host + ":" + ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in runs))
+    return " ".join(parts)
+
+
+def _place(server: str, text: str, *, as_json: bool) -> int:
+    # The service parses the text (importing the parser here would cost the CLI ~0.25 s).
+    result = (_graphql(server, PLACE_QUERY, {"text": text}))["placementText"]
+    bad = [r for r in result["infeasible"] if r["constraint"] == "text"]
+    if bad:
+        raise CLIError(f"text: {bad[0]['message']}")
     if as_json:
         print(json.dumps(result, indent=2))
         return 0 if result["candidates"] else 2
     print(f"{result['request']}  ({result['searchedUnits']} units read, {result['elapsedMs']:.1f} ms)")
     for c in result["candidates"]:
-        gpus = ", ".join(f"{g['host']['name']}:{g['index']}" for g in c["gpus"][:16])
-        more = " ..." if len(c["gpus"]) > 16 else ""
         print(f"#{c['rank']} score {c['score']}  bottleneck {c['bottleneckGbps']} GB/s  hops {c['maxIbHops']}")
-        print(f"   GPUs: {gpus}{more}")
+        print(f"   GPUs: {_gpu_list(c['gpus'])}")
         print(f"   {c['reason']}")
     for r in result["infeasible"]:
         nearest = f"  nearest feasible: {r['nearestFeasible']}" if r["nearestFeasible"] else ""
@@ -411,45 +662,29 @@ async def _place(server: str, text: str, *, as_json: bool) -> int:
     return 0 if result["candidates"] else 2
 
 
-def _seconds(text: str) -> int:
-    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-    text = text.strip().lower()
-    if text[-1:] in units:
-        return int(float(text[:-1]) * units[text[-1]])
-    return int(float(text))
+def _reserve(args: argparse.Namespace) -> int:
+    from graphsvc.client import RESERVE_MUTATION, request_input
 
-
-async def _graphql(server: str, query: str, variables: dict[str, object]) -> dict[str, object]:
-    import json
-
-    async with httpx.AsyncClient(base_url=server, timeout=60, headers=_auth_headers()) as client:
-        resp = await client.post("/graphql", json={"query": query, "variables": variables})
-    body = resp.json()
-    if resp.status_code != 200 or body.get("errors"):
-        raise RuntimeError(f"the service answered HTTP {resp.status_code}: {json.dumps(body)[:500]}")
-    data: dict[str, object] = body["data"]
-    return data
-
-
-async def _reserve(args: argparse.Namespace) -> int:
     request = request_input(args.request)  # the parser's words on bad input, before calling the service
     variables: dict[str, object] = {
         "input": {
             "holder": args.holder,
             "request": request,
-            "ttlSeconds": _seconds(args.ttl),
+            "ttlSeconds": args.ttl,
             "idempotencyKey": args.key,
             "priority": args.priority,
             "preemptible": args.preemptible,
             "allowPreemption": args.allow_preemption,
         }
     }
-    out = (await _graphql(args.server, RESERVE_MUTATION, variables))["reserve"]
-    assert isinstance(out, dict)
+    out = (_graphql(args.server, RESERVE_MUTATION, variables))["reserve"]
     kind = out["__typename"]
+    if args.output == "json":
+        print(json.dumps(out, indent=2))
+        return 0 if kind == "Reservation" else 2
     if kind == "Reservation":
-        gpus = ", ".join(f"{g['host']['name']}:{g['index']}" for g in out["gpus"])
-        print(f"{out['id']}  holder {out['holder']}  expires {out['expiresAt']:.0f}  GPUs: {gpus}")
+        print(f"{out['id']}  holder {out['holder']}  expires {human_time(out['expiresAt'])}")
+        print(f"   GPUs: {_gpu_list(out['gpus'])}")
         return 0
     if kind == "Conflict":
         print(f"conflict: {out['message']}")
@@ -464,27 +699,29 @@ async def _reserve(args: argparse.Namespace) -> int:
     return 2
 
 
-async def _release(server: str, reservation_id: str) -> int:
+def _release(server: str, reservation_id: str, *, as_json: bool = False) -> int:
     query = (
         "mutation($id: String!) { release(id: $id) { __typename "
-        "... on Reservation { id state } ... on NotFound { message } } }"
+        "... on Reservation { id state holder } ... on NotFound { message } } }"
     )
-    out = (await _graphql(server, query, {"id": reservation_id}))["release"]
-    assert isinstance(out, dict)
-    if out["__typename"] == "NotFound":
+    out = (_graphql(server, query, {"id": reservation_id}))["release"]
+    if as_json:
+        print(json.dumps(out, indent=2))
+    elif out["__typename"] == "NotFound":
         print(out["message"])
-        return 2
-    print(f"{out['id']}: {out['state']}")
-    return 0
+    else:
+        print(f"{out['id']}: {out['state']}")
+    return 2 if out["__typename"] == "NotFound" else 0
 
 
 async def _reset_host(server: str, host: str) -> int:
+    import asyncio
+
     query = (
         "mutation($host: String!) { resetHostFreshness(host: $host) { __typename "
         "... on HostFreshnessReset { host previousCollectedAt } ... on NotFound { message } } }"
     )
-    out = (await _graphql(server, query, {"host": host}))["resetHostFreshness"]
-    assert isinstance(out, dict)
+    out = (await asyncio.to_thread(_graphql, server, query, {"host": host}))["resetHostFreshness"]
     if out["__typename"] == "NotFound":
         print(out["message"])
         return 2

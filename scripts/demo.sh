@@ -14,4 +14,9 @@ python -m pip install -q --disable-pip-version-check -e ./collectors -e .
 case " $* " in
     *" --store neo4j "*|*" --store=neo4j "*) ./scripts/neo4j-jars.sh ;;
 esac
+if command -v npm >/dev/null; then
+    ./scripts/ui-assets.sh  # GraphiQL and the API docs, served locally (no CDN)
+else
+    echo "npm not found: GraphiQL and /docs will say how to install their files (apt-get install npm)" >&2
+fi
 exec graphsvc demo "$@"

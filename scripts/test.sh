@@ -36,6 +36,8 @@ echo "== installing the service, the collectors package and dev tools"
 python -m pip install -q --disable-pip-version-check -e ./collectors -e ".[dev]"
 echo "== installing Neo4j's Cypher linter (npm ci)"
 (cd tools/cypher-lint && npm ci --no-audit --no-fund --loglevel=error)
+echo "== installing the browser assets the service serves itself (GraphiQL, Swagger UI, ReDoc)"
+./scripts/ui-assets.sh
 
 echo "== ruff"
 ruff check .

@@ -16,7 +16,6 @@ from graphsvc.api.graphql.schema import make_schema
 from graphsvc.api.limits import BodyPolicy, BodySizeLimit
 from graphsvc.api.metrics import Metrics, RequestTimer, metrics_router
 from graphsvc.api.rest import router
-from graphsvc.api.strict_routes import StrictGraphQLRouter
 from graphsvc.reservations.leases import LeaseKeeper
 from graphsvc.reservations.service import ReservationService
 from graphsvc.security.auth import RateLimiter, Role, TokenStore, principal_for
@@ -24,6 +23,7 @@ from graphsvc.settings import Settings
 from graphsvc.store.factory import open_store
 from graphsvc.store.gateway import Gateway
 from graphsvc.ui import mount_ui
+from graphsvc.ui.offline import LocalGraphiQLRouter, mount_api_docs
 
 
 def _reservations(gw: Gateway, settings: Settings) -> ReservationService:
@@ -58,6 +58,8 @@ def create_app(settings: Settings | None = None, *, gateway: Gateway | None = No
         version=graphsvc.__version__,
         description="Topology knowledge graph for AI compute placement.",
         lifespan=lifespan,
+        docs_url=None,  # served from local files by mount_api_docs, never from a CDN
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.metrics = Metrics()
@@ -73,8 +75,9 @@ def create_app(settings: Settings | None = None, *, gateway: Gateway | None = No
     app.include_router(metrics_router())
     app.include_router(exports_router)
     mount_ui(app)
+    mount_api_docs(app)
     app.include_router(
-        StrictGraphQLRouter(
+        LocalGraphiQLRouter(  # StrictGraphQLRouter + GraphiQL from local files + graphql-sse
             make_schema(dev=settings.dev_mode),
             context_getter=get_context,
             graphql_ide="graphiql" if settings.dev_mode else None,

@@ -32,10 +32,12 @@ query Drift($format: DriftFormat!, $deployed: String!, $cluster: String!) {
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("drift", help="compare a deployed scheduler copy with the graph; exit 1 on drift")
-    p.add_argument("format", choices=DRIFT_FORMATS)
+    p.add_argument("format", choices=DRIFT_FORMATS, help="which scheduler's copy the file is")
     p.add_argument("file", type=Path, help="topology.conf/topology.yaml, Kueue Topology, HyperNodes or a Node list")
-    p.add_argument("--cluster", default="default")
-    p.add_argument("--server", default="http://127.0.0.1:8000")
+    p.add_argument("--cluster", default="default", help="cluster name (default 'default')")
+    p.add_argument(  # None: graphsvc.cli fills in $GRAPHSVC_URL or the default, as for every client command
+        "--server", metavar="URL", help="the service's base URL (default: $GRAPHSVC_URL, else http://127.0.0.1:8000)"
+    )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
 

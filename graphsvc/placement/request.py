@@ -16,12 +16,15 @@ the scale-up link is xGMI: ``scale-up=`` (or ``xgmi=``) is the same option as ``
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import cached_property
 
 from topo_facts.gpu_models import ModelMatch, model_match
+
+from graphsvc.placement.options import OPTIONS
 
 MAX_GPUS = 4096
 MAX_LIMIT = 20
@@ -148,6 +151,20 @@ _FLAGS = {
 }
 
 
+_KEYS = ["nvlink", "scale-up", "xgmi", "ib-hops", "max-ib-hops", "hops", "per-host", "gpus-per-host", "mem",
+         "min-mem", "memory", "temp", "max-temp", "temperature", "model", "exclude", "exclude-hosts", "prefer",
+         "prefer-hosts", "limit", "packing"]  # fmt: skip
+
+
+def _unknown(token: str, word: str, known: list[str]) -> RequestError:
+    """An unknown option, with the nearest known spelling and where the full list is."""
+    close = difflib.get_close_matches(word.lower(), known, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return RequestError(
+        "text", f"{token!r}: unknown option {word!r}{hint} (options: {', '.join(OPTIONS)}; see `graphsvc place --help`)"
+    )
+
+
 def _number(token: str, raw: str, unit: str = "") -> float:
     cleaned = raw.lower().removesuffix(unit.lower()) if unit else raw
     try:
@@ -164,7 +181,7 @@ def _apply(token: str, values: dict[str, object]) -> None:
         return
     m = _OPTION.match(token)
     if not m:
-        raise RequestError("text", f"{token!r}: unknown option (see `graphsvc place --help`)")
+        raise _unknown(token, re.split(r"[<>=]", token, maxsplit=1)[0], [*_FLAGS, *_KEYS])
     key, op, raw = m.group(1).lower(), m.group(2), m.group(3)
 
     def need(*ops: str) -> None:
@@ -208,7 +225,7 @@ def _apply(token: str, values: dict[str, object]) -> None:
         except ValueError:
             raise RequestError("text", f"{token!r}: packing is best-fit or spread") from None
     else:
-        raise RequestError("text", f"{token!r}: unknown option {key!r}")
+        raise _unknown(token, key, _KEYS)
 
 
 def format_request(req: PlacementRequest) -> str:

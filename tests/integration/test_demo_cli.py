@@ -62,6 +62,10 @@ def test_demo_loads_the_declared_cluster(tmp_path: Path) -> None:
             check=False,
         )
         assert nope.returncode == 2 and "infeasible [nvlink]" in nope.stdout
+        typo = subprocess.run(
+            [exe, "place", "8xH100 nvlnk=full-mesh", "--server", url], capture_output=True, text=True, timeout=120
+        )
+        assert typo.returncode == 1 and "did you mean 'nvlink'?" in typo.stderr
         held = subprocess.run(
             [exe, "reserve", "8xH100 nvlink=full-mesh", "--holder", "cli-job", "--ttl", "10m", "--server", url],
             capture_output=True, text=True, timeout=120, check=False,
@@ -71,6 +75,15 @@ def test_demo_loads_the_declared_cluster(tmp_path: Path) -> None:
         assert rid.startswith("rsv-") and "cli-job" in held.stdout
         freed = subprocess.run([exe, "release", rid, "--server", url], capture_output=True, text=True, timeout=60)
         assert freed.returncode == 0 and f"{rid}: released" in freed.stdout
+        second = subprocess.run(
+            [exe, "demo", "--port", str(free_port()), "--data-dir", str(tmp_path / "data")],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert second.returncode == 1
+        assert "Traceback" not in second.stderr
+        errors = [line for line in second.stderr.splitlines() if " ERROR " in line or "error:" in line]
+        assert errors == [f"graphsvc: error: data directory {tmp_path / 'data'} is in use by another graphsvc "
+                          f"(pid {proc.pid}); stop it or choose another --data-dir"]  # fmt: skip
         graphiql = httpx.get(f"{url}/graphql", headers={"accept": "text/html"}, timeout=10)
         assert graphiql.status_code == 200 and "graphiql" in graphiql.text.lower()  # demo runs in dev mode
     finally:
@@ -79,5 +92,8 @@ def test_demo_loads_the_declared_cluster(tmp_path: Path) -> None:
     text = out.decode()
     assert "loading 161 hosts / 1184 GPUs" in text
     assert "hosts 161/161" in text  # progress output
+    ready = next(line for line in text.splitlines() if "ready at" in line)
+    assert all(f"http://127.0.0.1:{port}{path}" in ready for path in ("/ui/", "/graphql", "/docs"))
+    assert "LeaseKeeper.tick" not in text and "Traceback" not in text  # ticks are DEBUG
     assert proc.returncode in (0, 130)
     assert not (tmp_path / "data" / "falkordb.sock").exists()  # store stopped cleanly

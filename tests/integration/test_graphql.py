@@ -94,9 +94,9 @@ async def test_host_detail(client: httpx.AsyncClient, demo: Gateway) -> None:
     assert [n["rail"] for n in sorted(host["nics"], key=lambda n: n["rail"])] == list(range(8))
     assert all(len(n["servesGpus"]) == 1 for n in host["nics"])
     a100 = (await gql(client, '{ host(name: "a100-001") { nvlinkMatrix { rows } } }'))["data"]["host"]
-    assert a100["nvlinkMatrix"]["rows"][0][:3] == ["X", "NV12", "PCIe"]  # GPU 2 is under another switch
+    assert a100["nvlinkMatrix"]["rows"][0][:3] == ["X", "NV12", "NODE"]  # GPU 2: another switch, same socket
     l40 = (await gql(client, '{ host(name: "l40s-001") { nvlinkMatrix { rows } } }'))["data"]["host"]
-    assert l40["nvlinkMatrix"]["rows"][0][:3] == ["X", "PIX", "PCIe"]  # no NVLink; GPU 1 shares the switch
+    assert l40["nvlinkMatrix"]["rows"][0][:3] == ["X", "PIX", "SYS"]  # GPU 1 shares the switch; GPU 2: other socket
     assert (await gql(client, '{ host(name: "nope") { name } }'))["data"]["host"] is None
 
 
@@ -137,3 +137,48 @@ async def test_unexpected_errors_are_masked(
     assert body["errors"][0]["message"] == "Unexpected error."
     assert "secret" not in str(body)
     assert any("secret internal detail" in r.getMessage() or r.exc_info for r in caplog.records)
+
+
+async def test_search_finds_partial_and_approximate_names(client: httpx.AsyncClient, demo: Gateway) -> None:
+    q = "query($t: String!) { search(text: $t, first: 5) { kind name host score } }"
+    hits = (await gql(client, q, {"t": "su1-n17"}))["data"]["search"]
+    assert hits[0] == {"kind": "host", "name": "h100-su1-n17", "host": "h100-su1-n17", "score": 0.9}
+    typo = (await gql(client, q, {"t": "h100-su1-n71"}))["data"]["search"]
+    assert typo and all(h["kind"] == "host" for h in typo)  # still hosts of su1, best guesses first
+    gpu = (await gql(client, '{ host(name: "l40s-001") { gpus { uuid } } }'))["data"]["host"]["gpus"][0]["uuid"]
+    found = (await gql(client, q, {"t": gpu[-12:]}))["data"]["search"]
+    assert found[0]["kind"] == "gpu" and found[0]["host"] == "l40s-001"
+    assert (await gql(client, q, {"t": "  "}))["data"]["search"] == []
+
+
+async def test_leaf_load_counts_gpus_behind_each_rail_leaf(client: httpx.AsyncClient, demo: Gateway) -> None:
+    rows = (await gql(client, "{ leafLoad { leaf gpus freeGpus } }"))["data"]["leafLoad"]
+    su1 = [r for r in rows if r["leaf"].startswith("h100-su1-leaf")]
+    assert len(su1) == 8 and {r["gpus"] for r in su1} == {31}  # 31 hosts x one GPU per rail
+    assert all(0 <= r["freeGpus"] <= r["gpus"] for r in rows)
+
+
+async def test_gpu_grid_pages_every_gpu_as_plain_rows(client: httpx.AsyncClient, demo: Gateway) -> None:
+    q = "query($a: String) { gpuGrid(first: 100, after: $a) { columns rows endCursor hasNextPage } }"
+    seen: list[list[Any]] = []
+    after = None
+    while True:
+        page = (await gql(client, q, {"a": after}))["data"]["gpuGrid"]
+        seen += page["rows"]
+        if not page["hasNextPage"]:
+            break
+        after = page["endCursor"]
+    total = (await gql(client, "{ clusterSummary { gpus } }"))["data"]["clusterSummary"]["gpus"]
+    uuids = [r[0] for r in seen]
+    assert len(seen) == total and uuids == sorted(set(uuids))
+    row = dict(zip(page["columns"], seen[0], strict=True))
+    assert {"uuid", "index", "state", "health", "temperatureC", "nvlinkDomain", "host"} <= set(row)
+
+
+async def test_leaf_hosts_lists_the_hosts_cabled_to_a_switch(client: httpx.AsyncClient, demo: Gateway) -> None:
+    q = "query($l: String!) { leafHosts(leaf: $l) { name freeGpus stale } }"
+    su1 = (await gql(client, q, {"l": "h100-su1-leaf-r0"}))["data"]["leafHosts"]
+    assert len(su1) == 31 and su1[0]["name"] == "h100-su1-n01" and su1[0]["freeGpus"] == 8
+    pcie = (await gql(client, q, {"l": "a100-leaf0"}))["data"]["leafHosts"]
+    assert [h["name"] for h in pcie] == ["a100-001", "a100-002"]  # a leaf with no scalable unit
+    assert (await gql(client, q, {"l": "nope"}))["data"]["leafHosts"] == []

@@ -152,6 +152,12 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     },
     "largest_free_domains": {"top": 72, "limit": 3},
     "counter_drift": {},
+    "search_hosts": {"pieces": ["su1-n01", "su1", "n01"], "first": 10},
+    "search_switches": {"pieces": ["leaf"], "first": 10},
+    "search_gpus": {"needle": "gpu-", "first": 10},
+    "leaf_rail_load": {"cluster": "default"},
+    "explorer_gpu_grid": {"after": "", "first": 10},
+    "explorer_leaf_hosts": {"leaf": "h100-su1-leaf-r0"},
 }
 
 

@@ -30,6 +30,7 @@ from graphsvc.api.graphql.types import (
 from graphsvc.placement.model import Host as PlacementHost
 from graphsvc.placement.model import hops
 from graphsvc.store.gateway import Gateway
+from graphsvc.topology import pcie_class
 
 MAX_PAGE = 500
 
@@ -145,6 +146,7 @@ async def host_detail(gw: Gateway, name: str, stale_after_s: float) -> Host | No
     now = time.time()
     gpus = [gpu_from_row(g, name, row["rack"], row["scalable_unit"]) for g in row["gpus"]]
     attach = {a["device"]: a["switch"] for a in layout["attachments"] if a.get("device")}
+    parent = {s["bus_id"]: s["parent"] for s in layout["switches"] if s.get("bus_id")}
     switch_lanes: dict[int, int] = {}
     direct: dict[tuple[int, int], int] = {}
     index_of = {g.uuid: g.index for g in gpus}
@@ -166,8 +168,7 @@ async def host_detail(gw: Gateway, name: str, stale_after_s: float) -> Host | No
             elif switch_lanes.get(a.index) and domain_of[a.index] and domain_of[a.index] == domain_of[b.index]:
                 cells.append(f"NV{min(switch_lanes[a.index], switch_lanes.get(b.index, 0))}")
             else:
-                same_switch = attach.get(a.uuid) is not None and attach.get(a.uuid) == attach.get(b.uuid)
-                cells.append("PIX" if same_switch else "PCIe")
+                cells.append(pcie_class(attach.get(a.uuid), attach.get(b.uuid), a.numa_node, b.numa_node, parent))
         matrix.append(cells)
     serves: dict[str, list[int]] = {}
     for r in nics_by_gpu:

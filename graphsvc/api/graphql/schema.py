@@ -23,12 +23,23 @@ from strawberry.extensions import (
 from strawberry.tools import merge_types
 from strawberry.types import ExecutionContext
 
+from graphsvc import explorer
 from graphsvc.api.graphql import browse
 from graphsvc.api.graphql import reservations as res
 from graphsvc.api.graphql.context import READERS, Forbidden, Info, RateLimited
 from graphsvc.api.graphql.cost import QueryCostLimit
 from graphsvc.api.graphql.drift import DriftFormat, DriftResult
 from graphsvc.api.graphql.drift import drift as drift_resolver
+from graphsvc.api.graphql.explorer import (
+    CabledHost,
+    GPUGrid,
+    LeafLoad,
+    SearchHit,
+    cabled_hosts,
+    gpu_grid,
+    leaf_loads,
+    search_hits,
+)
 from graphsvc.api.graphql.inputs import GPUFilter, HostFilter, PlacementRequestInput
 from graphsvc.api.graphql.operator import OperatorMutations
 from graphsvc.api.graphql.placement import place
@@ -81,6 +92,27 @@ class Query:
     ) -> GPUConnection:
         info.context.require(*READERS)
         return await browse.gpus_page(info.context.gateway, filter, first, after)
+
+    @strawberry.field(description="Hosts, switches and GPUs by partial or approximate name, best first (first <= 100).")
+    async def search(self, info: Info, text: str, first: int = 20) -> list[SearchHit]:
+        info.context.require(*READERS)
+        return search_hits(await explorer.search(info.context.gateway, text, first))
+
+    @strawberry.field(description="Every GPU's drawing state as plain rows, by uuid (first <= 5000), for the overview.")
+    async def gpu_grid(self, info: Info, first: int = 5000, after: str | None = None) -> GPUGrid:
+        info.context.require(*READERS)
+        return gpu_grid(await explorer.gpu_grid(info.context.gateway, after, first))
+
+    @strawberry.field(description="Per leaf switch: GPUs whose nearest NIC is cabled to it, and how many are free.")
+    async def leaf_load(self, info: Info, cluster: str = "default") -> list[LeafLoad]:
+        info.context.require(*READERS)
+        return leaf_loads(await explorer.leaf_load(info.context.gateway, cluster))
+
+    @strawberry.field(description="The hosts with a NIC cabled to this switch, by name.")
+    async def leaf_hosts(self, info: Info, leaf: str) -> list[CabledHost]:
+        info.context.require(*READERS)
+        ctx = info.context
+        return cabled_hosts(await explorer.leaf_hosts(ctx.gateway, leaf), ctx.settings.stale_after_s)
 
     @strawberry.field(description="One host: GPUs, NVLink matrix, PCIe/NUMA placement, NICs. Null if unknown.")
     async def host(self, info: Info, name: str) -> Host | None:

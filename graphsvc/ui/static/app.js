@@ -1,19 +1,33 @@
-// graphsvc explorer: one page, hash routes, the service's own GraphQL API, hand-written SVG.
+// graphsvc explorer: one page, hash routes, the service's own GraphQL API, canvas for the
+// GPU grid (10,000 GPUs draw in milliseconds; DOM cells do not), SVG for the fabric.
 "use strict";
 
 const $ = (sel, el = document) => el.querySelector(sel);
+const $$ = (sel, el = document) => [...el.querySelectorAll(sel)];
 const view = $("#view");
 const esc = (s) => String(s ?? "").replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
+// [0,1,2,3,6] -> "0-3,6": GPU indices as nvidia-smi users write them
+function ranges(xs) {
+  const out = [];
+  for (const x of [...xs].sort((a, b) => a - b)) {
+    const last = out[out.length - 1];
+    if (last && x === last[1] + 1) last[1] = x; else out.push([x, x]);
+  }
+  return out.map(([a, b]) => (a === b ? `${a}` : `${a}-${b}`)).join(",");
+}
+const natural = (a, b) => String(a).localeCompare(String(b), undefined, { numeric: true, sensitivity: "base" });
 const tokenInput = $("#token");
 tokenInput.value = localStorage.getItem("graphsvc-token") || "";
-tokenInput.addEventListener("change", () => { localStorage.setItem("graphsvc-token", tokenInput.value); route(); });
+tokenInput.addEventListener("change", () => { localStorage.setItem("graphsvc-token", tokenInput.value); invalidate(); route(); });
 
 async function gql(query, variables = {}) {
   const headers = { "content-type": "application/json" };
   if (tokenInput.value) headers.authorization = `Bearer ${tokenInput.value}`;
   const resp = await fetch("/graphql", { method: "POST", headers, body: JSON.stringify({ query, variables }) });
-  const body = await resp.json();
-  if (resp.status !== 200) throw new Error(body.error || `HTTP ${resp.status}`);
+  const body = await resp.json().catch(() => ({}));
+  if (resp.status === 401 || resp.status === 403) throw new Error(`the service refused the request (HTTP ${resp.status}): put an API token in the header field`);
+  if (resp.status !== 200) throw new Error(body.error?.message || body.error || `HTTP ${resp.status}`);
   if (body.errors) throw new Error(body.errors[0].message);
   return body.data;
 }
@@ -29,193 +43,693 @@ async function pages(field, query, args = {}) {
   }
 }
 
+// ---- time -------------------------------------------------------------------------------
+function span(seconds) {
+  let s = Math.round(Math.abs(seconds));
+  const parts = [];
+  for (const [unit, size] of [["d", 86400], ["h", 3600], ["m", 60], ["s", 1]]) {
+    if (s >= size || (unit === "s" && !parts.length)) { parts.push(`${Math.floor(s / size)}${unit}`); s %= size; }
+  }
+  return parts.slice(0, 2).join(" ");
+}
+const countdown = (epoch) => { const d = epoch - Date.now() / 1000; return d >= 0 ? `in ${span(d)}` : `${span(d)} ago`; };
+const stamp = (epoch) => new Date(epoch * 1000).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+function parseTtl(text) {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$/i.exec(text || "");
+  if (!m) return null;
+  const seconds = Math.round(Number(m[1]) * { "": 1, s: 1, m: 60, h: 3600, d: 86400 }[m[2].toLowerCase()]);
+  return seconds > 0 ? seconds : null;
+}
+
+// ---- banner, status, tooltip ------------------------------------------------------------
+function banner(html, kind = "ok") {
+  const b = $("#banner");
+  b.innerHTML = `${html} <button type="button" class="dismiss" aria-label="dismiss">✕</button>`;
+  b.className = kind === "error" ? "error" : "";
+  b.hidden = false;
+  $("button.dismiss", b).addEventListener("click", () => { b.hidden = true; });
+}
+const setStatus = (text) => { $("#status").textContent = text; };
+const tip = $("#tip");
+function showTip(ev, text) { tip.textContent = text; tip.hidden = false; tip.style.left = `${ev.clientX + 14}px`; tip.style.top = `${ev.clientY + 14}px`; }
+const hideTip = () => { tip.hidden = true; };
+
+// ---- colour: viridis (perceptually uniform, colour-blind safe), one metric at a time ------
+const VIRIDIS = ["#440154", "#482878", "#3e4a89", "#31688e", "#26828e", "#1f9e89", "#35b779", "#6ece58", "#b5de2b", "#fde725"];
+function ramp(x) {
+  const t = Math.max(0, Math.min(1, x)) * (VIRIDIS.length - 1);
+  const i = Math.min(VIRIDIS.length - 2, Math.floor(t));
+  const f = t - i;
+  const a = VIRIDIS[i], b = VIRIDIS[i + 1];
+  const ch = (c, k) => parseInt(c.slice(1 + 2 * k, 3 + 2 * k), 16);
+  return `rgb(${[0, 1, 2].map((k) => Math.round(ch(a, k) + f * (ch(b, k) - ch(a, k)))).join(",")})`;
+}
+const METRICS = {
+  temperature: { label: "GPU temperature", unit: "°C", lo: 25, hi: 90, get: (g) => g.temperatureC },
+  utilization: { label: "GPU utilization", unit: "%", lo: 0, hi: 100, get: (g) => g.utilizationPct },
+};
+const UNHEALTHY = new Set(["failed", "degraded", "unhealthy"]);
+const healthy = (g) => !UNHEALTHY.has(g.health);
+const usable = (g) => g.state === "free" && healthy(g);
+
+// ---- the cluster, cached briefly (events invalidate it) ----------------------------------
 const HOSTS = `query($after: String) { hosts(first: 500, after: $after) {
-  nodes { name rack scalableUnit gpuModel gpuCount freeGpus stale ageSeconds } pageInfo { hasNextPage endCursor } } }`;
-const GPUS = `query($after: String) { gpus(first: 500, after: $after) {
-  nodes { uuid index model state health temperatureC utilizationPct nvlinkDomain host { name } } pageInfo { hasNextPage endCursor } } }`;
-
-let colorBy = "temperature";
-
-function heat(g) {
-  const t = colorBy === "utilization" ? g.utilizationPct : g.temperatureC;
-  if (t == null) return "#ccd";
-  const x = colorBy === "utilization" ? Math.max(0, Math.min(1, t / 100)) : Math.max(0, Math.min(1, (t - 25) / 60));
-  return `hsl(${Math.round(200 - 200 * x)}, 70%, ${Math.round(70 - 20 * x)}%)`;
+  nodes { name cluster rack scalableUnit gpuModel gpuCount freeGpus stale ageSeconds } pageInfo { hasNextPage endCursor } } }`;
+// The overview reads GPUs as plain rows (gpuGrid): 10,000 GPUs in two requests.
+async function gpuGrid() {
+  const out = [];
+  let after = null;
+  for (;;) {
+    const page = (await gql(`query($after: String) { gpuGrid(first: 5000, after: $after) { columns rows endCursor hasNextPage } }`, { after })).gpuGrid;
+    for (const row of page.rows) {
+      const g = Object.fromEntries(page.columns.map((c, i) => [c, row[i]]));
+      g.host = { name: g.host };
+      out.push(g);
+    }
+    if (!page.hasNextPage) return out;
+    after = page.endCursor;
+  }
 }
-
-function gpuCell(g, picked) {
-  const cls = ["gpu", g.state === "reserved" ? "reserved" : "", g.health || "", picked && picked.has(g.uuid) ? "picked" : ""].join(" ");
-  return `<span class="${cls}" data-uuid="${esc(g.uuid)}" title="${esc(g.host.name)} GPU ${g.index} ${esc(g.model)} ${esc(g.state)} ${esc(g.health)} ${g.temperatureC ?? "?"}°C" style="background:${heat(g)}"></span>`;
-}
-
+let cache = null;
+const invalidate = () => { cache = null; };
 async function loadCluster() {
-  const [hosts, gpus] = await Promise.all([pages("hosts", HOSTS), pages("gpus", GPUS)]);
+  if (cache && Date.now() - cache.at < 20_000) return cache;
+  const started = performance.now();
+  const [hosts, gpus] = await Promise.all([pages("hosts", HOSTS), gpuGrid()]);
   const byHost = {};
   for (const g of gpus) (byHost[g.host.name] ||= []).push(g);
   for (const list of Object.values(byHost)) list.sort((a, b) => a.index - b.index);
-  return { hosts, byHost };
+  hosts.sort((a, b) => natural(a.name, b.name));
+  cache = { at: Date.now(), hosts, byHost, gpus, fetchMs: performance.now() - started };
+  return cache;
 }
 
-function renderGroups(hosts, byHost, picked) {
-  const groups = {};
+// A group is what an operator thinks in: a SuperPOD scalable unit, an NVL72 rack (one NVLink
+// domain across hosts), or a rack of PCIe hosts.
+function groupHosts(hosts, byHost) {
+  const groups = new Map();
   for (const h of hosts) {
-    const domainKey = (byHost[h.name] || []).find((g) => g.nvlinkDomain && !g.nvlinkDomain.startsWith(h.name))?.nvlinkDomain;
-    const key = h.scalableUnit || domainKey || h.rack || "unplaced";
-    (groups[key] ||= []).push(h);
+    const gpus = byHost[h.name] || [];
+    const shared = gpus.find((g) => g.nvlinkDomain && !g.nvlinkDomain.startsWith(h.name))?.nvlinkDomain;
+    const key = h.scalableUnit || (shared ? `NVL${domainSize(shared, byHost)} ${h.rack || shared}` : h.rack) || "unplaced";
+    if (!groups.has(key)) groups.set(key, { key, hosts: [], shared: new Set(), cluster: h.cluster });
+    groups.get(key).hosts.push(h);
+    if (shared) groups.get(key).shared.add(shared);
   }
-  return `<div class="groups">${Object.entries(groups).map(([key, members]) => {
-    const all = members.flatMap((h) => byHost[h.name] || []);
-    const free = all.filter((g) => g.state === "free").length;
-    const reserved = all.filter((g) => g.state === "reserved").length;
-    const unhealthy = all.filter((g) => g.health === "failed" || g.health === "degraded").length;
-    const stale = members.filter((h) => h.stale).length;
-    return `<section class="group" data-group="${esc(key)}"><h3>${esc(key)}</h3>
-      <div class="counts"><b class="free">${free}</b> free · <b class="reserved">${reserved}</b> reserved · <b>${unhealthy}</b> unhealthy${stale ? ` · <b>${stale}</b> stale hosts` : ""}</div>
-      ${members.map((h) => `<a href="#/host/${encodeURIComponent(h.name)}" class="${h.stale ? "stale" : ""}" title="${esc(h.name)}"><span class="gpus">${(byHost[h.name] || []).map((g) => gpuCell(g, picked)).join("")}</span></a>`).join(" ")}
-    </section>`;
-  }).join("")}</div>`;
+  return [...groups.values()].sort((a, b) => natural(a.key, b.key));
+}
+const domainSizes = new Map();
+function domainSize(domain, byHost) {
+  if (!domainSizes.has(domain)) {
+    let n = 0;
+    for (const list of Object.values(byHost)) for (const g of list) if (g.nvlinkDomain === domain) n++;
+    domainSizes.set(domain, n);
+  }
+  return domainSizes.get(domain);
+}
+
+// ---- drawing one group on a canvas --------------------------------------------------------
+const CELL = { min: 6, max: 28 };
+let zoom = Number(localStorage.getItem("graphsvc-zoom")) || 14;
+
+function drawGroup(canvas, group, byHost, opts) {
+  const { metric, match, picked, dim } = opts;
+  const cell = zoom, gap = Math.max(1, Math.round(cell / 6)), pitch = cell + gap;
+  const labels = cell >= 10;
+  const labelW = labels ? Math.max(...group.hosts.map((h) => h.name.length)) * Math.max(6, cell * 0.5) + 8 : 0;
+  const cols = Math.max(...group.hosts.map((h) => (byHost[h.name] || []).length), 1);
+  const width = labelW + cols * pitch + 6, height = group.hosts.length * pitch + 6;
+  const ratio = window.devicePixelRatio || 1;
+  canvas.width = width * ratio; canvas.height = height * ratio;
+  canvas.style.width = `${width}px`; canvas.style.height = `${height}px`;
+  const ctx = canvas.getContext("2d");
+  ctx.scale(ratio, ratio);
+  ctx.font = `${Math.max(9, Math.round(cell * 0.7))}px system-ui, sans-serif`;
+  ctx.textBaseline = "middle";
+  const boxes = [];
+  const domainRows = new Map(); // multi-host NVLink domain -> [minRow, maxRow]
+  let drawn = 0, chosen = 0;
+  group.hosts.forEach((h, row) => {
+    const y = 3 + row * pitch;
+    const gpus = byHost[h.name] || [];
+    if (labels) {
+      ctx.fillStyle = h.stale ? "#8a1c1c" : "#1d2330";
+      ctx.fillText(h.name + (h.stale ? " ⚠" : ""), 2, y + cell / 2);
+    }
+    boxes.push({ x: 0, y, w: labelW, h: cell, host: h });
+    gpus.forEach((g, i) => {
+      const x = labelW + 3 + i * pitch;
+      const on = match(g, h);
+      const faded = dim ? !picked.has(g.uuid) : !on;
+      ctx.globalAlpha = faded ? 0.18 : 1;
+      const v = METRICS[metric].get(g);
+      const m = METRICS[metric];
+      ctx.fillStyle = v == null ? "#c8ccd4" : ramp((v - m.lo) / (m.hi - m.lo));
+      if (g.health === "failed") ctx.fillStyle = "#000";
+      ctx.fillRect(x, y, cell, cell);
+      if (metric === "temperature" && g.utilizationPct != null && cell >= 10) { // load: a bar, not a colour
+        const bh = Math.round((cell - 2) * Math.max(0, Math.min(1, g.utilizationPct / 100)));
+        ctx.fillStyle = "rgba(255,255,255,.85)";
+        ctx.fillRect(x + 1, y + cell - 1 - bh, Math.max(2, Math.round(cell / 5)), bh);
+      }
+      if (g.state === "reserved") { // reserved: hatching, readable in any palette
+        ctx.strokeStyle = "#fff"; ctx.lineWidth = Math.max(1, cell / 8);
+        ctx.beginPath();
+        for (let k = -cell; k < cell; k += Math.max(4, cell / 3)) { ctx.moveTo(x + k, y + cell); ctx.lineTo(x + k + cell, y); }
+        ctx.save(); ctx.rect(x, y, cell, cell); ctx.clip(); ctx.stroke(); ctx.restore();
+      }
+      if (g.health === "failed") { // failed: white cross on black
+        ctx.strokeStyle = "#fff"; ctx.lineWidth = Math.max(1.5, cell / 7);
+        ctx.beginPath(); ctx.moveTo(x + 2, y + 2); ctx.lineTo(x + cell - 2, y + cell - 2); ctx.moveTo(x + cell - 2, y + 2); ctx.lineTo(x + 2, y + cell - 2); ctx.stroke();
+      } else if (UNHEALTHY.has(g.health)) { // degraded: a black corner triangle
+        ctx.fillStyle = "#000"; ctx.beginPath(); ctx.moveTo(x + cell * 0.45, y); ctx.lineTo(x + cell, y); ctx.lineTo(x + cell, y + cell * 0.55); ctx.fill();
+      }
+      ctx.globalAlpha = 1;
+      if (picked.has(g.uuid)) {
+        chosen++;
+        ctx.lineWidth = 3; ctx.strokeStyle = "#000"; ctx.strokeRect(x - 2, y - 2, cell + 4, cell + 4);
+        ctx.lineWidth = 1.5; ctx.strokeStyle = "#fff"; ctx.strokeRect(x - 0.5, y - 0.5, cell + 1, cell + 1);
+      }
+      if (on) drawn++;
+      boxes.push({ x, y, w: cell, h: cell, gpu: g, host: h });
+      if (g.nvlinkDomain && group.shared.has(g.nvlinkDomain)) {
+        const r = domainRows.get(g.nvlinkDomain) || [row, row, i, i];
+        domainRows.set(g.nvlinkDomain, [Math.min(r[0], row), Math.max(r[1], row), Math.min(r[2], i), Math.max(r[3], i)]);
+      }
+    });
+    // one host's own NVLink domains (HGX board: all 8; PCIe bridges: pairs): a thin outline
+    let start = 0;
+    for (let i = 1; i <= gpus.length; i++) {
+      const d = gpus[start]?.nvlinkDomain;
+      if (i === gpus.length || gpus[i].nvlinkDomain !== d) {
+        if (d && !group.shared.has(d) && i - start > 1) {
+          ctx.lineWidth = 1; ctx.strokeStyle = "#1d2330"; ctx.setLineDash([]);
+          ctx.strokeRect(labelW + 1.5 + start * pitch, y - 1.5, (i - start) * pitch, cell + 3);
+        }
+        start = i;
+      }
+    }
+    if (h.stale) {
+      ctx.setLineDash([4, 3]); ctx.lineWidth = 2; ctx.strokeStyle = "#8a1c1c";
+      ctx.strokeRect(1, y - 2, width - 2, cell + 4); ctx.setLineDash([]);
+    }
+  });
+  for (const [, [r0, r1, c0, c1]] of domainRows) { // NVL72: one domain across the rack's hosts
+    ctx.lineWidth = 2.5; ctx.strokeStyle = "#1f5fb4";
+    ctx.strokeRect(labelW + 1 + c0 * pitch, 1 + r0 * pitch, (c1 - c0 + 1) * pitch + 1, (r1 - r0 + 1) * pitch + 1);
+  }
+  canvas.dataset.cells = String(boxes.filter((b) => b.gpu).length);
+  canvas.dataset.shown = String(drawn);
+  canvas.dataset.picked = String(chosen);
+  canvas._boxes = boxes;
+  return drawn;
+}
+
+function hitBox(canvas, ev) {
+  const r = canvas.getBoundingClientRect();
+  const x = ev.clientX - r.left, y = ev.clientY - r.top;
+  return (canvas._boxes || []).find((b) => x >= b.x && x < b.x + b.w + 2 && y >= b.y && y < b.y + b.h + 2);
+}
+function wireCanvas(canvas) {
+  canvas.addEventListener("mousemove", (ev) => {
+    const b = hitBox(canvas, ev);
+    if (!b) return hideTip();
+    if (!b.gpu) return showTip(ev, `${b.host.name}\nrack ${b.host.rack || "-"} · ${b.host.gpuModel || ""}\n${b.host.freeGpus ?? 0} free GPUs${b.host.stale ? `\nSTALE: facts ${Math.round(b.host.ageSeconds)} s old` : ""}`);
+    const g = b.gpu;
+    showTip(ev, `${b.host.name} GPU ${g.index} · ${g.model}\n${g.state} · health ${g.health || "unknown"}\n${g.temperatureC ?? "?"} °C · ${g.utilizationPct ?? "?"} % busy\nNVLink domain ${g.nvlinkDomain || "none"}`);
+  });
+  canvas.addEventListener("mouseleave", hideTip);
+  canvas.addEventListener("click", (ev) => { const b = hitBox(canvas, ev); if (b) { hideTip(); location.hash = `#/host/${encodeURIComponent(b.host.name)}`; } });
+}
+
+function legend(metric) {
+  const m = METRICS[metric];
+  const ticks = [0, 0.25, 0.5, 0.75, 1].map((t) => Math.round(m.lo + t * (m.hi - m.lo)));
+  const key = (draw, text) => `<span class="key"><canvas width="14" height="14" data-key="${draw}"></canvas>${text}</span>`;
+  return `<div class="legend" data-metric="${metric}">
+    <span class="scale"><span>colour: ${m.label} (${m.unit})</span><canvas id="ramp" width="160" height="10"></canvas>
+      <span class="ticks">${ticks.map((t) => `<span>${t}</span>`).join("")}</span></span>
+    ${metric === "temperature" ? key("load", "white bar: utilization 0–100 %") : ""}
+    ${key("reserved", "reserved (hatched)")}${key("degraded", "degraded")}${key("failed", "failed")}
+    ${key("domain", "NVLink domain (one host)")}${key("nvl72", "NVL72 domain (rack)")}${key("stale", "stale host")}
+    ${key("none", "no reading")}</div>`;
+}
+function paintLegend(metric) {
+  const ramp10 = $("#ramp");
+  if (ramp10) { const c = ramp10.getContext("2d"); for (let x = 0; x < 160; x++) { c.fillStyle = ramp(x / 159); c.fillRect(x, 0, 1, 10); } }
+  for (const k of $$("canvas[data-key]")) {
+    const c = k.getContext("2d"); const kind = k.dataset.key;
+    c.fillStyle = kind === "failed" ? "#000" : kind === "none" ? "#c8ccd4" : ramp(0.45); c.fillRect(1, 1, 12, 12);
+    if (kind === "load") { c.fillStyle = "rgba(255,255,255,.85)"; c.fillRect(2, 5, 3, 8); }
+    if (kind === "reserved") { c.strokeStyle = "#fff"; c.lineWidth = 2; c.beginPath(); for (let i = -12; i < 12; i += 5) { c.moveTo(1 + i, 13); c.lineTo(13 + i, 1); } c.stroke(); }
+    if (kind === "failed") { c.strokeStyle = "#fff"; c.lineWidth = 2; c.beginPath(); c.moveTo(3, 3); c.lineTo(11, 11); c.moveTo(11, 3); c.lineTo(3, 11); c.stroke(); }
+    if (kind === "degraded") { c.fillStyle = "#000"; c.beginPath(); c.moveTo(7, 1); c.lineTo(13, 1); c.lineTo(13, 8); c.fill(); }
+    if (kind === "domain") { c.strokeStyle = "#1d2330"; c.strokeRect(0.5, 0.5, 13, 13); }
+    if (kind === "nvl72") { c.lineWidth = 2.5; c.strokeStyle = "#1f5fb4"; c.strokeRect(1, 1, 12, 12); }
+    if (kind === "stale") { c.setLineDash([3, 2]); c.lineWidth = 2; c.strokeStyle = "#8a1c1c"; c.strokeRect(1, 1, 12, 12); }
+  }
+}
+
+// ---- overview -----------------------------------------------------------------------------
+const FILTERS = ["site", "model", "state", "health", "su", "rack"];
+function matcher(params) {
+  const f = Object.fromEntries(FILTERS.map((k) => [k, params.get(k) || ""]));
+  return (g, h) => (!f.site || h.cluster === f.site) && (!f.model || g.model === f.model)
+    && (!f.state || (f.state === "usable" ? usable(g) : g.state === f.state))
+    && (!f.health || (f.health === "ok" ? healthy(g) : !healthy(g)))
+    && (!f.su || h.scalableUnit === f.su) && (!f.rack || h.rack === f.rack);
+}
+function select(name, label, values, current) {
+  return `<label>${label} <select name="${name}"><option value="">all</option>${values.map(([v, t]) => `<option value="${esc(v)}"${v === current ? " selected" : ""}>${esc(t)}</option>`).join("")}</select></label>`;
+}
+const uniq = (xs) => [...new Set(xs.filter((x) => x != null && x !== ""))].sort(natural).map((x) => [x, x]);
+
+function counts(gpus, hosts) {
+  const free = gpus.filter(usable).length;
+  const freeBad = gpus.filter((g) => g.state === "free" && !healthy(g)).length;
+  const reserved = gpus.filter((g) => g.state === "reserved").length;
+  const bad = gpus.filter((g) => !healthy(g)).length;
+  const stale = hosts.filter((h) => h.stale).length;
+  return { free, freeBad, reserved, bad, stale };
 }
 
 async function overview(params) {
+  const metric = params.get("color") === "utilization" ? "utilization" : "temperature";
+  const data = await loadCluster();
   const started = performance.now();
-  colorBy = params.get("color") === "utilization" ? "utilization" : "temperature";
-  const summary = (await gql(`{ clusterSummary { hosts gpus freeGpus staleHosts } }`)).clusterSummary;
-  const { hosts, byHost } = await loadCluster();
-  view.innerHTML = `<h2>Cluster: ${summary.hosts} hosts, ${summary.gpus} GPUs, <span id="free-total">${summary.freeGpus}</span> free, ${summary.staleHosts} stale hosts</h2>
-    <p class="legend">colour: GPU ${colorBy} (low blue to high red) —
-      <a href="#/overview?color=${colorBy === "temperature" ? "utilization" : "temperature"}">colour by ${colorBy === "temperature" ? "utilization" : "temperature"}</a>
-      <span style="background:#5b6b8a"></span>reserved<span style="outline:2px solid #c00"></span>unhealthy<span style="outline:2px dashed #c00"></span>stale host</p>
-    ${renderGroups(hosts, byHost)}`;
+  const { hosts, byHost, gpus } = data;
+  const match = matcher(params);
+  const hide = params.get("all") !== "1";
+  const total = counts(gpus, hosts);
+  const groups = groupHosts(hosts, byHost);
+  view.innerHTML = `<h2>Cluster: ${hosts.length} hosts, ${gpus.length} GPUs, <span id="free-total">${total.free}</span> free and healthy,
+      ${total.reserved} reserved, ${total.bad} unhealthy${total.freeBad ? ` (${total.freeBad} of them idle)` : ""}, ${total.stale} stale hosts</h2>
+    <form class="toolbar" id="filters">
+      ${select("site", "site", uniq(hosts.map((h) => h.cluster)), params.get("site"))}
+      ${select("model", "model", uniq(gpus.map((g) => g.model)), params.get("model"))}
+      ${select("state", "state", [["usable", "free and healthy"], ["free", "free"], ["reserved", "reserved"]], params.get("state"))}
+      ${select("health", "health", [["ok", "healthy"], ["bad", "degraded or failed"]], params.get("health"))}
+      ${select("su", "scalable unit", uniq(hosts.map((h) => h.scalableUnit)), params.get("su"))}
+      ${select("rack", "rack", uniq(hosts.map((h) => h.rack)), params.get("rack"))}
+      <label><input type="checkbox" name="all" value="1"${hide ? "" : " checked"}> show non-matching hosts</label>
+      <label>colour <select name="color"><option value="temperature">temperature</option><option value="utilization"${metric === "utilization" ? " selected" : ""}>utilization</option></select></label>
+      <span>zoom <button type="button" data-zoom="-2" aria-label="zoom out">−</button> <button type="button" data-zoom="2" aria-label="zoom in">+</button></span>
+      <span id="shown"></span>
+    </form>
+    ${legend(metric)}
+    <div class="groups"></div>`;
+  paintLegend(metric);
+  const box = $(".groups", view);
+  let shown = 0;
+  const frag = document.createDocumentFragment();
+  for (const group of groups) {
+    const members = group.hosts.filter((h) => !hide || (byHost[h.name] || []).some((g) => match(g, h)));
+    if (!members.length) continue;
+    const all = members.flatMap((h) => byHost[h.name] || []);
+    const c = counts(all, members);
+    const model = uniq(all.map((g) => g.model)).map(([m]) => m).join(", ");
+    const sec = document.createElement("section");
+    sec.className = "group";
+    sec.dataset.group = group.key;
+    sec.innerHTML = `<h3>${esc(group.key)} <small>${esc(model)} · ${members.length} hosts${group.shared.size ? " · one NVLink domain" : ""}</small></h3>
+      <div class="counts"><b class="free">${c.free}</b> free · <b>${c.reserved}</b> reserved · <b class="bad">${c.bad}</b> unhealthy${c.stale ? ` · <b class="bad">${c.stale}</b> stale hosts` : ""}</div>`;
+    const canvas = document.createElement("canvas");
+    canvas.className = "cells";
+    sec.appendChild(canvas);
+    shown += drawGroup(canvas, { ...group, hosts: members }, byHost, { metric, match, picked: new Set(), dim: false });
+    wireCanvas(canvas);
+    frag.appendChild(sec);
+  }
+  box.appendChild(frag);
+  $("#shown").textContent = `${shown} GPUs match`;
+  const form = $("#filters");
+  form.addEventListener("change", () => {
+    const q = new URLSearchParams();
+    for (const [k, v] of new FormData(form)) if (v && !(k === "color" && v === "temperature")) q.set(k, v);
+    location.hash = `#/overview${q.toString() ? `?${q}` : ""}`;
+  });
+  $$("button[data-zoom]", form).forEach((b) => b.addEventListener("click", () => setZoom(zoom + Number(b.dataset.zoom))));
   view.dataset.renderMs = String(Math.round(performance.now() - started));
+  view.dataset.fetchMs = String(Math.round(data.fetchMs));
+  view.dataset.gpus = String(gpus.length);
 }
+function setZoom(z) {
+  zoom = Math.max(CELL.min, Math.min(CELL.max, z));
+  localStorage.setItem("graphsvc-zoom", String(zoom));
+  route();
+}
+view.addEventListener("wheel", (ev) => {
+  if (!ev.ctrlKey || !$("canvas.cells", view)) return;
+  ev.preventDefault();
+  setZoom(zoom + (ev.deltaY < 0 ? 2 : -2));
+}, { passive: false });
+
+// ---- host -----------------------------------------------------------------------------------
+const CLASSES = {
+  NV: "NVLink: the number is the link count (NVSwitch lanes on HGX/NVL72)",
+  PIX: "same PCIe switch (at most one bridge)",
+  PXB: "different PCIe switches under a common upstream switch",
+  PHB: "through one PCIe host bridge (the CPU's root complex)",
+  NODE: "across host bridges within one NUMA node",
+  SYS: "across the CPU interconnect between NUMA nodes",
+};
+const classOf = (c) => (c === "X" ? "X" : c.startsWith("NV") ? "NV" : c);
 
 async function host(name) {
-  const q = `query($n: String!) { host(name: $n) { name rack scalableUnit cpuModel ageSeconds stale
+  const q = `query($n: String!) { host(name: $n) { name cluster rack scalableUnit cpuModel ageSeconds stale
     gpus { uuid index model state health temperatureC utilizationPct nvlinkDomain host { name } }
     nvlinkMatrix { gpuIndices rows } placement { index numaNode pcieSwitch nvswitchLanes }
-    numaNodes { index cpus } nics { name rateGbps state rail leaf pcieSwitch servesGpus } } }`;
+    numaNodes { index cpus } nics { name rateGbps state rail numaNode leaf pcieSwitch servesGpus } } }`;
   const h = (await gql(q, { n: name })).host;
-  if (!h) { view.innerHTML = `<h2>No host named ${esc(name)}</h2>`; return; }
+  if (!h) { view.innerHTML = `<h2>No host named ${esc(name)}</h2><p><a href="#/search?q=${encodeURIComponent(name)}">search for ${esc(name)}</a></p>`; return; }
   const m = h.nvlinkMatrix;
+  const swatch = (g) => { const v = g.temperatureC; return `<span class="swatch" style="background:${v == null ? "#c8ccd4" : ramp((v - 25) / 65)}"></span>`; };
+  const nics = [...h.nics].sort((a, b) => (a.rail ?? 99) - (b.rail ?? 99) || natural(a.name, b.name));
+  const used = new Set(m.rows.flat().map(classOf));
+  const free = h.gpus.filter(usable).length;
+  const group = h.scalableUnit ? `<a href="#/overview?su=${encodeURIComponent(h.scalableUnit)}">${esc(h.scalableUnit)}</a>` : "-";
   view.innerHTML = `<h2>${esc(h.name)}</h2>
-    <p>rack ${esc(h.rack)} · scalable unit ${esc(h.scalableUnit || "-")} · ${esc(h.cpuModel || "")} · facts ${Math.round(h.ageSeconds)} s old${h.stale ? " · <b>stale</b>" : ""}</p>
+    <p>site ${esc(h.cluster || "-")} · rack <a href="#/overview?rack=${encodeURIComponent(h.rack || "")}">${esc(h.rack || "-")}</a> · scalable unit ${group} · ${esc(h.cpuModel || "")}
+      · ${free} of ${h.gpus.length} GPUs free and healthy · facts ${Math.round(h.ageSeconds)} s old${h.stale ? ' · <b class="error">stale</b>' : ""}
+      · <a href="#/place?q=${encodeURIComponent(`${h.gpus.length} prefer=${h.name}`)}">place here</a></p>
     <h3>GPUs</h3><table id="gpus"><tr><th>GPU</th><th>model</th><th>state</th><th>health</th><th>°C</th><th>util %</th><th>NVLink domain</th><th>NUMA</th><th>PCIe switch</th></tr>
     ${h.gpus.map((g) => { const p = h.placement.find((x) => x.index === g.index) || {};
-      return `<tr data-uuid="${esc(g.uuid)}"><td>${g.index} ${gpuCell(g)}</td><td>${esc(g.model)}</td><td>${esc(g.state)}</td><td>${esc(g.health)}</td><td>${g.temperatureC ?? ""}</td><td>${g.utilizationPct ?? ""}</td><td>${esc(g.nvlinkDomain || "")}</td><td>${p.numaNode ?? ""}</td><td>${esc(p.pcieSwitch || "")}</td></tr>`; }).join("")}</table>
-    <h3>NVLink matrix (like nvidia-smi topo -m)</h3><table id="matrix"><tr><th></th>${m.gpuIndices.map((i) => `<th>GPU${i}</th>`).join("")}</tr>
-    ${m.rows.map((row, r) => `<tr><th>GPU${m.gpuIndices[r]}</th>${row.map((c) => `<td class="${c.startsWith("NV") ? "nv" : ""}">${esc(c)}</td>`).join("")}</tr>`).join("")}</table>
-    <h3>NICs and rails</h3><table id="nics"><tr><th>NIC</th><th>Gb/s</th><th>state</th><th>rail</th><th>leaf</th><th>PCIe switch</th><th>serves GPUs</th></tr>
-    ${h.nics.map((n) => `<tr><td>${esc(n.name)}</td><td>${n.rateGbps ?? ""}</td><td>${esc(n.state)}</td><td>${n.rail ?? ""}</td><td>${esc(n.leaf || "")}</td><td>${esc(n.pcieSwitch || "")}</td><td>${n.servesGpus.join(", ")}</td></tr>`).join("")}</table>
+      return `<tr data-uuid="${esc(g.uuid)}"><td>${g.index}${swatch(g)}</td><td>${esc(g.model)}</td><td>${esc(g.state)}</td><td${healthy(g) ? "" : ' class="error"'}>${esc(g.health || "unknown")}</td><td>${g.temperatureC ?? ""}</td><td>${g.utilizationPct ?? ""}</td><td>${esc(g.nvlinkDomain || "")}</td><td>${p.numaNode ?? ""}</td><td>${esc(p.pcieSwitch || "")}</td></tr>`; }).join("")}</table>
+    <h3>GPU to GPU (like <code>nvidia-smi topo -m</code>)</h3><table id="matrix"><tr><th></th>${m.gpuIndices.map((i) => `<th>GPU${i}</th>`).join("")}</tr>
+    ${m.rows.map((row, r) => `<tr><th>GPU${m.gpuIndices[r]}</th>${row.map((c) => `<td class="c-${classOf(c)}">${esc(c)}</td>`).join("")}</tr>`).join("")}</table>
+    <dl class="classes">${Object.entries(CLASSES).filter(([k]) => used.has(k)).map(([k, v]) => `<dt>${k === "NV" ? "NV#" : k}</dt><dd>${esc(v)}</dd>`).join("")}</dl>
+    <h3>NICs by rail</h3><table id="nics"><tr><th>rail</th><th>NIC</th><th>Gb/s</th><th>state</th><th>NUMA</th><th>leaf</th><th>PCIe switch</th><th>serves GPUs</th></tr>
+    ${nics.map((n) => `<tr><td>${n.rail ?? ""}</td><td>${esc(n.name)}</td><td>${n.rateGbps ?? ""}</td><td>${esc(n.state)}</td><td>${n.numaNode ?? ""}</td><td>${n.leaf ? `<a href="#/fabric?leaf=${encodeURIComponent(n.leaf)}">${esc(n.leaf)}</a>` : ""}</td><td>${esc(n.pcieSwitch || "")}</td><td>${n.servesGpus.join(", ")}</td></tr>`).join("")}</table>
     <h3>NUMA</h3><table><tr><th>node</th><th>CPUs</th></tr>${h.numaNodes.map((n) => `<tr><td>${n.index}</td><td>${esc(n.cpus)}</td></tr>`).join("")}</table>`;
 }
 
-async function fabric() {
+// ---- fabric: scalable units across, rails down; spines and core above ----------------------
+async function fabric(params) {
   const started = performance.now();
   const switches = [];
   let after = null;
   for (;;) {
-    const data = (await gql(`query($a: String) { fabric(first: 500, after: $a) { switches { name tier nics freeGpus uplinks { to bandwidthGbps } } pageInfo { hasNextPage endCursor } } }`, { a: after })).fabric;
+    const data = (await gql(`query($a: String) { fabric(first: 500, after: $a) { switches { name tier scalableUnit rail nics freeGpus uplinks { to bandwidthGbps } } pageInfo { hasNextPage endCursor } } }`, { a: after })).fabric;
     switches.push(...data.switches);
     if (!data.pageInfo.hasNextPage) break;
     after = data.pageInfo.endCursor;
   }
-  const tiers = ["core", "spine", "leaf"];
-  const cols = tiers.map((t) => switches.filter((s) => s.tier === t)).filter((c) => c.length);
-  const width = Math.max(900, Math.max(...cols.map((c) => c.length)) * 14 + 100);
-  const pos = {};
-  cols.forEach((col, row) => col.forEach((s, i) => { pos[s.name] = [60 + (i + 0.5) * (width - 80) / col.length, 40 + row * 140]; }));
-  const maxBw = Math.max(1, ...switches.flatMap((s) => s.uplinks.map((u) => u.bandwidthGbps || 0)));
-  const lines = switches.flatMap((s) => s.uplinks.filter((u) => pos[u.to]).map((u) => {
-    const [x1, y1] = pos[s.name]; const [x2, y2] = pos[u.to];
-    return `<line x1="${x1}" y1="${y1}" x2="${x2}" y2="${y2}" stroke="#7a8ab0" stroke-opacity=".35" stroke-width="${(0.5 + 2.5 * (u.bandwidthGbps || 0) / maxBw).toFixed(2)}"><title>${esc(s.name)} → ${esc(u.to)}: ${u.bandwidthGbps} GB/s</title></line>`;
-  }));
-  const hostRow = 40 + cols.length * 140;
+  const load = Object.fromEntries((await gql(`{ leafLoad { leaf gpus freeGpus } }`)).leafLoad.map((l) => [l.leaf, l]));
   const leaves = switches.filter((s) => s.tier === "leaf");
-  const hostMarks = leaves.map((s) => { const [x, y] = pos[s.name];
-    return `<line x1="${x}" y1="${y}" x2="${x}" y2="${hostRow}" stroke="#aab" stroke-dasharray="2,2"/><rect x="${x - 5}" y="${hostRow}" width="10" height="${Math.max(4, s.nics / 2)}" fill="#6a9"><title>${s.nics} host NICs, ${s.freeGpus ?? 0} free GPUs behind ${esc(s.name)}</title></rect>`; });
-  const nodes = switches.map((s) => { const [x, y] = pos[s.name] || [0, 0];
-    return `<g class="switch" data-name="${esc(s.name)}"><circle cx="${x}" cy="${y}" r="6" fill="${s.tier === "leaf" ? "#4a7" : s.tier === "spine" ? "#47a" : "#a47"}"><title>${esc(s.name)} (${s.tier}) ${s.nics} NICs</title></circle></g>`; });
-  view.innerHTML = `<h2>Fabric: ${switches.length} switches (${cols.map((c) => `${c.length} ${c[0].tier}`).join(", ")})</h2>
-    <p class="legend">line width: uplink bandwidth · bars: hosts' NICs per leaf</p>
-    <svg id="fabric" width="${width}" height="${hostRow + 80}" xmlns="http://www.w3.org/2000/svg">${lines.join("")}${hostMarks.join("")}${nodes.join("")}
-    ${cols.map((col, row) => `<text x="4" y="${44 + row * 140}">${col[0].tier}</text>`).join("")}<text x="4" y="${hostRow + 10}">hosts</text></svg>`;
+  const upper = ["core", "spine"].map((t) => switches.filter((s) => s.tier === t).sort((a, b) => natural(a.name, b.name)));
+  const units = [...new Set(leaves.map((s) => s.scalableUnit || "other"))].sort(natural);
+  const rails = [...new Set(leaves.map((s) => s.rail).filter((r) => r != null))].sort((a, b) => a - b);
+  if (!rails.length || leaves.some((s) => s.rail == null)) rails.push(-1); // leaves without a rail: stacked in their column
+  const colW = 118, rowH = 34, boxW = 104, boxH = 26, left = 70, top = 40 + upper.filter((u) => u.length).length * 70;
+  const width = Math.max(900, left + units.length * colW + 20);
+  const pos = {};
+  const nodes = [];
+  upper.filter((u) => u.length).forEach((tier, row) => {
+    const y = 40 + row * 70;
+    tier.forEach((s, i) => {
+      const x = left + (i + 0.5) * (width - left - 20) / tier.length;
+      pos[s.name] = [x, y];
+      const short = s.name.split(/[-_]/).pop();
+      nodes.push(`<g class="switch" data-name="${esc(s.name)}" data-tier="${s.tier}"><rect x="${x - 24}" y="${y - 9}" width="48" height="18" rx="3" fill="${s.tier === "core" ? "#e7d4e8" : "#c6dbef"}" stroke="#5a6b8c"/><text x="${x}" y="${y + 3}" text-anchor="middle">${esc(short.slice(-9))}</text><title>${esc(s.name)} (${s.tier}), ${s.uplinks.length} uplinks</title></g>`);
+    });
+    nodes.push(`<text class="head" x="4" y="${y + 4}">${tier[0].tier}</text>`);
+  });
+  const buckets = {};
+  for (const s of leaves) (buckets[`${s.scalableUnit || "other"}|${s.rail ?? -1}`] ||= []).push(s);
+  units.forEach((u, ci) => {
+    nodes.push(`<text class="head" x="${left + ci * colW + boxW / 2}" y="${top - 12}" text-anchor="middle">${esc(u)}</text>`);
+    rails.forEach((r, ri) => {
+      (buckets[`${u}|${r}`] || []).sort((a, b) => natural(a.name, b.name)).forEach((s, k) => {
+        const x = left + ci * colW, y = top + (r >= 0 ? ri : k) * rowH;
+        pos[s.name] = [x + boxW / 2, y];
+        const l = load[s.name] || { gpus: 0, freeGpus: 0 };
+        const frac = l.gpus ? l.freeGpus / l.gpus : 0;
+        nodes.push(`<g class="switch leaf" data-name="${esc(s.name)}" data-tier="leaf" data-su="${esc(s.scalableUnit || "")}" data-free="${l.freeGpus}">
+          <rect x="${x}" y="${y}" width="${boxW}" height="${boxH}" rx="3" fill="#f3f5f9" stroke="#5a6b8c"/>
+          <rect x="${x + 1}" y="${y + boxH - 5}" width="${(boxW - 2) * frac}" height="4" fill="${ramp(0.62)}"/>
+          <text x="${x + 4}" y="${y + 11}">${esc(r >= 0 ? `rail ${r}` : s.name)}</text>
+          <text x="${x + 4}" y="${y + 20}">${l.freeGpus}/${l.gpus} free</text>
+          <title>${esc(s.name)}: ${l.freeGpus} of ${l.gpus} GPUs behind it free and healthy; ${s.nics} host NICs</title></g>`);
+      });
+    });
+  });
+  rails.forEach((r, ri) => { if (r >= 0) nodes.push(`<text class="head" x="4" y="${top + ri * rowH + 16}">rail ${r}</text>`); });
+  const lines = switches.flatMap((s) => s.uplinks.filter((u) => pos[u.to] && pos[s.name]).map((u) => {
+    const [x1, y1] = pos[s.name]; const [x2, y2] = pos[u.to];
+    return `<line class="up" data-from="${esc(s.name)}" data-to="${esc(u.to)}" x1="${x1}" y1="${y1}" x2="${x2}" y2="${y2}"/>`;
+  }));
+  const stacked = Math.max(0, ...Object.entries(buckets).filter(([k]) => k.endsWith("|-1")).map(([, v]) => v.length));
+  const height = top + Math.max(rails.filter((r) => r >= 0).length, stacked) * rowH + 30;
+  view.innerHTML = `<h2>Fabric: ${switches.length} switches (${[...upper, leaves].filter((c) => c.length).map((c) => `${c.length} ${c[0].tier}`).join(", ")})</h2>
+    <p class="legend">scalable units across, rails down; each leaf shows the GPUs whose nearest NIC is cabled to it (free and healthy / all) with a bar; click a switch for its links and hosts</p>
+    <div class="fabric-wrap"><svg id="fabric" width="${width}" height="${height}" xmlns="http://www.w3.org/2000/svg">${lines.join("")}${nodes.join("")}</svg>
+    <aside id="leaf-panel"><p>Select a switch.</p></aside></div>`;
+  const pick = async (name) => {
+    $$("svg#fabric g.switch").forEach((g) => g.classList.toggle("selected", g.dataset.name === name));
+    $$("svg#fabric line.up").forEach((l) => l.classList.toggle("hot", l.dataset.from === name || l.dataset.to === name));
+    const s = switches.find((x) => x.name === name);
+    if (!s) return;
+    const panel = $("#leaf-panel");
+    const peers = s.uplinks.map((u) => u.to);
+    const downs = switches.filter((x) => x.uplinks.some((u) => u.to === name)).map((x) => x.name);
+    let hostsHtml = "";
+    if (s.tier === "leaf") {
+      const hs = (await gql(`query($l: String!) { leafHosts(leaf: $l) { name freeGpus stale } }`, { l: name })).leafHosts;
+      hs.sort((a, b) => natural(a.name, b.name));
+      hostsHtml = `<h4>${hs.length} hosts cabled to it</h4><ul class="leaf-hosts">${hs.map((h) => `<li><a href="#/host/${encodeURIComponent(h.name)}">${esc(h.name)}</a> <small>${h.freeGpus ?? 0} free${h.stale ? " · stale" : ""}</small></li>`).join("")}</ul>`;
+    }
+    const l = load[name];
+    panel.innerHTML = `<h3>${esc(name)}</h3><p>${s.tier}${s.rail != null ? ` · rail ${s.rail}` : ""}${s.scalableUnit ? ` · ${esc(s.scalableUnit)}` : ""}${l ? ` · ${l.freeGpus}/${l.gpus} GPUs free` : ""}</p>
+      <p>uplinks: ${peers.map(esc).join(", ") || "none"}</p>${downs.length ? `<p>${downs.length} switches below</p>` : ""}${hostsHtml}`;
+  };
+  $$("svg#fabric g.switch").forEach((g) => g.addEventListener("click", () => { history.replaceState(null, "", `#/fabric?leaf=${encodeURIComponent(g.dataset.name)}`); pick(g.dataset.name); }));
+  if (params.get("leaf")) await pick(params.get("leaf"));
   view.dataset.renderMs = String(Math.round(performance.now() - started));
 }
 
+// ---- reservations ---------------------------------------------------------------------------
+let sortBy = { key: "default", dir: 1 };
 async function reservations() {
-  const data = await gql(`{ reservations(first: 500) { id holder state expiresAt priority gpus { uuid index host { name } } } }`);
-  const live = data.reservations.filter((r) => r.state === "active");
-  view.innerHTML = `<h2>Reservations (${live.length} live)</h2><table id="reservations"><tr><th>id</th><th>holder</th><th>state</th><th>GPUs</th><th>expires</th><th></th></tr>
-    ${data.reservations.map((r) => `<tr data-id="${esc(r.id)}"><td>${esc(r.id)}</td><td>${esc(r.holder)}</td><td>${esc(r.state)}</td>
-      <td>${r.gpus.map((g) => `${esc(g.host.name)}:${g.index}`).join(", ")}</td><td>${new Date(r.expiresAt * 1000).toLocaleTimeString()}</td>
-      <td>${r.state === "active" ? `<button class="release" data-id="${esc(r.id)}">release</button>` : ""}</td></tr>`).join("")}</table>`;
-  view.querySelectorAll("button.release").forEach((b) => b.addEventListener("click", async () => {
-    await gql(`mutation($id: String!) { release(id: $id) { __typename } }`, { id: b.dataset.id });
+  const data = await gql(`{ reservations(first: 500) { id holder state expiresAt endedAt priority preemptible gpus { uuid index host { name } } } }`);
+  const rows = data.reservations;
+  const live = rows.filter((r) => r.state === "active").length;
+  const keys = {
+    default: (r) => [r.state === "active" ? 0 : 1, r.state === "active" ? r.expiresAt : -r.expiresAt],
+    id: (r) => [r.id], holder: (r) => [r.holder], state: (r) => [r.state], gpus: (r) => [r.gpus.length],
+    priority: (r) => [r.priority], expires: (r) => [r.expiresAt],
+  };
+  const key = keys[sortBy.key] || keys.default;
+  rows.sort((a, b) => { const x = key(a), y = key(b); for (let i = 0; i < x.length; i++) { const c = typeof x[i] === "number" ? x[i] - y[i] : natural(x[i], y[i]); if (c) return c * sortBy.dir; } return natural(a.id, b.id); });
+  const head = (k, label) => `<th class="sort${sortBy.key === k ? (sortBy.dir > 0 ? " asc" : " desc") : ""}" data-sort="${k}">${label}</th>`;
+  const where = (r) => { const by = {}; for (const g of r.gpus) (by[g.host.name] ||= []).push(g.index); return Object.entries(by).map(([h, ix]) => `<a href="#/host/${encodeURIComponent(h)}">${esc(h)}</a>:${ranges(ix)}`).join(" "); };
+  view.innerHTML = `<h2>Reservations: ${live} active of ${rows.length}</h2>
+    <p class="legend">active first, soonest expiry first; click a column to sort. Release asks for confirmation; +1h renews the lease.</p>
+    <table id="reservations"><tr>${head("id", "id")}${head("holder", "holder")}${head("state", "state")}${head("gpus", "GPUs")}${head("priority", "priority")}${head("expires", "expires")}<th></th></tr>
+    ${rows.map((r) => `<tr data-id="${esc(r.id)}" class="${r.state === "active" ? "active" : "ended"}"><td class="nowrap">${esc(r.id)}</td><td>${esc(r.holder)}</td><td>${esc(r.state)}</td>
+      <td>${r.gpus.length} · ${where(r)}</td><td>${r.priority}${r.preemptible ? " (preemptible)" : ""}</td>
+      <td class="nowrap">${r.state === "active" ? `${stamp(r.expiresAt)} · <span class="countdown" data-at="${r.expiresAt}">${countdown(r.expiresAt)}</span>` : `ended ${stamp(r.endedAt ?? r.expiresAt)}`}</td>
+      <td class="nowrap">${r.state === "active" ? `<button class="renew" data-id="${esc(r.id)}">+1h</button> <button class="release" data-id="${esc(r.id)}">release</button>` : ""}</td></tr>`).join("")}</table>`;
+  $$("th.sort", view).forEach((th) => th.addEventListener("click", () => {
+    sortBy = { key: th.dataset.sort, dir: sortBy.key === th.dataset.sort ? -sortBy.dir : 1 };
+    reservations();
+  }));
+  $$("button.release", view).forEach((b) => b.addEventListener("click", async () => {
+    if (!b.classList.contains("confirm")) {
+      b.classList.add("confirm"); b.textContent = "confirm release";
+      const cancel = document.createElement("button"); cancel.textContent = "cancel"; cancel.className = "cancel";
+      cancel.addEventListener("click", () => { b.classList.remove("confirm"); b.textContent = "release"; cancel.remove(); });
+      b.after(" ", cancel);
+      return;
+    }
+    const out = (await gql(`mutation($id: String!) { release(id: $id) { __typename ... on Reservation { id gpus { uuid } } ... on NotFound { message } } }`, { id: b.dataset.id })).release;
+    invalidate();
+    banner(out.__typename === "Reservation" ? `Released ${esc(out.id)}: ${out.gpus.length} GPUs free again.` : esc(out.message || out.__typename), out.__typename === "Reservation" ? "ok" : "error");
+    await reservations();
+  }));
+  $$("button.renew", view).forEach((b) => b.addEventListener("click", async () => {
+    const out = (await gql(`mutation($id: String!) { renew(id: $id, ttlSeconds: 3600) { __typename ... on Reservation { id expiresAt } ... on LeaseExpired { message } ... on ValidationError { message } ... on NotFound { message } } }`, { id: b.dataset.id })).renew;
+    banner(out.__typename === "Reservation" ? `Renewed ${esc(out.id)} until ${stamp(out.expiresAt)} (${countdown(out.expiresAt)}).` : esc(out.message || out.__typename), out.__typename === "Reservation" ? "ok" : "error");
     await reservations();
   }));
 }
+setInterval(() => { for (const c of $$(".countdown")) c.textContent = countdown(Number(c.dataset.at)); }, 1000);
 
-async function place(text) {
+// ---- placement playground ---------------------------------------------------------------------
+// The options of the text form, as `graphsvc place --help` lists them (a test keeps them equal).
+const OPTIONS = [
+  ["nvlink=full-mesh", "none, any or full-mesh: NVLink between every pair of chosen GPUs"],
+  ["scale-up=full-mesh", "the same as nvlink=, for any vendor's scale-up link (xgmi= too)"],
+  ["per-host=8", "GPUs per host (a gang split evenly)"],
+  ["ib-hops<=1", "at most this many InfiniBand switch hops between chosen hosts"],
+  ["mem>=80", "at least this much GPU memory, GiB"],
+  ["temp<=80", "GPUs no hotter than this, °C"],
+  ["model=H100", "GPU model (also 8xH100)"],
+  ["exclude=host-a,host-b", "hosts to avoid, comma-separated"],
+  ["prefer=host-a", "hosts to prefer, comma-separated"],
+  ["packing=spread", "best-fit (default: fill partly used hosts) or spread"],
+  ["limit=5", "how many candidates to return (default 3)"],
+  ["same-domain", "all GPUs in one NVLink domain (e.g. one NVL72 rack)"],
+  ["rail-aligned", "each GPU's NIC on the same rail across hosts"],
+  ["gpu-nic-affinity", "each GPU with a NIC on its own PCIe switch or NUMA node"],
+  ["allow-unhealthy", "also consider degraded or failed GPUs"],
+  ["no-prefer-cool", "do not prefer cooler GPUs on ties"],
+];
+
+async function place(params) {
+  const text = params.get("q");
+  const holder = params.get("holder") || localStorage.getItem("graphsvc-holder") || "explorer";
+  const ttl = params.get("ttl") || "1h";
   view.innerHTML = `<h2>Placement playground</h2>
-    <form id="place-form"><input name="q" size="50" value="${esc(text || "8xH100 nvlink=full-mesh ib-hops<=1")}" aria-label="request"> <button>place</button></form>
-    <div id="candidates"></div><div id="picture"></div>`;
-  $("#place-form").addEventListener("submit", (e) => { e.preventDefault(); location.hash = `#/place?q=${encodeURIComponent(e.target.q.value)}`; });
+    <form id="place-form">
+      <label for="pq">request</label><input id="pq" name="q" value="${esc(text || "8xH100 nvlink=full-mesh ib-hops<=1")}" aria-label="request">
+      <label for="ph">holder</label><input id="ph" name="holder" value="${esc(holder)}" aria-label="holder" required>
+      <label for="pt">lease (TTL)</label><span><input id="pt" name="ttl" value="${esc(ttl)}" size="6" aria-label="ttl"> e.g. 90s, 30m, 4h, 1d</span>
+      <span></span><span><button>place</button> <small>changes nothing until you reserve</small></span>
+    </form>
+    <details class="help" id="options"><summary>request options (click one to add it)</summary>
+      <table>${OPTIONS.map(([o, t]) => `<tr><td><code data-opt="${esc(o)}">${esc(o)}</code></td><td>${esc(t)}</td></tr>`).join("")}</table></details>
+    <div class="place-grid"><div id="candidates"></div><div id="picture"></div></div>`;
+  const form = $("#place-form");
+  $$("code[data-opt]").forEach((c) => c.addEventListener("click", () => { form.q.value = `${form.q.value.trim()} ${c.dataset.opt}`; form.q.focus(); }));
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    localStorage.setItem("graphsvc-holder", form.holder.value);
+    location.hash = `#/place?${new URLSearchParams({ q: form.q.value, holder: form.holder.value, ttl: form.ttl.value })}`;
+  });
   if (!text) return;
-  const result = (await gql(`query($t: String!) { placementText(text: $t) { request
-    candidates { rank score reason bottleneckGbps maxIbHops gpus { uuid index host { name } } }
-    infeasible { constraint message nearestFeasible } } }`, { t: text })).placementText;
-  const box = $("#candidates");
-  if (!result.candidates.length) {
-    box.innerHTML = result.infeasible.map((r) => `<div class="cand infeasible"><b>${esc(r.constraint)}</b>: ${esc(r.message)}${r.nearestFeasible ? ` — try <a href="#/place?q=${encodeURIComponent(r.nearestFeasible)}">${esc(r.nearestFeasible)}</a>` : ""}</div>`).join("");
+  let result;
+  try {
+    result = (await gql(`query($t: String!) { placementText(text: $t) { request
+      candidates { rank score reason bottleneckGbps maxIbHops gpus { uuid index host { name } } }
+      infeasible { constraint message nearestFeasible } } }`, { t: text })).placementText;
+  } catch (err) {
+    $("#candidates").innerHTML = `<div class="cand infeasible"><p class="error">${esc(err.message)}</p><p>See the request options above.</p></div>`;
+    $("#options").open = true;
     return;
   }
-  box.innerHTML = result.candidates.map((c) => `<div class="cand" data-rank="${c.rank}"><b>#${c.rank}</b> score ${c.score} · bottleneck ${c.bottleneckGbps ?? "-"} GB/s · ${c.maxIbHops} hops
-    <p>${esc(c.reason)}</p><button class="show" data-rank="${c.rank}">show</button> <button class="reserve" data-rank="${c.rank}">reserve</button></div>`).join("");
+  const box = $("#candidates");
+  if (!result.candidates.length) {
+    box.innerHTML = result.infeasible.map((r) => r.constraint === "text"
+      ? `<div class="cand infeasible"><p class="error">The request does not parse: ${esc(r.message)}</p><p>The options are listed above.</p></div>`
+      : `<div class="cand infeasible"><b>${esc(r.constraint)}</b>: ${esc(r.message)}${r.nearestFeasible ? ` — try <a href="#/place?q=${encodeURIComponent(r.nearestFeasible)}">${esc(r.nearestFeasible)}</a>` : ""}</div>`).join("");
+    if (result.infeasible.some((r) => r.constraint === "text")) $("#options").open = true;
+    return;
+  }
+  box.innerHTML = `<p>${esc(result.request)}: ${result.candidates.length} candidates, best first.</p>` + result.candidates.map((c) => `<div class="cand" data-rank="${c.rank}"><b>#${c.rank}</b> score ${c.score} · bottleneck ${c.bottleneckGbps ?? "-"} GB/s · ${c.maxIbHops} IB hops · ${c.gpus.length} GPUs on ${plural(new Set(c.gpus.map((g) => g.host.name)).size, "host")}
+    <p>${esc(c.reason)}</p><button class="show" data-rank="${c.rank}">show on the topology</button> <button class="reserve" data-rank="${c.rank}">reserve for ${esc(holder)} (${esc(ttl)})</button></div>`).join("");
   const { hosts, byHost } = await loadCluster();
   const show = (rank) => {
     const c = result.candidates.find((x) => x.rank === rank);
     const picked = new Set(c.gpus.map((g) => g.uuid));
     const names = new Set(c.gpus.map((g) => g.host.name));
-    $("#picture").innerHTML = `<h3>Candidate #${rank} on the topology</h3>${renderGroups(hosts.filter((h) => names.has(h.name) || hosts.length < 400), byHost, picked)}`;
+    $$(".cand", box).forEach((el) => el.classList.toggle("chosen", Number(el.dataset.rank) === rank));
+    const groups = groupHosts(hosts, byHost).filter((g) => g.hosts.some((h) => names.has(h.name)));
+    const pic = $("#picture");
+    pic.innerHTML = `<h3>Candidate #${rank} on the topology <small>(chosen GPUs outlined; the rest dimmed)</small></h3><div class="groups"></div>`;
+    for (const group of groups) {
+      const sec = document.createElement("section");
+      sec.className = "group"; sec.dataset.group = group.key;
+      sec.innerHTML = `<h3>${esc(group.key)}</h3>`;
+      const canvas = document.createElement("canvas"); canvas.className = "cells";
+      sec.appendChild(canvas);
+      drawGroup(canvas, group, byHost, { metric: "temperature", match: () => true, picked, dim: true });
+      wireCanvas(canvas);
+      $(".groups", pic).appendChild(sec);
+    }
+    pic.dataset.picked = String($$("canvas.cells", pic).reduce((n, c) => n + Number(c.dataset.picked), 0));
   };
-  box.querySelectorAll("button.show").forEach((b) => b.addEventListener("click", () => show(Number(b.dataset.rank))));
-  box.querySelectorAll("button.reserve").forEach((b) => b.addEventListener("click", async () => {
+  $$("button.show", box).forEach((b) => b.addEventListener("click", () => show(Number(b.dataset.rank))));
+  $$("button.reserve", box).forEach((b) => b.addEventListener("click", async () => {
+    const seconds = parseTtl(form.ttl.value);
+    const who = form.holder.value.trim();
+    if (!seconds || !who) { banner(!who ? "Give a holder: who the GPUs are for." : `Lease ${esc(form.ttl.value)} is not a duration: use 90s, 30m, 4h or 1d.`, "error"); return; }
     const c = result.candidates.find((x) => x.rank === Number(b.dataset.rank));
-    const out = (await gql(`mutation($g: [String!]) { reserve(input: {holder: "explorer", ttlSeconds: 3600, gpus: $g}) { __typename ... on Reservation { id } ... on Conflict { message } } }`, { g: c.gpus.map((g) => g.uuid) })).reserve;
-    $("#status").textContent = out.__typename === "Reservation" ? `reserved ${out.id}` : `${out.__typename}: ${out.message || ""}`;
     b.disabled = true;
+    const out = (await gql(`mutation($g: [String!], $h: String!, $t: Int!) { reserve(input: {holder: $h, ttlSeconds: $t, gpus: $g}) { __typename ... on Reservation { id expiresAt gpus { uuid } } ... on Conflict { message } ... on ValidationError { message } } }`, { g: c.gpus.map((g) => g.uuid), h: who, t: seconds })).reserve;
+    invalidate();
+    if (out.__typename === "Reservation") {
+      setStatus(`reserved ${out.id}`);
+      banner(`Reserved <b>${esc(out.id)}</b>: ${out.gpus.length} GPUs for ${esc(who)} until ${stamp(out.expiresAt)} (${countdown(out.expiresAt)}). <a href="#/reservations">reservations</a>`);
+      await place(params); // fresh candidates: the GPUs just taken are no longer free
+    } else {
+      setStatus(`${out.__typename}: ${out.message || ""}`);
+      banner(`${esc(out.__typename)}: ${esc(out.message || "")}`, "error");
+      b.disabled = false;
+    }
   }));
   show(1);
 }
 
+// ---- search (served by the API) ---------------------------------------------------------------
 async function search(q) {
   q = q.trim();
-  if (!q) return;
-  const h = (await gql(`query($n: String!) { host(name: $n) { name } }`, { n: q })).host;
-  if (h) { location.hash = `#/host/${encodeURIComponent(h.name)}`; return; }
-  const gpus = await pages("gpus", GPUS);
-  const hit = gpus.find((g) => g.uuid === q);
-  if (hit) { location.hash = `#/host/${encodeURIComponent(hit.host.name)}`; return; }
-  view.innerHTML = `<h2>Nothing named ${esc(q)}</h2>`;
+  if (!q) { view.innerHTML = "<h2>Search</h2><p>Type part of a host, switch or GPU name.</p>"; return; }
+  const hits = (await gql(`query($t: String!) { search(text: $t, first: 20) { kind name host detail score } }`, { t: q })).search;
+  const target = (h) => (h.kind === "switch" ? `#/fabric?leaf=${encodeURIComponent(h.name)}` : `#/host/${encodeURIComponent(h.host)}`);
+  if (hits.length && hits[0].score >= 1) { location.hash = target(hits[0]); return; }
+  view.innerHTML = `<h2>${hits.length ? `Best matches for “${esc(q)}”` : `Nothing matches “${esc(q)}”`}</h2>
+    <ol class="hits">${hits.map((h) => `<li data-kind="${h.kind}"><a href="${target(h)}">${esc(h.name)}</a> <small>${esc(h.kind)} · ${esc(h.detail)}</small></li>`).join("")}</ol>`;
 }
-
 $("#search").addEventListener("submit", (e) => { e.preventDefault(); location.hash = `#/search?q=${encodeURIComponent(e.target.q.value)}`; });
 
+// ---- live refresh: the events subscription over HTTP (graphql-sse), polling as a fallback ----
+let refreshTimer = null;
+function scheduleRefresh(why) {
+  invalidate();
+  const current = (location.hash || "#/overview").slice(2).split(/[/?]/)[0] || "overview";
+  if (!["overview", "reservations", "fabric"].includes(current) || document.hidden) return;
+  clearTimeout(refreshTimer);
+  refreshTimer = setTimeout(async () => { route.keepBanner = true; await route(); setStatus(`refreshed: ${why}`); }, 800);
+}
+async function connectEvents(attempt = 0) {
+  const live = $("#live");
+  const headers = { "content-type": "application/json", accept: "text/event-stream" };
+  if (tokenInput.value) headers.authorization = `Bearer ${tokenInput.value}`;
+  try {
+    const resp = await fetch("/graphql", { method: "POST", headers, body: JSON.stringify({ query: "subscription { events { kind subject holder at } }" }) });
+    if (!resp.ok || !resp.body) throw new Error(`HTTP ${resp.status}`);
+    live.textContent = "● live"; live.className = "on"; live.title = "refreshes when reservations or hosts change, and every 30 s";
+    attempt = 0;
+    const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buf = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buf += value;
+      let cut;
+      while ((cut = buf.indexOf("\n\n")) >= 0) {
+        const block = buf.slice(0, cut); buf = buf.slice(cut + 2);
+        const data = block.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5)).join("");
+        const e = data && JSON.parse(data)?.data?.events;
+        if (e) scheduleRefresh(`${e.kind} ${e.subject}`);
+      }
+    }
+  } catch (err) {
+    live.title = `no live events (${err.message}); refreshing every 30 s`;
+  }
+  live.textContent = "○ polling"; live.className = "";
+  setTimeout(() => connectEvents(attempt + 1), Math.min(30_000, 1000 * 2 ** attempt));
+}
+setInterval(() => scheduleRefresh("every 30 s (temperatures, load)"), 30_000);
+
+// ---- routing ------------------------------------------------------------------------------------
 async function route() {
   const hash = location.hash || "#/overview";
   const [path, query] = hash.slice(1).split("?");
   const params = new URLSearchParams(query || "");
   const parts = path.split("/").filter(Boolean);
-  document.querySelectorAll("nav a").forEach((a) => a.classList.toggle("active", a.dataset.view === parts[0]));
+  $$("nav a[data-view]").forEach((a) => a.classList.toggle("active", a.dataset.view === (parts[0] || "overview")));
   view.dataset.ready = "false";
+  hideTip();
+  if (!route.keepBanner) { $("#banner").hidden = true; setStatus(""); }
+  route.keepBanner = false;
   try {
     if (parts[0] === "host") await host(decodeURIComponent(parts[1] || ""));
-    else if (parts[0] === "fabric") await fabric();
+    else if (parts[0] === "fabric") await fabric(params);
     else if (parts[0] === "reservations") await reservations();
-    else if (parts[0] === "place") await place(params.get("q"));
+    else if (parts[0] === "place") await place(params);
     else if (parts[0] === "search") await search(params.get("q") || "");
     else await overview(params);
-    $("#status").textContent = "";
   } catch (err) {
     view.innerHTML = `<h2>Could not load this view</h2><p class="error">${esc(err.message)}</p>`;
   }
@@ -224,3 +738,4 @@ async function route() {
 
 window.addEventListener("hashchange", route);
 route();
+connectEvents();

@@ -1,0 +1,6 @@
+// Explorer search: GPUs whose uuid contains the search text, with their host.
+MATCH (h:Host)-[:HAS_GPU]->(g:GPU)
+WHERE toLower(g.uuid) CONTAINS $needle
+RETURN g.uuid AS uuid, g.index AS index, g.model AS model, h.name AS host
+ORDER BY uuid
+LIMIT $first

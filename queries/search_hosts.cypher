@@ -1,0 +1,6 @@
+// Explorer search: hosts whose name contains any search piece (the service ranks them).
+MATCH (h:Host)
+WHERE any(p IN $pieces WHERE toLower(h.name) CONTAINS p)
+RETURN h.name AS name, h.rack AS rack, h.scalable_unit AS scalable_unit, h.gpu_model AS model
+ORDER BY name
+LIMIT $first

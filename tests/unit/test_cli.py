@@ -1,0 +1,137 @@
+"""The CLI as a person meets it: fast help, every request option documented, errors that
+name the URL and the fix, human times; and the log filters that keep the log readable."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import subprocess
+import sys
+
+import pytest
+
+from graphsvc import logs
+from graphsvc.cli import human_time, main
+from graphsvc.placement.options import OPTIONS
+
+HEAVY = ("fastapi", "uvicorn", "strawberry", "pydantic", "httpx", "graphsvc.api", "graphsvc.store")
+
+
+def _modules_after(argv: list[str]) -> set[str]:
+    code = (
+        "import sys\nfrom graphsvc.cli import main\n"
+        f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+        f"print('MODULES=' + ','.join(m for m in {HEAVY!r} if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    line = out.stdout.strip().splitlines()[-1]
+    assert line.startswith("MODULES=")
+    return {m for m in line.removeprefix("MODULES=").split(",") if m}
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["place", "--help"], ["reserve", "--help"]])
+def test_help_imports_no_server_stack(argv: list[str]) -> None:
+    """Start-up time is import time: help loads only the standard library (docs/ui.md has the numbers)."""
+    assert _modules_after(argv) == set()
+
+
+def test_place_imports_no_server_stack_nor_httpx() -> None:
+    assert _modules_after(["place", "8xH100", "--server", "http://127.0.0.1:9"]) == set()
+
+
+def test_place_help_lists_every_request_option(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["place", "--help"])
+    text = capsys.readouterr().out
+    assert all(option in text for option in OPTIONS)
+    assert "GRAPHSVC_URL" in text and "--server URL" in text
+
+
+def test_unreachable_service_names_the_url_and_the_fix(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GRAPHSVC_URL", "http://127.0.0.1:9")
+    assert main(["place", "8xH100"]) == 1
+    err = capsys.readouterr().err
+    assert "cannot reach the service at http://127.0.0.1:9" in err
+    assert "GRAPHSVC_URL" in err and "graphsvc serve" in err
+    assert "All connection attempts failed" not in err
+    assert main(["place", "8xH100", "--server", "localhost:9"]) == 1
+    assert "'localhost:9' is not a service URL" in capsys.readouterr().err
+
+
+def test_typo_in_the_request_is_caught_before_calling(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["reserve", "8xH100 nvlnk=full-mesh", "--holder", "j", "--server", "http://127.0.0.1:9"]) == 1
+    assert "did you mean 'nvlink'?" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("ttl", ["forever", "-5m", "0"])
+def test_bad_ttl_says_what_a_duration_is(ttl: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(["reserve", "8xH100", "--holder", "j", "--ttl", ttl])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --ttl" in err and "Traceback" not in err and "could not convert" not in err
+
+
+@pytest.mark.parametrize(
+    ("epoch", "now", "want"),
+    [
+        (1_800_000_600, 1_800_000_000, "2027-01-15 08:10:00 UTC (in 10m)"),
+        (1_800_003_661, 1_800_000_000, "2027-01-15 09:01:01 UTC (in 1h 1m)"),
+        (1_799_999_990, 1_800_000_000, "2027-01-15 07:59:50 UTC (10s ago)"),
+        (1_800_000_000, 1_800_000_000, "2027-01-15 08:00:00 UTC (in 0s)"),
+        (1_800_200_000, 1_800_000_000, "2027-01-17 15:33:20 UTC (in 2d 7h)"),
+    ],
+)
+def test_human_time(epoch: float, now: float, want: str) -> None:
+    assert human_time(epoch, now) == want
+
+
+def _record(name: str, level: int, msg: object, exc: BaseException | None = None) -> logging.LogRecord:
+    info = (type(exc), exc, None) if exc else None
+    return logging.LogRecord(name, level, __file__, 1, msg, (), info)
+
+
+def test_client_graphql_mistakes_are_info_and_bugs_stay_error() -> None:
+    f = logs.ClientMistakes()
+    typo = _record("strawberry.execution", logging.ERROR, "Cannot query field 'hostz'\n\nGraphQL request:1:3")
+    f.filter(typo)
+    assert typo.levelno == logging.INFO and typo.getMessage() == "graphql: client error: Cannot query field 'hostz'"
+
+    class Forbidden(Exception):
+        pass
+
+    refused = _record("strawberry.execution", logging.ERROR, "forbidden", Forbidden("no"))
+    f.filter(refused)
+    assert refused.levelno == logging.WARNING and refused.exc_info is None
+    bug = _record("strawberry.execution", logging.ERROR, "boom", KeyError("x"))
+    assert f.filter(bug) and bug.levelno == logging.ERROR and bug.exc_info is not None
+
+
+def test_a_store_refusing_to_start_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(logs, "startup_error", None)
+    f = logs.StartupFailure()
+    tb = (
+        'Traceback (most recent call last):\n  File "x.py", line 1\n'
+        "graphsvc.store.errors.EmbeddedStoreError: data directory /d is in use by another graphsvc (pid 7)\n"
+    )
+    assert not f.filter(_record("uvicorn.error", logging.ERROR, tb))
+    assert logs.startup_error == "data directory /d is in use by another graphsvc (pid 7)"
+    assert not f.filter(_record("uvicorn.error", logging.ERROR, "Application startup failed. Exiting."))
+    bug = 'Traceback (most recent call last):\nKeyError: "x"\n'
+    assert f.filter(_record("uvicorn.error", logging.ERROR, bug))  # a bug keeps its traceback
+
+
+def test_every_option_of_every_command_has_help() -> None:
+    from graphsvc.cli import _parser
+
+    parser = _parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    missing = [
+        f"{name} {action.dest}"
+        for name, command in sub.choices.items()
+        for action in command._actions
+        if not action.help and not isinstance(action, argparse._HelpAction)
+    ]
+    assert missing == []
