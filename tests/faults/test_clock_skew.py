@@ -122,3 +122,11 @@ async def test_cli_reset_host(
         assert await _reset_host(f"http://{where}", "skew-a") == 0
         assert "skew-a: collection times reset" in capsys.readouterr().out
         assert await _reset_host(f"http://{where}", "nope") == 2
+
+
+async def test_reset_of_an_impossible_host_name_is_not_found(client: httpx.AsyncClient) -> None:
+    """Found by the GraphQL fuzzer: a NUL in the name escaped as a server error."""
+    query = "mutation($h: String!) { resetHostFreshness(host: $h) { __typename } }"
+    for name in ("bad\u0000name", "", "x" * 300):
+        body = (await client.post("/graphql", json={"query": query, "variables": {"h": name}})).json()
+        assert body["data"]["resetHostFreshness"]["__typename"] == "NotFound", body

@@ -33,6 +33,9 @@ class OperatorMutations:
     async def reset_host_freshness(self, info: Info, host: str) -> ResetHostFreshnessResult:
         principal = info.context.require(Role.OPERATOR)
         info.context.limit_mutations()
+        if not 0 < len(host) <= 256 or any(ord(c) < 0x20 for c in host):
+            # Ingest refuses such names, so no host has one (and a NUL cannot reach FalkorDB).
+            return NotFound(id=host, message="no host has such a name")
         rows = await info.context.gateway.write("host_reset_freshness", {"host": host})
         if not rows:
             return NotFound(id=host, message=f"no host named {host!r}")
