@@ -132,6 +132,12 @@ examples:
   graphsvc place "16xH100 per-host=8 rail-aligned" --output json
   GRAPHSVC_URL=http://graphsvc:8000 graphsvc place "72xGB200 same-domain"
 
+shaped jobs (TP groups inside NVLink domains; the rank map and launch files in the answer):
+  graphsvc place "tp=8 pp=2 dp=4 model=H100"
+  graphsvc place "groups=8 group-size=8 group-in=nvlink-domain job-in=scalable-unit spread=leaves"
+  keys: tp pp dp groups group-size model mem>= group-in= job-in= (tier[:required|:preferred];
+  tiers nvlink-domain host leaf scalable-unit pod cluster) spread=leaves exclude= allow-unhealthy
+
 exit status: 0 placed, 2 infeasible (the reasons and the nearest feasible request are printed),
 1 error (the service could not be reached or refused the request).
 """
@@ -642,8 +648,54 @@ def _gpu_list(gpus: list[dict[str, Any]]) -> str:
     return " ".join(parts)
 
 
+SHAPED_QUERY = """
+query Shaped($text: String!) {
+  shapedPlacement(text: $text) {
+    request jobTier jobUnit railAlignedShare escalated reason hostsRead elapsedMs
+    groups { ppRank dpRank tier hosts }
+    ranks { rank tpRank ppRank dpRank host gpuIndex gpuUuid rail }
+    bandwidth { level bottleneckGbps note }
+    launch { hostfile rankfile contiguous ncclEnv hosts { host nodeRank cudaVisibleDevices ranks } }
+    infeasible { constraint message nearestFeasible }
+  }
+}
+"""
+SHAPED_KEYS = ("tp=", "pp=", "dp=", "groups=", "group-size=")
+
+
+def _place_shaped(server: str, text: str, *, as_json: bool) -> int:
+    """A job given as TP/PP/DP groups: the groups, the rank map and the launch files."""
+    result = (_graphql(server, SHAPED_QUERY, {"text": text}))["shapedPlacement"]
+    bad = [r for r in result["infeasible"] if r["constraint"] == "text"]
+    if bad:
+        raise CLIError(f"text: {bad[0]['message']}")
+    if as_json:
+        print(json.dumps(result, indent=2))
+        return 0 if result["ranks"] else 2
+    print(f"{result['request']}  ({result['hostsRead']} hosts read, {result['elapsedMs']:.1f} ms)")
+    for r in result["infeasible"]:
+        nearest = f"  nearest feasible: {r['nearestFeasible']}" if r["nearestFeasible"] else ""
+        print(f"infeasible [{r['constraint']}]: {r['message']}{nearest}")
+    if not result["ranks"]:
+        return 2
+    print(result["reason"])
+    for b in result["bandwidth"]:
+        gbps = "-" if b["bottleneckGbps"] is None else f"{b['bottleneckGbps']:g} GB/s"
+        print(f"  {b['level']}: {gbps}  ({b['note']})")
+    print("rank map (rank: host gpu  tp/pp/dp):")
+    for r in result["ranks"]:
+        print(f"  {r['rank']:>5}: {r['host']} {r['gpuIndex']}  {r['tpRank']}/{r['ppRank']}/{r['dpRank']}")
+    print("per host (node rank, CUDA_VISIBLE_DEVICES, ranks):")
+    for h in result["launch"]["hosts"]:
+        print(f"  {h['nodeRank']:>4} {h['host']} CUDA_VISIBLE_DEVICES={h['cudaVisibleDevices']} ranks={h['ranks']}")
+    print("NCCL: " + " ".join(result["launch"]["ncclEnv"]))
+    return 0
+
+
 def _place(server: str, text: str, *, as_json: bool) -> int:
     # The service parses the text (importing the parser here would cost the CLI ~0.25 s).
+    if text.strip().lower().startswith(SHAPED_KEYS):
+        return _place_shaped(server, text, as_json=as_json)
     result = (_graphql(server, PLACE_QUERY, {"text": text}))["placementText"]
     bad = [r for r in result["infeasible"] if r["constraint"] == "text"]
     if bad:

@@ -50,6 +50,7 @@ from graphsvc.api.graphql.reservations import (
     ReservationMutations,
     Subscription,
 )
+from graphsvc.api.graphql.shaped import ShapedQuery
 from graphsvc.api.graphql.store_errors import StoreErrors, should_log
 from graphsvc.api.graphql.types import (
     ClusterSummary,
@@ -187,7 +188,7 @@ def make_schema(*, dev: bool) -> strawberry.Schema:
     """The schema; outside development mode introspection is off (GraphiQL too, in the router)."""
     extras = [] if dev else [DisableIntrospection]
     return Schema(
-        query=Query,
+        query=merge_types("Query", (Query, ShapedQuery)),
         mutation=merge_types("Mutation", (ReservationMutations, OperatorMutations)),
         subscription=Subscription,
         extensions=[*_EXTENSIONS, *extras],

@@ -1,0 +1,7 @@
+// Hosts with a free GPU whose model contains $model (a coarse prefilter: the shaped search
+// matches models exactly), by name, for a shaped job's search over TP groups.
+MATCH (h:Host)
+WHERE h.free_gpus >= 1 AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
+RETURN h.name AS host
+ORDER BY host
+LIMIT $limit
