@@ -218,12 +218,12 @@ class ShapedReplay:
                 chosen = await self._choose(policy, job.config)
                 if not chosen:
                     continue
-                rid = await self._reserve(chosen)
-                if rid is None:
+                reservation = await self._reserve(chosen)
+                if reservation is None:
                     continue
                 self.t.free.difference_update(chosen)
                 queue.remove(job)
-                heapq.heappush(running, (clock + job.duration, job.id, rid, chosen))
+                heapq.heappush(running, (clock + job.duration, job.id, reservation, chosen))
                 groups, inside, tp_bw, dp_bw = measure(self.t, self.models, job.config, chosen)
                 result.jobs.append(ShapedJobResult(job.id, job.gpus, clock - job.arrival, groups, inside, tp_bw, dp_bw))
         result.utilization = busy / (len(all_gpus) * clock) if clock else 0.0
