@@ -260,7 +260,7 @@ def _infeasible(
 def _layout(
     shape: JobShape, option: _Option, hosts: dict[str, Host], best_by_tier: dict[Tier, tuple[str, int]]
 ) -> ShapedPlacement:
-    tp, pp, dp = shape.tp, shape.pp, shape.dp
+    tp, dp = shape.tp, shape.dp
     grid: dict[tuple[int, int], _Group] = {}
     groups: list[GroupPlacement] = []
     for n, group in enumerate(option.groups):

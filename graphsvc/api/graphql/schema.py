@@ -40,6 +40,7 @@ from graphsvc.api.graphql.explorer import (
     leaf_loads,
     search_hits,
 )
+from graphsvc.api.graphql.impact import ImpactQuery
 from graphsvc.api.graphql.inputs import GPUFilter, HostFilter, PlacementRequestInput
 from graphsvc.api.graphql.operator import OperatorMutations
 from graphsvc.api.graphql.placement import place
@@ -188,7 +189,7 @@ def make_schema(*, dev: bool) -> strawberry.Schema:
     """The schema; outside development mode introspection is off (GraphiQL too, in the router)."""
     extras = [] if dev else [DisableIntrospection]
     return Schema(
-        query=merge_types("Query", (Query, ShapedQuery)),
+        query=merge_types("Query", (Query, ShapedQuery, ImpactQuery)),
         mutation=merge_types("Mutation", (ReservationMutations, OperatorMutations)),
         subscription=Subscription,
         extensions=[*_EXTENSIONS, *extras],

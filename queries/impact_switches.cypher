@@ -1,0 +1,6 @@
+// Every switch with its tier and the switches it uplinks to, for what a switch or link failure cuts.
+MATCH (s:Switch)
+OPTIONAL MATCH (s)-[:UPLINK]->(up:Switch)
+WITH s, collect(up.name) AS uplinks
+RETURN s.name AS name, s.tier AS tier, uplinks
+ORDER BY name
