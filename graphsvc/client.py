@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx
 
-from graphsvc.placement.request import parse_request
+from graphsvc.placement.request import PlacementRequest, parse_request
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +129,19 @@ def request_input(text: str) -> dict[str, object]:
         "excludeHosts": list(r.exclude_hosts),
         "limit": r.limit,
         "preferences": {"hosts": list(r.prefer_hosts), "packing": r.packing.name, "coolerGpus": r.prefer_cool},
+        **({"capabilities": _capabilities(r)} if r.capabilities else {}),
+    }
+
+
+def _capabilities(r: PlacementRequest) -> dict[str, object]:
+    caps = r.capabilities
+    cc = caps.min_compute_capability
+    return {
+        "minComputeCapability": {"major": cc[0], "minor": cc[1]} if cc is not None else None,
+        "minMemoryBandwidthGBps": caps.min_memory_bandwidth_gbps,
+        "fp8": caps.fp8,
+        "fp4": caps.fp4,
+        "minLinkGeneration": caps.min_link_generation,
     }
 
 

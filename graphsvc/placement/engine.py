@@ -128,7 +128,9 @@ class PlacementEngine:
         candidates = await search.finish()
         infeasible = []
         if not candidates and explain_infeasible:
-            infeasible = await unknown_model(self.gw, req) or await diagnose(self, req)
+            infeasible = (
+                await unknown_model(self.gw, req) or await unmet_capabilities(self.gw, req) or await diagnose(self, req)
+            )
         return PlacementResult(
             candidates=candidates,
             infeasible=infeasible,
@@ -453,6 +455,20 @@ async def unknown_model(gw: Gateway, req: PlacementRequest) -> list[InfeasibleRe
             f"H100 or MI300X); models here: {listed or 'none'}",
         )
     ]
+
+
+async def unmet_capabilities(gw: Gateway, req: PlacementRequest) -> list[InfeasibleReason]:
+    """A request whose capability constraints no model in the graph meets: say what each model lacks."""
+    if not req.capabilities:
+        return []
+    models = [str(r["model"]) for r in await gw.read("placement_gpu_models", {}) if r.get("model")]
+    if req.model_match is not None:
+        models = [m for m in models if req.model_match.matches(m)]
+    why = {m: req.capabilities.unmet(m) for m in models}
+    if any(reason is None for reason in why.values()):
+        return []
+    listed = "; ".join(f"{m}: {reason}" for m, reason in sorted(why.items())[:20])
+    return [InfeasibleReason("capabilities", f"no GPU model here meets the capabilities asked ({listed or 'no GPUs'})")]
 
 
 async def largest_free_blocks(gw: Gateway, k: int) -> list[tuple[str, int]]:

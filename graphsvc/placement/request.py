@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import cached_property
 
 from topo_facts.gpu_models import ModelMatch, model_match
 
+from graphsvc.placement.capabilities import CapabilityNeeds, parse_cc
 from graphsvc.placement.options import OPTIONS
 
 MAX_GPUS = 4096
@@ -65,6 +66,8 @@ class PlacementRequest:
     exclude_unhealthy: bool = True
     exclude_hosts: tuple[str, ...] = ()
     limit: int = 3
+    # What the GPUs must be able to do (compute capability, memory bandwidth, FP8/FP4, link generation).
+    capabilities: CapabilityNeeds = field(default_factory=CapabilityNeeds)
     # Soft preferences: they order candidates, never exclude one.
     prefer_hosts: tuple[str, ...] = ()
     packing: Packing = Packing.BEST_FIT
@@ -90,6 +93,14 @@ class PlacementRequest:
             raise RequestError("model", "must be 1 to 128 characters")
         if len(self.exclude_hosts) > 10_000 or len(self.prefer_hosts) > 1000:
             raise RequestError("excludeHosts", "too many hosts listed")
+        caps = self.capabilities
+        if caps.min_memory_bandwidth_gbps is not None and not 0 <= caps.min_memory_bandwidth_gbps <= 100_000:
+            raise RequestError("minMemoryBandwidthGBps", "must be between 0 and 100000 GB/s")
+        if caps.min_link_generation is not None and not 1 <= caps.min_link_generation <= 20:
+            raise RequestError("minLinkGeneration", "must be between 1 and 20")
+        cc = caps.min_compute_capability
+        if cc is not None and not (0 <= cc[0] <= 99 and 0 <= cc[1] <= 9):
+            raise RequestError("minComputeCapability", "must look like 9.0 (major 0-99, minor 0-9)")
         return self
 
     @property
@@ -149,11 +160,13 @@ _FLAGS = {
     "allow-unhealthy": ("exclude_unhealthy", False),
     "no-prefer-cool": ("prefer_cool", False),
 }
+_CAPABILITY_FLAGS = {"fp8": "fp8", "fp4": "fp4"}
 
 
 _KEYS = ["nvlink", "scale-up", "xgmi", "ib-hops", "max-ib-hops", "hops", "per-host", "gpus-per-host", "mem",
          "min-mem", "memory", "temp", "max-temp", "temperature", "model", "exclude", "exclude-hosts", "prefer",
-         "prefer-hosts", "limit", "packing"]  # fmt: skip
+         "prefer-hosts", "limit", "packing", "cc", "compute-capability", "mem-bw", "memory-bandwidth", "link-gen",
+         "nvlink-gen"]  # fmt: skip
 
 
 def _unknown(token: str, word: str, known: list[str]) -> RequestError:
@@ -173,15 +186,24 @@ def _number(token: str, raw: str, unit: str = "") -> float:
         raise RequestError("text", f"{token!r}: {raw!r} is not a number") from None
 
 
+def _caps(values: dict[str, object], **change: object) -> None:
+    current = values.get("capabilities", CapabilityNeeds())
+    assert isinstance(current, CapabilityNeeds)
+    values["capabilities"] = replace(current, **change)  # type: ignore[arg-type]
+
+
 def _apply(token: str, values: dict[str, object]) -> None:
     low = token.lower()
     if low in _FLAGS:
         key, value = _FLAGS[low]
         values[key] = value
         return
+    if low in _CAPABILITY_FLAGS:
+        _caps(values, **{_CAPABILITY_FLAGS[low]: True})
+        return
     m = _OPTION.match(token)
     if not m:
-        raise _unknown(token, re.split(r"[<>=]", token, maxsplit=1)[0], [*_FLAGS, *_KEYS])
+        raise _unknown(token, re.split(r"[<>=]", token, maxsplit=1)[0], [*_FLAGS, *_CAPABILITY_FLAGS, *_KEYS])
     key, op, raw = m.group(1).lower(), m.group(2), m.group(3)
 
     def need(*ops: str) -> None:
@@ -218,6 +240,18 @@ def _apply(token: str, values: dict[str, object]) -> None:
     elif key == "limit":
         need("=")
         values["limit"] = int(_number(token, raw))
+    elif key in ("cc", "compute-capability"):
+        need(">=")
+        try:
+            _caps(values, min_compute_capability=parse_cc(raw))
+        except ValueError as err:
+            raise RequestError("text", f"{token!r}: {err}") from None
+    elif key in ("mem-bw", "memory-bandwidth"):
+        need(">=")
+        _caps(values, min_memory_bandwidth_gbps=_number(token, raw, "gb/s"))
+    elif key in ("link-gen", "nvlink-gen"):
+        need(">=")
+        _caps(values, min_link_generation=int(_number(token, raw)))
     elif key == "packing":
         need("=")
         try:
@@ -244,6 +278,14 @@ def format_request(req: PlacementRequest) -> str:
     for flag, (key, value) in _FLAGS.items():
         if getattr(req, key) == value and flag not in ("same-domain", "nic-affinity"):
             parts.append(flag)
+    caps = req.capabilities
+    if caps.min_compute_capability is not None:
+        parts.append(f"cc>={caps.min_compute_capability[0]}.{caps.min_compute_capability[1]}")
+    if caps.min_memory_bandwidth_gbps is not None:
+        parts.append(f"mem-bw>={caps.min_memory_bandwidth_gbps:g}")
+    parts += [flag for flag, key in _CAPABILITY_FLAGS.items() if getattr(caps, key)]
+    if caps.min_link_generation is not None:
+        parts.append(f"link-gen>={caps.min_link_generation}")
     if req.exclude_hosts:
         parts.append("exclude=" + ",".join(req.exclude_hosts))
     if req.prefer_hosts:

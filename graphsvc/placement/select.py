@@ -35,6 +35,8 @@ def eligible(gpu: Gpu, req: PlacementRequest) -> bool:
     too_hot = req.max_temperature_c is not None and (gpu.temperature_c or 0.0) > req.max_temperature_c
     if too_hot:
         return False
+    if req.capabilities and req.capabilities.unmet(gpu.model) is not None:
+        return False
     return not (req.gpu_nic_affinity and gpu.via != "pcie-switch")
 
 

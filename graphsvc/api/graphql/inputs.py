@@ -5,6 +5,7 @@ from __future__ import annotations
 import strawberry
 
 from graphsvc.api.graphql.types import NVLinkMode, Packing
+from graphsvc.placement.capabilities import CapabilityNeeds
 from graphsvc.placement.request import NVLinkRequirement, PlacementRequest
 from graphsvc.placement.request import Packing as PackingPref
 
@@ -14,6 +15,33 @@ class PlacementPreferences:
     hosts: list[str] = strawberry.field(default_factory=list, description="Prefer these hosts")
     packing: Packing = Packing.BEST_FIT
     cooler_gpus: bool = True
+
+
+@strawberry.input(description="An NVIDIA compute capability, e.g. 9.0 (Hopper) or 10.0 (Blackwell).")
+class ComputeCapabilityInput:
+    major: int
+    minor: int = 0
+
+
+@strawberry.input(description="What every chosen GPU must be able to do (hard constraints).")
+class CapabilityInput:
+    min_compute_capability: ComputeCapabilityInput | None = None
+    min_memory_bandwidth_gbps: float | None = strawberry.field(
+        name="minMemoryBandwidthGBps", default=None, description="GB/s of GPU memory bandwidth"
+    )
+    fp8: bool = False
+    fp4: bool = False
+    min_link_generation: int | None = strawberry.field(default=None, description="NVLink/xGMI generation")
+
+    def to_needs(self) -> CapabilityNeeds:
+        cc = self.min_compute_capability
+        return CapabilityNeeds(
+            min_compute_capability=(cc.major, cc.minor) if cc is not None else None,
+            min_memory_bandwidth_gbps=self.min_memory_bandwidth_gbps,
+            fp8=self.fp8,
+            fp4=self.fp4,
+            min_link_generation=self.min_link_generation,
+        )
 
 
 @strawberry.input(description="What a job needs. Hard constraints exclude; preferences only rank.")
@@ -35,6 +63,7 @@ class PlacementRequestInput:
     exclude_unhealthy: bool = True
     exclude_hosts: list[str] = strawberry.field(default_factory=list)
     limit: int = 3
+    capabilities: CapabilityInput | None = None
     preferences: PlacementPreferences | None = None
 
     def to_request(self) -> PlacementRequest:
@@ -56,6 +85,7 @@ class PlacementRequestInput:
             prefer_hosts=tuple(prefs.hosts),
             packing=PackingPref(prefs.packing.value),
             prefer_cool=prefs.cooler_gpus,
+            capabilities=self.capabilities.to_needs() if self.capabilities is not None else CapabilityNeeds(),
         )
 
 
