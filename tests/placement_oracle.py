@@ -15,6 +15,7 @@ from typing import Any
 import networkx as nx
 
 from graphsvc.placement.request import NVLinkRequirement, PlacementRequest
+from graphsvc.placement.shape import JobShape, ShapedPlacement, Tier
 from graphsvc.store.gateway import Gateway
 
 
@@ -248,3 +249,74 @@ def _group_feasible(s: Snapshot, req: PlacementRequest, group: tuple[str, ...], 
     if req.rail_aligned and len(group) > 1:
         return False  # without a per-host split the oracle does not try rail-aligned multi-host sets
     return _has_subset(s, pool, req.gpus, req.nvlink, req.same_nvlink_domain)
+
+
+def check_shaped(s: Snapshot, shape: JobShape, p: ShapedPlacement) -> list[str]:
+    """Every violated rule of a shaped answer, judged from the raw graph (no service code)."""
+    problems: list[str] = []
+    req = shape.gpu_request()
+    uuids = [r.gpu_uuid for r in p.ranks]
+    if sorted(r.rank for r in p.ranks) != list(range(shape.ranks)):
+        problems.append("ranks are not 0..n-1")
+    if len(set(uuids)) != shape.ranks:
+        problems.append("a GPU used twice or the wrong count")
+    problems += [f"{u}: not eligible" for u in uuids if not eligible(s, u, req)]
+    by_group: dict[tuple[int, int], list[str]] = {}
+    for r in p.ranks:
+        by_group.setdefault((r.pp_rank, r.dp_rank), []).append(r.gpu_uuid)
+        if r.rank != r.tp_rank + shape.tp * (r.dp_rank + shape.dp * r.pp_rank):
+            problems.append(f"rank {r.rank}: not Megatron order")
+    if len(by_group) != shape.groups or any(len(v) != shape.tp for v in by_group.values()):
+        problems.append("groups are not pp*dp groups of tp")
+    if shape.job_level.required and shape.job_level.tier is Tier.LEAF:
+        hosts = {r.host for r in p.ranks}
+        if not set.intersection(*(s.leaves_of_host.get(h, set()) for h in hosts)):
+            problems.append("job: hosts share no leaf although the leaf level is required")
+    if shape.group_level.required and shape.group_level.tier is Tier.NVLINK_DOMAIN:
+        for key, members in by_group.items():
+            doms = {s.domain_of.get(u) for u in members}
+            if len(doms) != 1 or None in doms:
+                problems.append(f"group {key}: not inside one NVLink domain")
+    return problems
+
+
+def oracle_groups(s: Snapshot, shape: JobShape, hosts: set[str] | None = None) -> int:
+    """How many disjoint TP groups inside one NVLink domain exist (on these hosts), by brute force."""
+    req = shape.gpu_request()
+    by_domain: dict[str, list[str]] = {}
+    for u, d in s.domain_of.items():
+        if eligible(s, u, req) and (hosts is None or s.host_of[u] in hosts):
+            by_domain.setdefault(d, []).append(u)
+    return sum(_most_groups(s, sorted(members), shape.tp) for members in by_domain.values())
+
+
+def _most_groups(s: Snapshot, pool: list[str], tp: int) -> int:
+    """Disjoint NVLink cliques of size tp in one domain (greedy is exact in switched domains)."""
+    count = 0
+    rest = pool
+    while len(rest) >= tp:
+        combo = next(
+            (
+                c
+                for c in itertools.combinations(rest, tp)
+                if all(s.nvlink.has_edge(a, b) for a, b in itertools.combinations(c, 2))
+            ),
+            None,
+        )
+        if combo is None:
+            return count
+        count += 1
+        rest = [u for u in rest if u not in combo]
+    return count
+
+
+def shaped_feasible(s: Snapshot, shape: JobShape) -> bool:
+    """Can the job be placed with every TP group in one NVLink domain and, when the job level is
+    a required leaf, every group on hosts that share one leaf? (Other levels: cluster-wide.)"""
+    if shape.job_level.required and shape.job_level.tier is Tier.LEAF:
+        leaves = set().union(*s.leaves_of_host.values()) if s.leaves_of_host else set()
+        return any(
+            oracle_groups(s, shape, {h for h, ls in s.leaves_of_host.items() if leaf in ls}) >= shape.groups
+            for leaf in leaves
+        )
+    return oracle_groups(s, shape) >= shape.groups

@@ -2,74 +2,17 @@
 
 from __future__ import annotations
 
-import itertools
 import random
 
 import httpx
 import pytest
 
-from graphsvc.placement.shape import JobShape, Level, ShapedPlacement, Tier, parse_shape
+from graphsvc.placement.shape import JobShape, Level, Tier, parse_shape
 from graphsvc.placement.shaped_service import place_shaped
 from graphsvc.store.gateway import Gateway
 from graphsvc.synthetic.clusters import SyntheticCluster, add_nvl72, add_spines, add_superpod_h100
 from tests.cluster_helpers import load, occupy
-from tests.placement_oracle import Snapshot, snapshot
-from tests.placement_oracle import eligible as oracle_eligible
-
-
-def check_shaped(s: Snapshot, shape: JobShape, p: ShapedPlacement) -> list[str]:
-    """Every violated rule of a shaped answer, judged from the raw graph (no service code)."""
-    problems: list[str] = []
-    req = shape.gpu_request()
-    uuids = [r.gpu_uuid for r in p.ranks]
-    if sorted(r.rank for r in p.ranks) != list(range(shape.ranks)):
-        problems.append("ranks are not 0..n-1")
-    if len(set(uuids)) != shape.ranks:
-        problems.append("a GPU used twice or the wrong count")
-    problems += [f"{u}: not eligible" for u in uuids if not oracle_eligible(s, u, req)]
-    by_group: dict[tuple[int, int], list[str]] = {}
-    for r in p.ranks:
-        by_group.setdefault((r.pp_rank, r.dp_rank), []).append(r.gpu_uuid)
-        if r.rank != r.tp_rank + shape.tp * (r.dp_rank + shape.dp * r.pp_rank):
-            problems.append(f"rank {r.rank}: not Megatron order")
-    if len(by_group) != shape.groups or any(len(v) != shape.tp for v in by_group.values()):
-        problems.append("groups are not pp*dp groups of tp")
-    if shape.group_level.required and shape.group_level.tier is Tier.NVLINK_DOMAIN:
-        for key, members in by_group.items():
-            doms = {s.domain_of.get(u) for u in members}
-            if len(doms) != 1 or None in doms:
-                problems.append(f"group {key}: not inside one NVLink domain")
-    return problems
-
-
-def oracle_groups(s: Snapshot, shape: JobShape) -> int:
-    """How many disjoint TP groups inside one NVLink domain exist (brute force per domain)."""
-    req = shape.gpu_request()
-    by_domain: dict[str, list[str]] = {}
-    for u, d in s.domain_of.items():
-        if oracle_eligible(s, u, req):
-            by_domain.setdefault(d, []).append(u)
-    return sum(_most_groups(s, sorted(members), shape.tp) for members in by_domain.values())
-
-
-def _most_groups(s: Snapshot, pool: list[str], tp: int) -> int:
-    """Disjoint NVLink cliques of size tp in one domain (greedy is exact in switched domains)."""
-    count = 0
-    rest = pool
-    while len(rest) >= tp:
-        combo = next(
-            (
-                c
-                for c in itertools.combinations(rest, tp)
-                if all(s.nvlink.has_edge(a, b) for a, b in itertools.combinations(c, 2))
-            ),
-            None,
-        )
-        if combo is None:
-            return count
-        count += 1
-        rest = [u for u in rest if u not in combo]
-    return count
+from tests.placement_oracle import check_shaped, oracle_groups, shaped_feasible, snapshot
 
 
 async def test_demo_tp8_pp2_dp4(gateway: Gateway) -> None:
@@ -170,3 +113,30 @@ async def test_graphql_answers_and_refuses(client: httpx.AsyncClient, gateway: G
     assert refused["ranks"] == [] and refused["infeasible"][0]["constraint"] == "text"
     none = await client.post("/graphql", json={"query": SHAPED, "variables": {"text": "tp=8 dp=3 model=B300"}})
     assert "unknown model" in none.json()["data"]["shapedPlacement"]["infeasible"][0]["message"]
+
+
+@pytest.mark.parametrize("seed", [21, 22])
+async def test_required_leaf_agrees_with_brute_force(gateway: Gateway, seed: int) -> None:
+    """Two units of two hosts each (different leaves): a required leaf level is placed exactly
+    when brute force finds enough TP groups on hosts sharing one leaf; preferred always when any fit."""
+    rng = random.Random(seed)
+    c = SyntheticCluster("default")
+    leaves = add_superpod_h100(c, 2, seed=seed)
+    add_spines(c, leaves, prefix="spine", sus=2)
+    by_su: dict[str | None, list[str]] = {}
+    for h in c.hosts:
+        by_su.setdefault(h.scalable_unit, []).append(h.hostname)
+    kept = {n for names in by_su.values() for n in sorted(names)[:2]}
+    c.hosts = [h for h in c.hosts if h.hostname in kept]
+    c.nic_uplinks = [u for u in c.nic_uplinks if u.host in kept]
+    await load(gateway, c)
+    gpus = [g.uuid for h in c.hosts for g in h.gpus]
+    await occupy(gateway, rng.sample(gpus, rng.randint(0, len(gpus) // 3)))
+    s = await snapshot(gateway)
+    for tp, dp in [(8, 2), (8, 3), (4, 4), (2, 9), (4, 5)]:
+        for required in (True, False):
+            shape = JobShape(tp=tp, dp=dp, model="H100", job_level=Level(Tier.LEAF, required))
+            result = await place_shaped(gateway, shape)
+            assert (result.placement is not None) == shaped_feasible(s, shape), (tp, dp, required, result.infeasible)
+            if result.placement is not None:
+                assert check_shaped(s, shape, result.placement) == []
