@@ -140,3 +140,21 @@ async def test_required_leaf_agrees_with_brute_force(gateway: Gateway, seed: int
             assert (result.placement is not None) == shaped_feasible(s, shape), (tp, dp, required, result.infeasible)
             if result.placement is not None:
                 assert check_shaped(s, shape, result.placement) == []
+
+
+STRUCTURED = """query($s: ShapedRequestInput) { shapedPlacement(shape: $s) {
+  request jobTier ranks { rank } infeasible { constraint message } } }"""
+
+
+async def test_graphql_structured_shape(client: httpx.AsyncClient, gateway: Gateway) -> None:
+    await load(gateway, "demo:sus=1,nvl72_racks=1,a100_hosts=2,l40s_hosts=2")
+    shape = {"tp": 4, "dp": 4, "model": "GB200", "jobIn": {"tier": "NVLINK_DOMAIN", "required": True}}
+    body = (await client.post("/graphql", json={"query": STRUCTURED, "variables": {"s": shape}})).json()
+    out = body["data"]["shapedPlacement"]
+    assert out["jobTier"] == "NVLINK_DOMAIN" and len(out["ranks"]) == 16
+    assert out["request"] == "tp=4 pp=1 dp=4 model=GB200 group-in=nvlink-domain:required job-in=nvlink-domain:required"
+    bad = {"tp": 0}
+    body = (await client.post("/graphql", json={"query": STRUCTURED, "variables": {"s": bad}})).json()
+    assert body["data"]["shapedPlacement"]["infeasible"][0]["constraint"] == "tp"
+    neither = (await client.post("/graphql", json={"query": STRUCTURED, "variables": {}})).json()
+    assert "not both or neither" in neither["data"]["shapedPlacement"]["infeasible"][0]["message"]

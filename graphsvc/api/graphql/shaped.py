@@ -27,6 +27,42 @@ LevelBandwidth = strawberry.type(
 HostLaunch = strawberry.type(rank_layout.HostLaunch, description="What one host runs under torchrun or mpirun.")
 
 
+@strawberry.input(description="Where a set of GPUs must (required) or should (preferred) sit.")
+class LevelInput:
+    tier: Tier  # type: ignore[valid-type]
+    required: bool = False
+
+
+@strawberry.input(description="A job as TP groups: tp GPUs per group, pp*dp groups (the text form's fields).")
+class ShapedRequestInput:
+    tp: int
+    pp: int = 1
+    dp: int = 1
+    model: str | None = None
+    min_memory_gib: float | None = strawberry.field(name="minMemoryGiB", default=None)
+    group_in: LevelInput | None = strawberry.field(default=None, description="Default: nvlink-domain, required")
+    job_in: LevelInput | None = strawberry.field(default=None, description="Default: leaf, preferred")
+    spread_leaves: bool = False
+    exclude_hosts: list[str] = strawberry.field(default_factory=list)
+    exclude_unhealthy: bool = True
+
+    def to_shape(self) -> shape.JobShape:
+        group = shape.Level(self.group_in.tier, self.group_in.required) if self.group_in else None
+        job = shape.Level(self.job_in.tier, self.job_in.required) if self.job_in else None
+        return shape.JobShape(
+            tp=self.tp,
+            pp=self.pp,
+            dp=self.dp,
+            model=self.model,
+            min_memory_gib=self.min_memory_gib,
+            group_level=group or shape.JobShape.group_level,
+            job_level=job or shape.JobShape.job_level,
+            spread_leaves=self.spread_leaves,
+            exclude_hosts=tuple(self.exclude_hosts),
+            exclude_unhealthy=self.exclude_unhealthy,
+        ).validated()
+
+
 @strawberry.type(description="Launch files for the rank map.")
 class LaunchPlan:
     hostfile: str
@@ -62,19 +98,28 @@ def _empty(text: str, infeasible: list[InfeasibleReason]) -> ShapedPlacementResu
     )  # fmt: skip
 
 
+def _parse(text: str) -> shape.JobShape:
+    return shape.parse_shape(text)
+
+
 @strawberry.type
 class ShapedQuery:
     @strawberry.field(
-        description='Place a shaped job, e.g. "tp=8 pp=2 dp=4 model=H100" or '
-        '"groups=8 group-size=8 group-in=nvlink-domain job-in=scalable-unit spread=leaves".'
+        description='Place a shaped job, given as text ("tp=8 pp=2 dp=4 model=H100", "groups=8 group-size=8 '
+        'group-in=nvlink-domain job-in=scalable-unit spread=leaves") or as fields (shape); exactly one.'
     )
-    async def shaped_placement(self, info: Info, text: str) -> ShapedPlacementResult:
+    async def shaped_placement(
+        self, info: Info, text: str | None = None, shape: ShapedRequestInput | None = None
+    ) -> ShapedPlacementResult:
         info.context.require(*READERS)
         ctx = info.context
         try:
-            job = shape.parse_shape(text)
+            if (text is None) == (shape is None):
+                raise RequestError("text", "give the job either as text or as shape, not both or neither")
+            job = _parse(text) if text is not None else shape.to_shape()  # type: ignore[union-attr]
         except RequestError as err:
-            return _empty(text, [InfeasibleReason(constraint=err.field, message=err.message, nearest_feasible=None)])
+            reason = InfeasibleReason(constraint=err.field, message=err.message, nearest_feasible=None)
+            return _empty(text or "", [reason])
         result = await place_shaped(ctx.gateway, job, stale_after_s=ctx.settings.stale_after_s)
         reasons = [
             InfeasibleReason(constraint=r.constraint, message=r.message, nearest_feasible=r.nearest_feasible)
