@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import time
@@ -27,6 +28,9 @@ METRICS = ["tp_in_domain_share", "mean_tp_gbps", "mean_dp_gbps", "mean_queue_del
 
 
 async def main(args: argparse.Namespace) -> None:
+    # Simulated time runs for days while the replay's wall clock runs minutes; the service must
+    # not take its hosts for silent collectors (stale_after_s) half way through.
+    os.environ.setdefault("GRAPHSVC_STALE_AFTER_S", str(10**9))
     per_policy: dict[str, list[dict[str, Any]]] = {p: [] for p in POLICIES}
     started = time.monotonic()
     async with service_for(args.cluster, None) as client:
