@@ -104,7 +104,7 @@ def hops(s: Snapshot, a: str, b: str) -> int | None:
 
 def eligible(s: Snapshot, uuid: str, req: PlacementRequest) -> bool:
     g = s.gpus[uuid]
-    if g.get("state") != "free" or s.host_of[uuid] in req.exclude_hosts:
+    if g.get("state") != "free" or s.host_of[uuid] in req.exclude_hosts or g.get("mig_mode"):
         return False
     if req.model_match is not None and not req.model_match.matches(g.get("model", "")):
         return False

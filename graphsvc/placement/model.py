@@ -30,6 +30,8 @@ class Gpu:
     nic_rate_gbps: float | None
     via: str | None
     leaf: str | None
+    # MIG enabled: the GPU is partitioned into slices, so it is never offered whole.
+    mig_mode: bool = False
     # Filled from NVLink edges: total GB/s to switches, direct GB/s per peer uuid.
     switch_gbps: float = 0.0
     direct: dict[str, float] = field(default_factory=dict)
@@ -54,6 +56,7 @@ class Gpu:
             via=row.get("via"),
             leaf=row.get("leaf"),
             switch_gbps=float(row.get("nvswitch_gbps") or 0.0),
+            mig_mode=bool(row.get("mig_mode")),
         )
 
     @property

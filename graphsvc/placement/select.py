@@ -24,8 +24,8 @@ def eligible(gpu: Gpu, req: PlacementRequest) -> bool:
     The host exclusion is checked here too, not only in the candidate queries: every search
     path (one host, an NVLink domain spanning trays, a leaf, a preemption plan) ends here.
     """
-    if gpu.state != "free" or gpu.host in req.excluded:
-        return False
+    if gpu.state != "free" or gpu.host in req.excluded or gpu.mig_mode:
+        return False  # a MIG-enabled GPU is partitioned: never offered whole
     if req.model_match is not None and not req.model_match.matches(gpu.model):
         return False
     if req.min_memory_gib is not None and (gpu.memory_mib is None or gpu.memory_mib < req.min_memory_gib * 1024):

@@ -64,3 +64,24 @@ async def test_structured_input(client: httpx.AsyncClient, mixed: Gateway) -> No
     bad = {"gpus": 4, "capabilities": {"minLinkGeneration": 0}}
     body = (await client.post("/graphql", json={"query": PLACE, "variables": {"r": bad}})).json()
     assert body["data"]["placement"]["infeasible"][0]["constraint"] == "minLinkGeneration"
+
+
+async def test_a_mig_enabled_gpu_is_never_offered_whole(client: httpx.AsyncClient, gateway: Gateway) -> None:
+    from graphsvc.synthetic.clusters import SyntheticCluster, add_spines, add_superpod_h100
+
+    c = SyntheticCluster("default")
+    leaves = add_superpod_h100(c, 1, seed=4)
+    add_spines(c, leaves, prefix="spine", sus=1)
+    c.hosts = c.hosts[:1]
+    c.nic_uplinks = [u for u in c.nic_uplinks if u.host == c.hosts[0].hostname]
+    host = c.hosts[0]
+    mig = host.gpus[0].model_copy(update={"mig_mode": True})
+    c.hosts[0] = host.model_copy(update={"gpus": [mig, *host.gpus[1:]]})
+    await load(gateway, c)
+    query = """query($t: String!) { placementText(text: $t) { candidates { gpus { uuid } } } }"""
+    for ask in ("1 limit=20", "4 limit=20", "7 limit=20"):
+        body = (await client.post("/graphql", json={"query": query, "variables": {"t": ask}})).json()
+        offered = {g["uuid"] for cand in body["data"]["placementText"]["candidates"] for g in cand["gpus"]}
+        assert mig.uuid not in offered
+    body = (await client.post("/graphql", json={"query": query, "variables": {"t": "8"}})).json()
+    assert body["data"]["placementText"]["candidates"] == []  # all 8 would include the MIG GPU
