@@ -527,6 +527,11 @@ def _candidate(
         for g in h.free:
             if g.domain:
                 unit_free[g.domain] = unit_free.get(g.domain, 0) + 1
+    # A domain spanning hosts (an NVL72 rack) has free GPUs beyond the candidate's hosts: the
+    # cluster-wide block list knows them, so its "after" is not understated.
+    for unit, free in blocks:
+        if unit in taken and unit not in {h.name for h in hosts}:
+            unit_free[unit] = max(unit_free.get(unit, 0), free)
     touched_before = sum(unit_free.get(h.name, 0) for h in hosts)
     leftover = sum(unit_free.get(h.name, 0) - taken.get(h.name, 0) for h in hosts)
     before = blocks[0][1] if blocks else max(unit_free.values(), default=0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -39,7 +40,7 @@ def test_weights_sum_to_one_so_scores_are_0_to_100() -> None:
         ({"largest_after": 0}, 0.0),  # fragmentation orders candidates, it does not score them
     ],
 )
-def test_each_weight_moves_the_score_by_its_share(change: dict[str, float], delta: float) -> None:
+def test_each_weight_moves_the_score_by_its_share(change: dict[str, Any], delta: float) -> None:
     assert score(replace(BASE, **change)) - score(BASE) == pytest.approx(delta)
 
 
