@@ -16,6 +16,8 @@ AcmeTrace summary (shared/data/traces/acme-cluster-summary.csv, CC-BY-4.0) gives
 load (GPU-hours asked per GPU-hour of cluster capacity): small jobs of 1, 2 or 4 GPUs
 (0.6/0.25/0.15), large jobs of 8-512 GPUs weighted 1/size (capped at half the cluster),
 log-normal durations (median 1 h, sigma 1), Poisson arrivals at the rate that gives the load.
+The cluster starts in steady state (jobs already running at t=0 up to the offered load,
+with a uniform share of their duration left), so a short trace measures a loaded cluster.
 `trace_stats` reports what a drawn trace actually holds.
 """
 
@@ -40,6 +42,7 @@ class Job:
     arrival: float
     duration: float
     gpus: int
+    prefill: bool = False  # part of the load the cluster starts with (shaped traces)
 
 
 def alibaba_jobs(path: Path, limit: int, window: int = 0) -> list[Job]:
@@ -93,31 +96,54 @@ def shaped_jobs(count: int, seed: int, cluster_gpus: int, load: float, large_sha
     mean_duration = DURATION_MEDIAN_S * math.exp(DURATION_SIGMA**2 / 2)
     gpu_seconds_per_job = (p_large * large_mean + (1 - p_large) * small_mean) * mean_duration
     rate = load * cluster_gpus / gpu_seconds_per_job  # arrivals per second
-    jobs, t = [], 0.0
-    for i in range(count):
+
+    def size() -> int:
+        return (
+            rng.choices(large, large_weights)[0]
+            if rng.random() < p_large
+            else rng.choices(SMALL_SIZES, SMALL_WEIGHTS)[0]
+        )
+
+    def duration() -> float:
+        return rng.lognormvariate(math.log(DURATION_MEDIAN_S), DURATION_SIGMA)
+
+    # Start in steady state: jobs already running at t=0 up to the offered load, each with a
+    # uniformly drawn share of its duration left; a short trace then measures a loaded
+    # cluster instead of its ramp-up.
+    jobs: list[Job] = []
+    held = 0
+    while len(jobs) < count * 0.6:
+        gpus = size()
+        if held + gpus > load * cluster_gpus:
+            break
+        held += gpus
+        jobs.append(Job(len(jobs), 0.0, duration() * rng.random(), gpus, prefill=True))
+    t = 0.0
+    while len(jobs) < count:
         t += rng.expovariate(rate)
-        if rng.random() < p_large:
-            gpus = rng.choices(large, large_weights)[0]
-        else:
-            gpus = rng.choices(SMALL_SIZES, SMALL_WEIGHTS)[0]
-        jobs.append(Job(i, t, rng.lognormvariate(math.log(DURATION_MEDIAN_S), DURATION_SIGMA), gpus))
+        jobs.append(Job(len(jobs), t, duration(), size()))
     return jobs
 
 
 @dataclass(frozen=True)
 class TraceStats:
     jobs: int
+    prefill: int  # jobs running at t=0 (shaped traces start in steady state)
     large_gpu_hour_share: float  # share of GPU-hours in 8-512 GPU jobs
     offered_load: float  # GPU-hours asked / (cluster GPUs x arrival span)
     multi_gpu_jobs: int
 
 
 def trace_stats(jobs: list[Job], cluster_gpus: int) -> TraceStats:
+    """What the arriving jobs (not the prefill) hold: share of GPU-hours in large jobs, offered load."""
+    prefill = sum(1 for j in jobs if j.prefill)
+    jobs = [j for j in jobs if not j.prefill]
     gpu_s = sum(j.gpus * j.duration for j in jobs)
     large = sum(j.gpus * j.duration for j in jobs if 8 <= j.gpus <= 512)
     span = max((j.arrival for j in jobs), default=0.0) - min((j.arrival for j in jobs), default=0.0)
     return TraceStats(
-        jobs=len(jobs),
+        jobs=len(jobs) + prefill,
+        prefill=prefill,
         large_gpu_hour_share=large / gpu_s if gpu_s else 0.0,
         offered_load=gpu_s / (cluster_gpus * span) if span and cluster_gpus else 0.0,
         multi_gpu_jobs=sum(1 for j in jobs if j.gpus > 1),
