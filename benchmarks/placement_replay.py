@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from graphsvc.bench.report import plot, replace_section, tables, verdicts
-from graphsvc.bench.run import POLICIES, bench
+from graphsvc.bench.run import REPLAY_POLICIES, bench
 
 ROOT = Path(__file__).resolve().parents[1]
 ALIBABA = ROOT.parent / "shared" / "data" / "traces" / "alibaba-openb-pods-default.csv"
@@ -46,7 +46,7 @@ CELLS: list[tuple[str, str, int]] = [
 def _cell(args: tuple[str, str, int, list[int]]) -> dict[str, Any]:
     cluster, trace, jobs, seeds = args
     started = time.perf_counter()
-    report = asyncio.run(bench(cluster, trace, POLICIES, jobs, seeds))
+    report = asyncio.run(bench(cluster, trace, REPLAY_POLICIES, jobs, seeds))
     report["wall_s"] = round(time.perf_counter() - started, 1)
     print(f"done {cluster} / {trace} in {report['wall_s']} s", file=sys.stderr)
     return report

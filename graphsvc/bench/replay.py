@@ -25,11 +25,13 @@ import httpx
 
 from graphsvc.bench.driver import Driver
 from graphsvc.bench.lookahead import UPCOMING, pick
-from graphsvc.bench.metrics import Placement, best_bandwidth, measure
+from graphsvc.bench.metrics import NIC_GBPS, NVLINK_GBPS, PCIE_GBPS, Placement, best_bandwidth, measure
 from graphsvc.bench.policies import BASELINES, HostView, Topology
 from graphsvc.bench.traces import Job, alibaba_jobs, llm_jobs
 
-__all__ = ["Job", "JobResult", "Replay", "RunResult", "alibaba_jobs", "llm_jobs", "snapshot"]
+# Re-exported: other replays (graphsvc/bench/shaped.py) share the bandwidth model and traces.
+__all__ = ["NIC_GBPS", "NVLINK_GBPS", "PCIE_GBPS", "Job", "JobResult", "Replay", "RunResult", "alibaba_jobs",
+           "llm_jobs", "snapshot"]  # fmt: skip
 
 SERVICE_POLICIES = ("service", "lookahead")
 

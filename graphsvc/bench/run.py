@@ -19,13 +19,21 @@ from graphsvc.bench.stats import compare, spread
 from graphsvc.bench.traces import Job, alibaba_jobs, llm_jobs, shaped_jobs, trace_stats
 from graphsvc.settings import Settings
 
-POLICIES = ["service", "lookahead", "first-fit", "slurm-tree", "kueue-bestfit"]
+POLICIES = ["service", "first-fit", "slurm-tree", "kueue-bestfit"]  # every replay knows these
+REPLAY_POLICIES = ["service", "lookahead", *POLICIES[1:]]  # the placement replay adds lookahead
 SHAPED_LOAD = 0.8  # offered load of a shaped trace unless told
 SHAPED_LARGE = 0.5  # share of its GPU-hours in 8-512 GPU jobs unless told
 
 
 @asynccontextmanager
-async def service_for(profile: str, server: str | None) -> AsyncIterator[tuple[httpx.AsyncClient, Driver]]:
+async def service_for(profile: str, server: str | None) -> AsyncIterator[httpx.AsyncClient]:
+    """A client on `server`, or on a fresh in-process service loaded with `profile`."""
+    async with driver_for(profile, server) as (client, _driver):
+        yield client
+
+
+@asynccontextmanager
+async def driver_for(profile: str, server: str | None) -> AsyncIterator[tuple[httpx.AsyncClient, Driver]]:
     """A client and a driver on `server`, or on a fresh in-process service loaded with `profile`."""
     if server:
         async with httpx.AsyncClient(base_url=server, timeout=120) as client:
@@ -139,15 +147,15 @@ async def bench(
 ) -> dict[str, Any]:
     """Every policy on the same jobs, for each seed; per-seed results and their aggregate."""
     # Checked before a store starts: a typo should cost a second, not a cluster load.
-    unknown = [p for p in policies if p not in POLICIES]
+    unknown = [p for p in policies if p not in REPLAY_POLICIES]
     if unknown:
-        raise ValueError(f"unknown policy {', '.join(unknown)}; known: {', '.join(POLICIES)}")
+        raise ValueError(f"unknown policy {', '.join(unknown)}; known: {', '.join(REPLAY_POLICIES)}")
     parse_trace(trace)
     if jobs < 1:
         raise ValueError("--jobs must be at least 1")
     if not seeds:
         raise ValueError("give at least one seed")
-    async with service_for(profile, server) as (client, driver):
+    async with driver_for(profile, server) as (client, driver):
         topology, models = await snapshot(client)
         replay = Replay(driver, topology, models)
         per_seed: dict[str, list[dict[str, Any]]] = {p: [] for p in policies}

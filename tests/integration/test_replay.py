@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from graphsvc.bench.replay import Replay, llm_jobs, snapshot
-from graphsvc.bench.run import service_for
+from graphsvc.bench.run import driver_for
 
 pytestmark = pytest.mark.slow
 
@@ -13,7 +13,7 @@ pytestmark = pytest.mark.slow
 async def test_replay_is_deterministic_and_releases_everything() -> None:
     results = []
     for _ in range(2):
-        async with service_for("superpod-h100:sus=1", None) as (client, driver):
+        async with driver_for("superpod-h100:sus=1", None) as (client, driver):
             topology, models = await snapshot(client)
             jobs = llm_jobs(25, seed=3, max_gpus=64)
             replay = Replay(driver, topology, models)
