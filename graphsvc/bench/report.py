@@ -33,12 +33,13 @@ BEGIN = "<!-- replay-tables:begin (benchmarks/placement_replay.py writes this pa
 END = "<!-- replay-tables:end -->"
 
 
-def _cell(c: dict[str, float] | None, digits: int) -> str:
+def _cell(c: dict[str, float] | None, digits: int, seeds: int) -> str:
     if c is None:
         return "-"
+    some = f" ({c['n']:.0f} of {seeds} seeds)" if c["n"] < seeds else ""
     if c["n"] == 1:
-        return f"{c['mean']:.{digits}f}"
-    return f"{c['mean']:.{digits}f} [{c['min']:.{digits}f}-{c['max']:.{digits}f}]"
+        return f"{c['mean']:.{digits}f}{some}"
+    return f"{c['mean']:.{digits}f} [{c['min']:.{digits}f}-{c['max']:.{digits}f}]{some}"
 
 
 def _trace_line(run: dict[str, Any]) -> str:
@@ -62,8 +63,9 @@ def tables(runs: list[dict[str, Any]]) -> str:
         out.append(f"Seeds {seeds}; {_trace_line(run)}.\n")
         out.append("| policy | " + " | ".join(label for _, label, _ in COLUMNS) + " |")
         out.append("|---" * (len(COLUMNS) + 1) + "|")
+        seeds_run = len(run["seeds"])
         for policy, cells in run["policies"].items():
-            out.append(f"| {policy} | " + " | ".join(_cell(cells[k], d) for k, _, d in COLUMNS) + " |")
+            out.append(f"| {policy} | " + " | ".join(_cell(cells[k], d, seeds_run) for k, _, d in COLUMNS) + " |")
         out.append("")
     return "\n".join(out)
 

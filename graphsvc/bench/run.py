@@ -110,8 +110,10 @@ def aggregate(per_seed: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     for policy, runs in per_seed.items():
         cells = {}
         for key, _, _ in METRICS:
+            # Seeds where no job qualifies (a real-trace window without multi-GPU pods) are left
+            # out; the cell says over how many seeds it is.
             values = [float(r[key]) for r in runs if r[key] is not None]
-            sp = spread(values) if len(values) == len(runs) else None
+            sp = spread(values)
             cells[key] = None if sp is None else {"mean": sp.mean, "min": sp.lo, "max": sp.hi, "half95": sp.half95,
                                                   "n": sp.n}  # fmt: skip
         out["policies"][policy] = cells
@@ -123,11 +125,8 @@ def aggregate(per_seed: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         for key, higher, digits in METRICS:
             if key == "decisions_per_s":
                 continue
-            ours = [r[key] for r in runs]
-            theirs = [r[key] for r in base]
-            if None in ours or None in theirs:
-                continue
-            c = compare([float(x) for x in ours], [float(x) for x in theirs], higher_is_better=higher)
+            pairs = [(r[key], b[key]) for r, b in zip(runs, base, strict=True) if None not in (r[key], b[key])]
+            c = compare([float(a) for a, _ in pairs], [float(b) for _, b in pairs], higher_is_better=higher)
             if c is not None:
                 d = c.diff
                 verdicts[key] = {"verdict": c.verdict, "text": c.text(digits), "diff_mean": d.mean,

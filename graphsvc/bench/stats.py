@@ -5,7 +5,7 @@ different trace draw, or a different window of a real trace), with its min-max a
 Student-t 95% interval. Policies run on the same seeds, so two policies are compared
 pairwise: the per-seed difference. A **lead** is claimed only when every seed's difference
 has the same sign and the difference's 95% interval excludes zero; anything else is a
-**tie within the spread**, whatever the means say.
+**tie within the spread**, whatever the means say (**equal** when every seed gives the same).
 """
 
 from __future__ import annotations
@@ -51,11 +51,13 @@ def spread(values: list[float]) -> Spread | None:
 
 @dataclass(frozen=True)
 class Comparison:
-    verdict: str  # "lead", "behind", or "tie"
+    verdict: str  # "lead", "behind", "tie" (within the spread) or "equal" (every seed the same)
     diff: Spread  # per-seed difference, policy minus other (in the metric's own direction)
 
     def text(self, digits: int = 1) -> str:
         d = self.diff
+        if self.verdict == "equal":
+            return f"equal ({d.n} seeds)"
         f = f".{digits}f"
         return f"{self.verdict} ({d.mean:+{f}}, 95% ±{d.half95:{f}}, seeds {d.lo:+{f}}..{d.hi:+{f}})"
 
@@ -69,7 +71,9 @@ def compare(ours: list[float], theirs: list[float], *, higher_is_better: bool) -
     assert d is not None
     better = [x if higher_is_better else -x for x in diffs]
     beyond = abs(d.mean) > d.half95
-    if all(x > 0 for x in better) and beyond:
+    if all(x == 0 for x in diffs):
+        verdict = "equal"
+    elif all(x > 0 for x in better) and beyond:
         verdict = "lead"
     elif all(x < 0 for x in better) and beyond:
         verdict = "behind"

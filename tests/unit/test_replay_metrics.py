@@ -88,6 +88,8 @@ def test_spread_and_paired_verdicts() -> None:
     behind = compare([1.5, 1.6, 1.4, 1.7, 1.5], [1.0, 1.1, 1.0, 1.2, 1.0], higher_is_better=False)
     assert behind is not None and behind.verdict == "behind"
     assert compare([1.0], [2.0], higher_is_better=True) is None  # one seed proves nothing
+    same = compare([900.0, 850.0], [900.0, 850.0], higher_is_better=True)
+    assert same is not None and same.verdict == "equal" and same.text() == "equal (2 seeds)"
 
 
 def test_lookahead_keeps_the_domain_the_next_job_needs() -> None:
