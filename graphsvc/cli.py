@@ -229,15 +229,23 @@ def _parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser("bench", help="replay a job trace against scheduler baselines (a benchmark)")
     bench.add_argument("what", choices=["placement"], help="what to benchmark (placement: a trace replay)")
-    bench.add_argument("--trace", default="generated", help="'generated' (LLM-like, seeded) or the Alibaba pods CSV")
+    bench.add_argument(
+        "--trace",
+        default="generated",
+        help="'generated' (LLM-like), 'shaped[:load=0.8,large=0.5]' (seeded) or the Alibaba pods CSV",
+    )
     bench.add_argument("--cluster", default="superpod-h100:sus=4", help="synthetic profile to load")
     bench.add_argument(
         "--policy",
-        default=",".join(["service", "first-fit", "slurm-tree", "kueue-bestfit"]),
-        help="comma-separated policies to compare (default: all four)",
+        default=",".join(["service", "lookahead", "first-fit", "slurm-tree", "kueue-bestfit"]),
+        help="comma-separated policies to compare (default: all five)",
     )
     bench.add_argument("--jobs", type=int, default=300, help="jobs to replay (default 300)")
-    bench.add_argument("--seed", type=int, default=7, help="seed of the generated trace (default 7)")
+    bench.add_argument(
+        "--seeds",
+        default="1,2,3,4,5",
+        help="comma-separated seeds (trace draws; for the Alibaba CSV, consecutive windows); default 1-5",
+    )
     bench.add_argument("--server", help="replay against this running service (it must hold the cluster)")
 
     token = sub.add_parser("token", help="create an API token (prints it once, and the hashed entry to store)")
@@ -332,7 +340,7 @@ def _run(args: argparse.Namespace) -> int:
                 args.trace,
                 [p.strip() for p in args.policy.split(",")],
                 args.jobs,
-                args.seed,
+                [int(s) for s in args.seeds.split(",") if s.strip()],
                 args.server,
             )
         )

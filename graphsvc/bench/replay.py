@@ -3,75 +3,37 @@ baselines, in simulated time, through the same GraphQL mutations launchers use.
 
 Each job reserves at its start and releases at its end; jobs wait in a FIFO queue with
 backfill (a job that does not fit lets later, smaller ones start). Baselines choose GPUs
-from the topology they see and reserve them by uuid; the service policy asks `reserve`
-with a placement request (strict first: full-mesh NVLink, one leaf; then relaxed).
-
-Communication model (stated in docs/benchmarks.md): a ring all-reduce of S bytes on n GPUs
-takes 2(n-1)/n * S / B, B the bottleneck bandwidth between consecutive ranks, so a job's
-communication slowdown is B_best / B, B_best the best bandwidth any placement of that size
-could have on that cluster. Bandwidths (GB/s per GPU, from shared/docs/domain.md): NVLink
-H100 900, GB200 1800, A100 bridged pair 600; PCIe between GPUs of a host 32; across hosts
-one 400 Gb/s NIC per GPU, ~50.
+from the topology they see; the service policy asks the
+service's engine for ranked candidates (strict first: full-mesh NVLink, one leaf; then
+relaxed) and reserves its first choice; the lookahead policy takes, of the same candidates,
+the one that leaves the cluster best able to serve the queue's next jobs
+(`graphsvc.bench.lookahead`). Only the service policies hold reservations in the graph.
+The communication model and the metrics are in `graphsvc.bench.metrics`.
 """
 
 from __future__ import annotations
 
-import csv
 import heapq
 import math
-import random
 import statistics
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import httpx
 
+from graphsvc.bench.driver import Driver
+from graphsvc.bench.lookahead import UPCOMING, pick
+from graphsvc.bench.metrics import NIC_GBPS, NVLINK_GBPS, PCIE_GBPS, Placement, best_bandwidth, measure
 from graphsvc.bench.policies import BASELINES, HostView, Topology
-from graphsvc.client import RESERVE_MUTATION, request_input
+from graphsvc.bench.traces import Job, alibaba_jobs, llm_jobs
 
-NVLINK_GBPS = {"H100": 900.0, "H200": 900.0, "GB200": 1800.0, "B200": 1800.0, "A100": 600.0, "V100": 300.0}
-PCIE_GBPS = 32.0
-NIC_GBPS = 50.0
+# Re-exported: other replays (graphsvc/bench/shaped.py) share the bandwidth model and traces.
+__all__ = ["NIC_GBPS", "NVLINK_GBPS", "PCIE_GBPS", "Job", "JobResult", "Replay", "RunResult", "alibaba_jobs",
+           "llm_jobs", "snapshot"]  # fmt: skip
 
-
-@dataclass
-class Job:
-    id: int
-    arrival: float
-    duration: float
-    gpus: int
-
-
-def alibaba_jobs(path: Path, limit: int) -> list[Job]:
-    """GPU pods of the Alibaba openb trace: GPU counts as recorded, fractional GPUs rounded up."""
-    jobs: list[Job] = []
-    with path.open() as fh:
-        for row in csv.DictReader(fh):
-            gpus = int(row["num_gpu"] or 0)
-            if gpus == 0:
-                continue
-            start, end = float(row["creation_time"]), float(row["deletion_time"] or 0)
-            if end <= start:
-                continue
-            jobs.append(Job(len(jobs), start, end - start, max(1, gpus)))
-            if len(jobs) >= limit:
-                break
-    return jobs
-
-
-def llm_jobs(count: int, seed: int, max_gpus: int) -> list[Job]:
-    """Training jobs sized like LLM work: 8 to 1,024 GPUs, heavy tail, Poisson arrivals."""
-    rng = random.Random(seed)
-    sizes = [s for s in (8, 16, 32, 64, 128, 256, 512, 1024) if s <= max_gpus] or [max_gpus]
-    weights = [1 / s**0.7 for s in sizes]
-    jobs, t = [], 0.0
-    for i in range(count):
-        t += rng.expovariate(1 / 600)
-        jobs.append(Job(i, t, rng.lognormvariate(math.log(3600), 1.0), rng.choices(sizes, weights)[0]))
-    return jobs
+SERVICE_POLICIES = ("service", "lookahead")
 
 
 @dataclass
@@ -79,12 +41,15 @@ class JobResult:
     job: int
     gpus: int
     wait_s: float
-    bottleneck_gbps: float | None
-    best_gbps: float | None
-    hops: int
-    domains: int
-    leaves: int
-    local: bool
+    placement: Placement
+
+    @property
+    def bottleneck_gbps(self) -> float | None:
+        return self.placement.bottleneck_gbps
+
+    @property
+    def hops(self) -> int:
+        return self.placement.hops
 
 
 @dataclass
@@ -97,51 +62,43 @@ class RunResult:
     decisions_per_s: float = 0.0
 
     def summary(self) -> dict[str, Any]:
+        """The run's metrics (None where no job qualifies); unrounded, the tables round."""
         multi = [j for j in self.jobs if j.gpus > 1]
-        bws = [j.bottleneck_gbps for j in multi if j.bottleneck_gbps]
-        slow = [j.best_gbps / j.bottleneck_gbps for j in multi if j.bottleneck_gbps and j.best_gbps]
+        bws = [j.placement.bottleneck_gbps for j in multi if j.placement.bottleneck_gbps]
+        slow = [s for j in multi if (s := j.placement.slowdown) is not None]
+        waits = sorted(j.wait_s for j in self.jobs)
+
+        def mean(xs: list[float]) -> float | None:
+            return statistics.fmean(xs) if xs else None
+
         return {
             "policy": self.policy,
             "jobs": len(self.jobs),
+            "multi_gpu_jobs": len(multi),
             "unplaced": self.unplaced,
-            "mean_bottleneck_gbps": round(statistics.fmean(bws), 1) if bws else None,
-            "local_share": round(sum(j.local for j in multi) / len(multi), 3) if multi else None,
-            "mean_comm_slowdown": round(statistics.fmean(slow), 2) if slow else None,
-            "mean_ib_hops": round(statistics.fmean(j.hops for j in multi), 2) if multi else None,
-            "mean_domains_per_job": round(statistics.fmean(j.domains for j in multi), 2) if multi else None,
-            "mean_leaves_per_job": round(statistics.fmean(j.leaves for j in multi), 2) if multi else None,
-            "mean_queue_delay_s": round(statistics.fmean(j.wait_s for j in self.jobs), 1) if self.jobs else None,
-            "utilization": round(self.utilization, 3),
-            "largest_free_block_mean": round(self.largest_free_block_mean, 1),
-            "decisions_per_s": round(self.decisions_per_s, 1),
+            "mean_bottleneck_gbps": mean(bws),
+            "local_share": mean([float(j.placement.local) for j in multi]),
+            "mean_comm_slowdown": mean(slow),
+            "mean_ib_hops": mean([float(j.placement.hops) for j in multi]),
+            "mean_domains_per_job": mean([float(j.placement.domains) for j in multi]),
+            "mean_leaves_per_job": mean([float(j.placement.leaves) for j in multi]),
+            "mean_queue_delay_s": mean(waits),
+            "p95_queue_delay_s": waits[min(len(waits) - 1, int(0.95 * len(waits)))] if waits else None,
+            "utilization": self.utilization,
+            "largest_free_block_mean": self.largest_free_block_mean,
+            "decisions_per_s": self.decisions_per_s,
         }
 
 
 class Replay:
-    """Drives one service (an httpx client on its base URL) through one trace with one policy."""
+    """Drives one service (through a `Driver`) through one trace with one policy."""
 
-    def __init__(self, client: httpx.AsyncClient, topology: Topology, models: dict[str, str]) -> None:
-        self.client = client
+    def __init__(self, driver: Driver, topology: Topology, models: dict[str, str]) -> None:
+        self.driver = driver
         self.t = topology
         self.model_of = models  # GPU uuid -> model family (H100, GB200, ...)
         self.max_domain = max(topology.domain_size.values(), default=1)
         self.gpus_per_host = max((len(h.gpus) for h in topology.hosts.values()), default=1)
-
-    async def _gql(self, query: str, variables: dict[str, Any]) -> dict[str, Any]:
-        resp = await self.client.post("/graphql", json={"query": query, "variables": variables})
-        body = resp.json()
-        if body.get("errors"):
-            raise RuntimeError(body["errors"][0]["message"])
-        data: dict[str, Any] = body["data"]
-        return data
-
-    async def _reserve(self, payload: dict[str, Any]) -> tuple[str, list[str]] | None:
-        out = (await self._gql(RESERVE_MUTATION, {"input": {"holder": "replay", "ttlSeconds": 7 * 86400, **payload}}))[
-            "reserve"
-        ]
-        if out["__typename"] != "Reservation":
-            return None
-        return out["id"], [g["uuid"] for g in out["gpus"]]
 
     def _requests(self, n: int) -> list[str]:
         if n == 1:
@@ -153,40 +110,20 @@ class Replay:
             return [f"{n} per-host={per} ib-hops<=1", f"{n} per-host={per} ib-hops<=3", f"{n}"]
         return [f"{n} ib-hops<=1", f"{n}"]
 
-    async def _start(self, policy: str, n: int) -> tuple[str, list[str]] | None:
-        if policy == "service":
+    async def _start(self, policy: str, n: int, upcoming: list[int]) -> tuple[str, list[str]] | None:
+        """The GPUs a policy takes and the reservation that holds them ('' for baselines)."""
+        if policy in SERVICE_POLICIES:
             for text in self._requests(n):
-                got = await self._reserve({"request": request_input(text + " limit=5")})
-                if got is not None:
-                    return got
+                options = [o for o in await self.driver.candidates(text + " limit=5") if self.t.free.issuperset(o)]
+                if not options:
+                    continue
+                chosen = options[pick(self.t, self.model_of, options, upcoming) if policy == "lookahead" else 0]
+                rid = await self.driver.reserve(chosen)
+                return (rid, chosen) if rid is not None else None
             return None
-        chosen = BASELINES[policy](self.t, n)
-        return await self._reserve({"gpus": chosen}) if chosen else None
-
-    def _measure(self, gpus: list[str]) -> tuple[float | None, float | None, int, int, int, bool]:
-        hosts = {self.t.host_of[g] for g in gpus}
-        domains = {self.t.domain_of[g] for g in gpus}
-        model = self.model_of[gpus[0]]
-        nv = NVLINK_GBPS.get(model)
-        one_domain = len(domains) == 1 and None not in domains
-        if len(gpus) == 1:
-            bw: float | None = None
-        elif one_domain and nv:
-            bw = nv
-        elif len(hosts) == 1:
-            bw = PCIE_GBPS
-        else:
-            bw = NIC_GBPS
-        fits_domain = len(gpus) <= self.max_domain
-        best = (nv or PCIE_GBPS) if fits_domain and nv else (PCIE_GBPS if len(gpus) <= self.gpus_per_host else NIC_GBPS)
-        host_list = [self.t.hosts[h] for h in hosts]
-        hops = 0
-        for i, a in enumerate(host_list):
-            for b in host_list[i + 1 :]:
-                hops = max(hops, 1 if a.leaves & b.leaves else (3 if a.pod == b.pod else 5))
-        groups = {h.group for h in host_list}
-        local = one_domain or (not fits_domain and len(groups) == 1)
-        return bw, best if len(gpus) > 1 else None, hops, len(domains - {None}) or 1, len(groups), local
+        # Baselines decide on the replay's own picture; they need no reservation in the graph.
+        got = BASELINES[policy](self.t, n)
+        return ("", got) if got else None
 
     def _largest_free_block(self) -> int:
         per: dict[str, int] = defaultdict(int)
@@ -202,6 +139,9 @@ class Replay:
         queue: list[Job] = []
         running: list[tuple[float, int, str, list[str]]] = []
         clock, busy, blocks, decisions, wall = 0.0, 0.0, [], 0, 0.0
+        # Utilization is measured in steady state: from the arrival of the first quarter's last
+        # job (the warm-up) to the last arrival (after it the cluster only drains).
+        window = (pending[len(pending) // 4].arrival, pending[-1].arrival) if pending else (0.0, 0.0)
         last = 0.0
         i = 0
         while i < len(pending) or queue or running:
@@ -209,11 +149,14 @@ class Replay:
             if nxt == math.inf:  # queued jobs that can never fit
                 result.unplaced += len(queue)
                 break
-            busy += (len(all_gpus) - len(self.t.free)) * (nxt - last)
+            overlap = min(nxt, window[1]) - max(last, window[0])
+            if overlap > 0:
+                busy += (len(all_gpus) - len(self.t.free)) * overlap
             clock = last = nxt
             while running and running[0][0] <= clock:
                 _, _, rid, gpus = heapq.heappop(running)
-                await self._gql("mutation($id: String!) { release(id: $id) { __typename } }", {"id": rid})
+                if rid:
+                    await self.driver.release(rid)
                 self.t.free.update(gpus)
             while i < len(pending) and pending[i].arrival <= clock:
                 if pending[i].gpus > len(all_gpus):
@@ -221,25 +164,26 @@ class Replay:
                 else:
                     queue.append(pending[i])
                 i += 1
-            for job in list(queue):  # FIFO with backfill
+            for k, job in enumerate(list(queue)):  # FIFO with backfill
                 if job.gpus > len(self.t.free):
                     continue
+                later = [j.gpus for j in queue[k + 1 :]] + [j.gpus for j in pending[i : i + UPCOMING]]
+                best = best_bandwidth(self.t, self.model_of, job.gpus)  # the cluster at this moment
                 started = time.perf_counter()
-                got = await self._start(policy, job.gpus)
+                got = await self._start(policy, job.gpus, later[:UPCOMING])
                 wall += time.perf_counter() - started
                 decisions += 1
                 if got is None:
                     continue
                 rid, gpus = got
+                placement = measure(self.t, self.model_of, gpus, best)
                 self.t.free.difference_update(gpus)
                 queue.remove(job)
                 heapq.heappush(running, (clock + job.duration, job.id, rid, gpus))
-                bw, best, hops, doms, leaves, local = self._measure(gpus)
-                result.jobs.append(
-                    JobResult(job.id, job.gpus, clock - job.arrival, bw, best, hops, doms, leaves, local)
-                )
+                result.jobs.append(JobResult(job.id, job.gpus, clock - job.arrival, placement))
             blocks.append(self._largest_free_block())
-        result.utilization = busy / (len(all_gpus) * clock) if clock else 0.0
+        span = window[1] - window[0]
+        result.utilization = busy / (len(all_gpus) * span) if span > 0 else 0.0
         result.largest_free_block_mean = statistics.fmean(blocks) if blocks else 0.0
         result.decisions_per_s = decisions / wall if wall else 0.0
         return result

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from graphsvc.placement import score
 from graphsvc.placement.explain import describe, diagnose
 from graphsvc.placement.model import Candidate, Gpu, Host, InfeasibleReason, PlacementResult, hops
 from graphsvc.placement.request import NVLinkRequirement, Packing, PlacementRequest
@@ -24,6 +25,7 @@ from graphsvc.store.gateway import Gateway
 
 MAX_HOST_GPUS = 128
 MAX_DOMAIN_GPUS = 576
+MODELS_TTL_S = 60.0
 
 
 @dataclass
@@ -109,6 +111,16 @@ class PlacementEngine:
         self.clock = clock
         self.budget = budget or SearchBudget()
         self.stale_after_s = stale_after_s  # None: every host is offered, however silent
+        self._models_cache: tuple[float, list[str]] = (-MODELS_TTL_S, [])
+
+    async def _models(self) -> list[str]:
+        """The GPU models in the graph, re-read at most every MODELS_TTL_S (they change with hardware)."""
+        now = self.clock()
+        read_at, models = self._models_cache
+        if now - read_at >= MODELS_TTL_S:
+            models = [str(r["model"]) for r in await self.gw.read("placement_gpu_models", {}) if r.get("model")]
+            self._models_cache = (now, models)
+        return models
 
     async def place(
         self,
@@ -123,6 +135,8 @@ class PlacementEngine:
         req = req.validated()
         search = _Search(self, req, virtual_free)
         await search.run()
+        if req.model is None and not virtual_free:
+            await search.search_each_model(await self._models())
         if extra_hosts:
             await search.search_extra(list(extra_hosts))
         candidates = await search.finish()
@@ -214,6 +228,20 @@ class _Search:
         if self.req.packing is Packing.SPREAD:
             return {"first_size": end, "last_size": start, "step": -1}
         return {"first_size": start, "last_size": end, "step": 1}
+
+    async def search_each_model(self, models: list[str]) -> None:
+        """A request naming no model, on a cluster of several: each model's best fits join the
+        candidates, so ranking can weigh bandwidth across models (score.py), not only the
+        tightest units the shared search happened to read first."""
+        if len(models) < 2:
+            return
+        for model in models:
+            sub = _Search(self.engine, self.req.with_(model=model, limit=1), frozenset())
+            sub.loader = self.loader  # one read of each host per request
+            await sub.run()
+            self.units_read += sub.units_read
+            for key, gpus in sub.found.items():
+                self.found.setdefault(key, gpus)
 
     async def search_hosts(self) -> None:
         await self._pages(
@@ -397,12 +425,17 @@ class _Search:
             return []
         blocks = await largest_free_blocks(self.gw, len(self.found) + 2)
         now = self.engine.clock()
-        candidates = [
-            _candidate(self.req, gpus, await self.loader.load({g.host for g in gpus}), blocks, now)
-            for gpus in self.found.values()
-        ]
-        candidates.sort(key=lambda c: c.sort_key, reverse=True)
-        return candidates[: self.req.limit]
+        ranked = sorted(
+            [
+                _candidate(self.req, gpus, await self.loader.load({g.host for g in gpus}), blocks, now)
+                for gpus in self.found.values()
+            ],
+            key=lambda pair: pair[0].sort_key,
+            reverse=True,
+        )
+        top, top_facts = ranked[0]
+        top.reason += score.choice_note(top_facts, [f for _, f in ranked[1:]], names_model=self.req.model is not None)
+        return [c for c, _ in ranked[: self.req.limit]]
 
 
 def _switched(gpus: list[Gpu]) -> bool:
@@ -481,7 +514,7 @@ async def largest_free_blocks(gw: Gateway, k: int) -> list[tuple[str, int]]:
 
 def _candidate(
     req: PlacementRequest, gpus: list[Gpu], hosts: list[Host], blocks: list[tuple[str, int]], now: float
-) -> Candidate:
+) -> tuple[Candidate, score.Facts]:
     ordered = rank_order(gpus)
     taken: dict[str, int] = {}
     for g in gpus:
@@ -494,6 +527,11 @@ def _candidate(
         for g in h.free:
             if g.domain:
                 unit_free[g.domain] = unit_free.get(g.domain, 0) + 1
+    # A domain spanning hosts (an NVL72 rack) has free GPUs beyond the candidate's hosts: the
+    # cluster-wide block list knows them, so its "after" is not understated.
+    for unit, free in blocks:
+        if unit in taken and unit not in {h.name for h in hosts}:
+            unit_free[unit] = max(unit_free.get(unit, 0), free)
     touched_before = sum(unit_free.get(h.name, 0) for h in hosts)
     leftover = sum(unit_free.get(h.name, 0) - taken.get(h.name, 0) for h in hosts)
     before = blocks[0][1] if blocks else max(unit_free.values(), default=0)
@@ -504,21 +542,23 @@ def _candidate(
     if req.packing is Packing.SPREAD:
         fit = 1.0 - fit
     bw = bottleneck(gpus)
-    bw_score = min(1.0, (bw or 0.0) / 1800.0) if bw is not None else 1.0
     temps = [g.temperature_c for g in gpus if g.temperature_c is not None]
-    cool = 1.0 - (sum(temps) / len(temps) / 100.0 if temps else 0.5)
-    healthy = sum(1 for g in gpus if (g.health or "ok") == "ok") / len(gpus)
-    preferred = sum(1 for h in hosts if h.name in req.prefer_hosts) / len(hosts) if req.prefer_hosts else 0.0
+    facts = score.Facts(
+        fit=fit,
+        bottleneck_gbps=bw,
+        healthy=sum(1 for g in gpus if (g.health or "ok") == "ok") / len(gpus),
+        cool=score.coolness(temps),
+        preferred=sum(1 for h in hosts if h.name in req.prefer_hosts) / len(hosts) if req.prefer_hosts else 0.0,
+        largest_before=before,
+        largest_after=after,
+    )
     worst_hops = _max_hops(hosts) or 0
     received = [h.received_at for h in hosts if h.received_at is not None]
     as_of = max(0.0, now - min(received)) if received else 0.0
-    cool_key = cool if req.prefer_cool else 0.0
-    sort_key = (preferred, round(fit, 4), round(bw_score, 4), healthy, round(cool_key, 4))
-    score = round(100 * (0.5 * fit + 0.3 * bw_score + 0.1 * healthy * cool + 0.1 * preferred), 2)
     candidate = Candidate(
         gpus=ordered,
         hosts=sorted(hosts, key=lambda h: h.name),
-        score=score,
+        score=score.score(facts),
         bottleneck_gbps=bw,
         max_ib_hops=worst_hops,
         rank_order=[g.uuid for g in ordered],
@@ -526,7 +566,7 @@ def _candidate(
         fragmentation_after=after,
         reason="",
         as_of_s=round(as_of, 3),
-        sort_key=sort_key,
+        sort_key=score.sort_key(facts, names_model=req.model is not None, prefer_cool=req.prefer_cool),
     )
     candidate.reason = describe(req, candidate, leftover)
-    return candidate
+    return candidate, facts

@@ -61,10 +61,12 @@ def test_policies_answer_none_when_nothing_fits() -> None:
         (["nope"], "generated", 5, "unknown policy nope"),
         (["service"], "/no/such/trace.csv", 5, "is not a file"),
         (["service"], "generated", 0, "at least 1"),
+        (["service"], "shaped:load=x", 5, "could not convert"),
+        (["service"], "shaped:speed=2", 5, "expected load"),
     ],
 )
 def test_bench_rejects_bad_input_before_starting_a_store(
     policies: list[str], trace: str, jobs: int, message: str
 ) -> None:
     with pytest.raises(ValueError, match=message):
-        asyncio.run(bench("demo", trace, policies, jobs, seed=1, progress=False))
+        asyncio.run(bench("demo", trace, policies, jobs, seeds=[1], progress=False))

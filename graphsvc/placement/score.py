@@ -1,0 +1,122 @@
+"""How candidates are ranked and scored: one named weight set and one ordering rule, pure data in.
+
+Kueue-style: the facts a ranking needs about one candidate are plain numbers (`Facts`), the
+weights are one named, frozen set (`WEIGHTS`), and the order is a tuple key compared
+lexicographically, so every tie-break is a line of `sort_key` with a table test
+(tests/unit/test_score.py), runnable without a store.
+
+The order (highest first):
+
+1. **Preferred hosts** (the share of the candidate's hosts the request prefers).
+2. Requests that **name a model** (all candidates are that model): **best fit** (the share of
+   the touched units' free GPUs the candidate uses; 1.0 leaves no fragment), then
+   **bottleneck bandwidth**, then **health**, then **temperature** (only when the request
+   asks for cool GPUs).
+3. Requests that **name no model** (a heterogeneous cluster may offer H100 boards, an NVL72
+   rack and A100 bridged pairs to the same request): the **best bandwidth available, unless
+   taking it would cost a larger job its place**. A candidate that keeps the cluster's
+   largest free block intact ranks above one that shrinks it (the largest block is the only
+   place the largest waiting job can go); among those, higher bandwidth first, then fit,
+   health, temperature. `choice_note` says in words which way the rule went.
+
+`score` (0-100, shown to callers, never used to order) weighs the same facts with `WEIGHTS`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# GB/s per GPU of the fastest NVLink in the domain primer (GB200 NVL72, 18 NVLink5 links):
+# bandwidth is scored as a share of it, so a faster link always scores higher up to this ceiling.
+BANDWIDTH_CEILING_GBPS = 1800.0
+
+
+@dataclass(frozen=True)
+class Weights:
+    """The score's weight set; the weights sum to 1 so `score` is 0-100."""
+
+    fit: float = 0.5  # best fit: fragments left beside a job are the costliest thing to undo
+    bandwidth: float = 0.3  # bottleneck GB/s as a share of BANDWIDTH_CEILING_GBPS
+    health_cool: float = 0.1  # healthy share x coolness (1 - mean °C / 100)
+    preferred: float = 0.1  # share of hosts the request prefers
+    bandwidth_ceiling_gbps: float = BANDWIDTH_CEILING_GBPS
+
+
+WEIGHTS = Weights()
+UNKNOWN_TEMPERATURE_COOL = 0.5  # no temperature reported: neither cool nor hot
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What ranking knows about one candidate (all derived from the graph before scoring)."""
+
+    fit: float  # 0..1, 1.0 uses every free GPU of the units it touches (SPREAD requests: inverted)
+    bottleneck_gbps: float | None  # None: a single GPU (no link to rate)
+    healthy: float  # share of the candidate's GPUs whose health is ok
+    cool: float  # 0..1, 1 - mean temperature / 100
+    preferred: float  # share of the candidate's hosts the request prefers
+    largest_before: int  # the cluster's largest free block (GPUs in one host or NVLink domain)
+    largest_after: int  # ... if this candidate were taken
+
+
+def bandwidth_share(gbps: float | None, weights: Weights = WEIGHTS) -> float:
+    """A single GPU needs no link: full marks; otherwise the share of the ceiling, capped at 1."""
+    if gbps is None:
+        return 1.0
+    return min(1.0, max(0.0, gbps) / weights.bandwidth_ceiling_gbps)
+
+
+def coolness(temperatures: list[float]) -> float:
+    if not temperatures:
+        return UNKNOWN_TEMPERATURE_COOL
+    return 1.0 - sum(temperatures) / len(temperatures) / 100.0
+
+
+def keeps_largest_block(f: Facts) -> bool:
+    return f.largest_after >= f.largest_before
+
+
+def score(f: Facts, weights: Weights = WEIGHTS) -> float:
+    """0-100 for display: the weighted sum of the facts."""
+    total = (
+        weights.fit * f.fit
+        + weights.bandwidth * bandwidth_share(f.bottleneck_gbps, weights)
+        + weights.health_cool * f.healthy * f.cool
+        + weights.preferred * f.preferred
+    )
+    return round(100 * total, 2)
+
+
+def sort_key(f: Facts, *, names_model: bool, prefer_cool: bool) -> tuple[float, ...]:
+    """The ranking key, compared highest first (see the module docstring for the order)."""
+    bw = round(bandwidth_share(f.bottleneck_gbps), 4)
+    fit = round(f.fit, 4)
+    cool = round(f.cool, 4) if prefer_cool else 0.0
+    if names_model:
+        return (f.preferred, fit, bw, f.healthy, cool)
+    return (f.preferred, 1.0 if keeps_largest_block(f) else 0.0, bw, fit, f.healthy, cool)
+
+
+def choice_note(chosen: Facts, others: list[Facts], *, names_model: bool) -> str:
+    """One sentence on the bandwidth rule for the top candidate of a model-less request ('' if moot)."""
+    if names_model or chosen.bottleneck_gbps is None:
+        return ""
+    faster = [o for o in others if o.bottleneck_gbps is not None and o.bottleneck_gbps > chosen.bottleneck_gbps]
+    if not faster:
+        slower = [o for o in others if o.bottleneck_gbps is not None and o.bottleneck_gbps < chosen.bottleneck_gbps]
+        return (
+            f" Best bandwidth available ({chosen.bottleneck_gbps:g} GB/s; other candidates down to "
+            f"{min(o.bottleneck_gbps or 0.0 for o in slower):g})."
+            if slower
+            else ""
+        )
+    best = max(faster, key=lambda o: o.bottleneck_gbps or 0.0)
+    if keeps_largest_block(chosen) and not keeps_largest_block(best):
+        return (
+            f" Not the best bandwidth available: {best.bottleneck_gbps:g} GB/s was free, but taking it would "
+            f"shrink the largest free block from {best.largest_before} to {best.largest_after} GPUs and cost a "
+            f"larger job its place; this one keeps it at {chosen.largest_after}."
+        )
+    if chosen.preferred > best.preferred:
+        return f" A faster placement ({best.bottleneck_gbps:g} GB/s) exists off the preferred hosts."
+    return ""
