@@ -1,0 +1,177 @@
+"""The sites application service: what the API and the CLI call (they never touch the store).
+
+compare_sites places the request in each site on its own (a placement never spans sites
+here), reads the facts once, and hands plain data to the pure estimates and ranking.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from graphsvc.placement.engine import PlacementEngine
+from graphsvc.placement.request import PlacementRequest, RequestError, format_request
+from graphsvc.sites.book import FactBook
+from graphsvc.sites.catalog import PriceCatalog, SiteCatalog
+from graphsvc.sites.compare import Objective, PlacementView, SiteOption, best_for_site, evaluate, rank, sort_key
+from graphsvc.sites.estimate import JobProfile
+from graphsvc.sites.model import Fact, Site, SiteLink
+from graphsvc.sites.store import (
+    FactsWritten,
+    fact_book,
+    list_sites,
+    measured_power,
+    put_facts,
+    put_sites,
+    site_capacity,
+    site_links,
+)
+from graphsvc.store.gateway import Gateway
+
+DEFAULT_MAX_AGE_DAYS = 365.0
+
+
+@dataclass
+class Comparison:
+    request: str
+    objective: Objective
+    deadline_h: float | None
+    options: list[SiteOption]
+
+    @property
+    def choice(self) -> SiteOption | None:
+        if self.options and sort_key(self.options[0], self.objective)[0] == 1:
+            return self.options[0]
+        return None
+
+
+async def compare_sites(
+    engine: PlacementEngine,
+    req: PlacementRequest,
+    profile: JobProfile,
+    objective: Objective,
+    *,
+    deadline_h: float | None = None,
+    max_age_days: float = DEFAULT_MAX_AGE_DAYS,
+    only: tuple[str, ...] = (),
+) -> Comparison:
+    """Per site: its best placement now and every estimate; ranked by the objective.
+
+    Raises RequestError (naming the field) for a request or profile that cannot be answered.
+    """
+    req = req.validated()
+    for name, message in profile.problems():
+        raise RequestError(name, message)
+    if objective is Objective.CHEAPEST_UNDER_DEADLINE and deadline_h is None:
+        raise RequestError("deadlineHours", "cheapest-under-deadline needs a deadline")
+    if deadline_h is not None and not deadline_h > 0:
+        raise RequestError("deadlineHours", "must be above 0")
+    if not max_age_days > 0:
+        raise RequestError("maxFactAgeDays", "must be above 0")
+    gw = engine.gw
+    sites = await list_sites(gw)
+    names = {s.name for s in sites}
+    if not sites:
+        raise RequestError("sites", "no site is defined: PUT /v1/sites first (docs/sites.md)")
+    if profile.data_site and profile.dataset_gb > 0 and profile.data_site not in names:
+        raise RequestError("dataSite", f"unknown site {profile.data_site!r}; sites: {', '.join(sorted(names))}")
+    unknown = [s for s in only if s not in names]
+    if unknown:
+        raise RequestError("sites", f"unknown site {unknown[0]!r}; sites: {', '.join(sorted(names))}")
+    if only:
+        sites = [s for s in sites if s.name in only]
+    links = await site_links(gw)
+    book = await fact_book(gw)
+    now = engine.clock()
+    free: dict[str, int] = {}
+    for cap in await site_capacity(gw):
+        free[cap.site] = free.get(cap.site, 0) + cap.free
+    options = []
+    for site in sites:
+        options.append(
+            await _site_option(
+                engine,
+                site,
+                req,
+                profile,
+                objective,
+                book,
+                links,
+                now,
+                max_age_days,
+                deadline_h,
+                free.get(site.name, 0),
+            )
+        )
+    return Comparison(format_request(req), objective, deadline_h, rank(options, objective, deadline_h))
+
+
+async def _site_option(
+    engine: PlacementEngine,
+    site: Site,
+    req: PlacementRequest,
+    profile: JobProfile,
+    objective: Objective,
+    book: FactBook,
+    links: list[SiteLink],
+    now: float,
+    max_age_days: float,
+    deadline_h: float | None,
+    free: int,
+) -> SiteOption:
+    result = await engine.place(req.with_(sites=(site.name,), cross_site=False, limit=1), explain_infeasible=False)
+    if not result.candidates:
+        return SiteOption(
+            site=site.name,
+            capacity=None,
+            fits=False,
+            reason=f"no placement of {req.gpus} GPUs here now ({free} GPUs free)",
+        )
+    cand = result.candidates[0]
+    model = cand.gpus[0].model
+    measured = (await measured_power(engine.gw, [model])).get(model)
+    view = PlacementView(
+        gpus=len(cand.gpus),
+        model=model,
+        bottleneck_gbps=cand.bottleneck_gbps,
+        hosts=tuple(h.name for h in cand.hosts),
+        measured_power_w=measured[0] if measured else None,
+        measured_gpus=measured[1] if measured else 0,
+    )
+    if not site.capacity_kinds:
+        return SiteOption(
+            site=site.name,
+            capacity=None,
+            fits=True,
+            placement=view,
+            missing=[f"capacity kinds of site {site.name}"],
+            reason="the site names no capacity kind (owned, reserved, on-demand, spot)",
+        )
+    per_kind = [
+        evaluate(site, kind, view, profile, book, links, now=now, max_age_days=max_age_days, deadline_h=deadline_h)
+        for kind in site.capacity_kinds
+    ]
+    return best_for_site(per_kind, objective)
+
+
+async def replace_sites(gw: Gateway, catalog: SiteCatalog, now: float) -> int:
+    return await put_sites(gw, catalog, now)
+
+
+async def load_prices(gw: Gateway, catalog: PriceCatalog, now: float) -> FactsWritten:
+    return await put_facts(gw, catalog.all_facts(), now)
+
+
+async def set_fact(gw: Gateway, fact: Fact, now: float) -> FactsWritten:
+    return await put_facts(gw, [fact], now)
+
+
+async def facts(gw: Gateway) -> list[Fact]:
+    return (await fact_book(gw)).facts
+
+
+async def sites_overview(gw: Gateway) -> tuple[list[Site], dict[str, list[tuple[str, int, int]]]]:
+    """Sites, and per site its GPUs by model: (model, gpus, free)."""
+    counts: dict[str, list[tuple[str, int, int]]] = {}
+    for cap in await site_capacity(gw):
+        counts.setdefault(cap.site, []).append((cap.model, cap.gpus, cap.free))
+    return await list_sites(gw), counts
