@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import httpx
 import pytest
@@ -21,7 +22,7 @@ def _host(name: str, cluster: str, seed: int) -> HostFacts:
     return dgx_h100(HostSpec(name, cluster, f"{cluster}-rack", None, seed))
 
 
-TWO_SITES = {
+TWO_SITES: dict[str, Any] = {
     "sites": [
         {"name": "site-a", "kind": "on-prem", "capacity_kinds": ["owned"], "clusters": ["ca"]},
         {"name": "site-b", "kind": "cloud-region", "provider": "aws", "region": "us-east-1",
