@@ -21,15 +21,6 @@ Name = str
 EXAMPLE_PRICES = Path(__file__).with_name("data") / "example-prices.toml"
 
 
-class CatalogError(ValueError):
-    """A site catalogue or price file that cannot be stored, naming the field at fault."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
-
-
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
