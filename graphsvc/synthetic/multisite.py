@@ -101,3 +101,18 @@ def catalog() -> SiteCatalog:
             SiteLinkIn(a=AWS, b=NEOCLOUD, bandwidth_gbps=25.0, latency_ms=100.0),
         ],
     )
+
+
+async def push_sites(url: str, token: str | None) -> None:
+    """PUT the site catalogue and the example price file to a running service (the demo's last step)."""
+    import httpx
+
+    from graphsvc.sites.catalog import EXAMPLE_PRICES, load_price_file
+
+    headers = {"authorization": f"Bearer {token}"} if token else {}
+    prices = load_price_file(EXAMPLE_PRICES).model_dump(mode="json", by_alias=True, exclude_none=True)
+    async with httpx.AsyncClient(base_url=url, timeout=120, headers=headers) as client:
+        for path, body in (("/v1/sites", catalog().model_dump(mode="json")), ("/v1/prices", prices)):
+            resp = await client.put(path, json=body)
+            if resp.status_code != 200:
+                raise RuntimeError(f"{path}: HTTP {resp.status_code}: {resp.text[:500]}")
