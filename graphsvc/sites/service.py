@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from graphsvc.placement.engine import PlacementEngine
+from graphsvc.placement.model import PlacementResult
 from graphsvc.placement.request import PlacementRequest, RequestError, format_request
 from graphsvc.sites.book import FactBook
 from graphsvc.sites.catalog import PriceCatalog, SiteCatalog
@@ -22,6 +23,7 @@ from graphsvc.sites.store import (
     measured_power,
     put_facts,
     put_sites,
+    reserved_gpus,
     site_capacity,
     site_links,
 )
@@ -118,13 +120,17 @@ async def _site_option(
     deadline_h: float | None,
     free: int,
 ) -> SiteOption:
-    result = await engine.place(req.with_(sites=(site.name,), cross_site=False, limit=1), explain_infeasible=False)
+    in_site = req.with_(sites=(site.name,), cross_site=False, limit=1)
+    result = await engine.place(in_site, explain_infeasible=False)
+    wait_h = 0.0
+    if not result.candidates:
+        result, wait_h = await _after_wait(engine, site.name, in_site, now)
     if not result.candidates:
         return SiteOption(
             site=site.name,
             capacity=None,
             fits=False,
-            reason=f"no placement of {req.gpus} GPUs here now ({free} GPUs free)",
+            reason=f"no placement of {req.gpus} GPUs here, now or as leases run out ({free} GPUs free)",
         )
     cand = result.candidates[0]
     model = cand.gpus[0].model
@@ -136,6 +142,7 @@ async def _site_option(
         hosts=tuple(h.name for h in cand.hosts),
         measured_power_w=measured[0] if measured else None,
         measured_gpus=measured[1] if measured else 0,
+        wait_hours=wait_h,
     )
     if not site.capacity_kinds:
         return SiteOption(
@@ -151,6 +158,39 @@ async def _site_option(
         for kind in site.capacity_kinds
     ]
     return best_for_site(per_kind, objective)
+
+
+MAX_WAIT_STEPS = 12
+
+
+async def _after_wait(
+    engine: PlacementEngine, site: str, req: PlacementRequest, now: float
+) -> tuple[PlacementResult, float]:
+    """The placement once enough leases have run out, and the hours until then.
+
+    Reserved GPUs are released in lease-expiry order; the first expiry after which the job
+    fits is the predicted wait (a lower bound: a lease that is renewed ends later). At most
+    MAX_WAIT_STEPS expiry times are tried, evenly spread, so the work is bounded.
+    """
+    held = await reserved_gpus(engine.gw, site)
+    times = sorted({t for _u, _h, t in held})
+    if not times:
+        return PlacementResult([], [], 0, 0.0), 0.0
+    step = max(1, -(-len(times) // MAX_WAIT_STEPS))
+    probes = [*times[step - 1 :: step]]
+    if probes[-1] != times[-1]:
+        probes.append(times[-1])
+    for t in probes:
+        freed = [(u, h) for u, h, when in held if when <= t]
+        result = await engine.place(
+            req,
+            explain_infeasible=False,
+            virtual_free=frozenset(u for u, _h in freed),
+            extra_hosts=tuple(sorted({h for _u, h in freed})),
+        )
+        if result.candidates:
+            return result, max(0.0, (t - now) / 3600.0)
+    return PlacementResult([], [], 0, 0.0), 0.0
 
 
 async def replace_sites(gw: Gateway, catalog: SiteCatalog, now: float) -> int:

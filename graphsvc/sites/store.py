@@ -88,3 +88,9 @@ async def measured_power(gw: Gateway, models: list[str], min_utilization: float 
         return {}
     rows = await gw.read("gpu_measured_power", {"models": models, "min_utilization": min_utilization})
     return {str(r["model"]): (float(r["watts"]), int(r["gpus"])) for r in rows if r.get("watts") is not None}
+
+
+async def reserved_gpus(gw: Gateway, site: str, limit: int = 20_000) -> list[tuple[str, str, float]]:
+    """(uuid, host, lease expiry) of the site's reserved GPUs, soonest expiry first."""
+    rows = await gw.read("site_reserved_gpus", {"site": site, "limit": limit})
+    return [(str(r["uuid"]), str(r["host"]), float(r["expires_at"])) for r in rows]

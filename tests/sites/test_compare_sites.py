@@ -14,6 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
+from graphsvc.placement.request import parse_request
+from graphsvc.reservations.service import Reservation, ReservationService
 from graphsvc.sites.catalog import EXAMPLE_PRICES, load_price_file
 from graphsvc.sites.store import put_facts, put_sites
 from graphsvc.store.gateway import Gateway
@@ -28,7 +30,7 @@ query($profile: JobProfileInput!, $objective: SiteObjective!, $deadline: Float, 
     ... on ValidationError { field message }
     ... on SiteComparison {
       choice
-      sites { rank site capacity fits gpus model hosts bottleneckGbps speed runHours transferHours totalHours
+      sites { rank site capacity fits gpus model hosts waitHours bottleneckGbps speed runHours transferHours totalHours
               computeCost transferCost totalCost powerW powerSource energyKWh carbonKg meetsDeadline complete
               missing stale reason }
     }
@@ -184,3 +186,15 @@ async def test_operators_update_a_price_and_an_older_one_does_not_win(
     assert resp.json() == {"catalog": "t0", "written": [], "kept_newer": ["egress|onprem-dc1||"]}
     resp = await client.put("/v1/prices", json={"catalog": "t2", "fact": [{**egress, "as_of": "soon"}]})
     assert resp.status_code == 422 and "not a date" in resp.text
+
+
+async def test_a_full_site_is_offered_after_its_predicted_wait(gateway: Gateway, client: httpx.AsyncClient) -> None:
+    await _demo(gateway)
+    service = ReservationService(gateway)
+    held = await service.reserve(holder="big-job", request=parse_request("200 per-host=8 site=onprem-dc1"), ttl_s=7200)
+    assert isinstance(held, Reservation)
+    dc = _by_site(await _compare(client, "onprem-dc1"))["onprem-dc1"]
+    # 48 GPUs are free now; the 200 held come back when the 2 h lease runs out (a lower bound).
+    assert dc["fits"] and dc["waitHours"] == pytest.approx(2.0, abs=0.05)
+    assert dc["totalHours"] == pytest.approx(dc["waitHours"] + 100.0)
+    assert dc["totalCost"] == pytest.approx(12_160.0)
