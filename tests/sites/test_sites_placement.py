@@ -134,3 +134,15 @@ async def test_sites_rest_refuses_an_inconsistent_catalogue(client: httpx.AsyncC
     assert resp.status_code == 200 and resp.json() == {"sites": 2}
     listed = (await client.get("/v1/sites")).json()
     assert [s["name"] for s in listed] == ["site-a", "site-b"]
+
+
+async def test_the_sites_export(gateway: Gateway, client: httpx.AsyncClient) -> None:
+    await _two_sites(gateway)
+    resp = await client.get("/v1/export/sites")
+    assert resp.status_code == 200 and resp.headers["x-graphsvc-graph-version"]
+    doc = resp.json()
+    assert [(s["name"], s["clusters"], s["gpus"][0]["gpus"]) for s in doc["sites"]] == [
+        ("site-a", ["ca"], 16),
+        ("site-b", ["cb"], 16),
+    ]
+    assert doc["links"] == [{"a": "site-a", "b": "site-b", "bandwidthGBps": 12.5, "latencyMs": 80.0}]
