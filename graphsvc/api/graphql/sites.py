@@ -15,7 +15,7 @@ from graphsvc.api.graphql.inputs import PlacementRequestInput
 from graphsvc.api.graphql.placement import to_graphql
 from graphsvc.api.graphql.reservations import ValidationError
 from graphsvc.api.graphql.types import PlacementCandidate
-from graphsvc.placement.request import RequestError
+from graphsvc.placement.request import RequestError, parse_request
 from graphsvc.security.auth import Role
 from graphsvc.sites import service
 from graphsvc.sites.catalog import FactIn
@@ -260,8 +260,11 @@ class SitesQuery:
     async def compare_sites(
         self,
         info: Info,
-        request: PlacementRequestInput,
         profile: JobProfileInput,
+        request: PlacementRequestInput | None = None,
+        text: Annotated[
+            str | None, strawberry.argument(description='Or the text form, e.g. "64xH100 per-host=8"')
+        ] = None,
         objective: SiteObjective = SiteObjective.CHEAPEST,
         deadline_hours: float | None = None,
         max_fact_age_days: float = service.DEFAULT_MAX_AGE_DAYS,
@@ -269,9 +272,12 @@ class SitesQuery:
     ) -> CompareSitesResult:
         info.context.require(*READERS)
         try:
+            if (request is None) == (text is None):
+                raise RequestError("request", "give either request or text")
+            req = request.to_request() if request is not None else parse_request(text or "")
             result = await service.compare_sites(
                 info.context.engine,
-                request.to_request(),
+                req,
                 profile.to_profile(),
                 Objective(objective.value),
                 deadline_h=deadline_hours,
