@@ -34,11 +34,11 @@ query Compare($request: PlacementRequestInput!, $profile: JobProfileInput!, $obj
 
 def add_parsers(sub: Any, client_options: Any) -> None:
     sites = sub.add_parser("sites", help="list sites (on-prem, cloud regions) with their GPUs; `sites load FILE`")
-    sites.add_argument("action", nargs="?", choices=["list", "load"], default="list")
+    sites.add_argument("action", nargs="?", choices=["list", "load"], default="list", help="list (default) or load")
     sites.add_argument("file", nargs="?", type=Path, help="for load: a site catalogue, JSON (docs/sites.md)")
     client_options(sites)
     prices = sub.add_parser("prices", help="list cost facts, or load a price file (TOML or JSON)")
-    prices.add_argument("action", choices=["list", "load"])
+    prices.add_argument("action", choices=["list", "load"], help="list the facts, or load a file")
     prices.add_argument("file", nargs="?", type=Path, help="for load: e.g. graphsvc/sites/data/example-prices.toml")
     client_options(prices)
     cmp = sub.add_parser(
@@ -53,7 +53,7 @@ def add_parsers(sub: Any, client_options: Any) -> None:
     cmp.add_argument("--reference-gbps", type=float, default=50.0, help="per-GPU GB/s --comm-share was measured at")
     cmp.add_argument("--dataset-gb", type=float, default=0.0, help="dataset size, GB")
     cmp.add_argument("--data-site", help="the site where the dataset lives")
-    cmp.add_argument("--objective", choices=OBJECTIVES, default="cheapest")
+    cmp.add_argument("--objective", choices=OBJECTIVES, default="cheapest", help="what to rank by (default cheapest)")
     cmp.add_argument("--deadline-h", type=float, help="hours (for cheapest-under-deadline; shown for the others)")
     cmp.add_argument("--max-fact-age-days", type=float, default=365.0, help="older facts are named stale")
     client_options(cmp)
