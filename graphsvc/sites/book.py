@@ -14,6 +14,7 @@ from topo_facts.gpu_models import model_match
 from graphsvc.sites.model import Fact, FactKind, describe_fact
 
 DAY_S = 86400.0
+TIMELESS = "definition:"  # a fact true by definition (the speed baseline) never goes stale
 
 
 def date_to_epoch(text: str) -> float:
@@ -62,7 +63,7 @@ class Lookup:
         if fact not in self.used:
             self.used.append(fact)
         age_days = (self.now - fact.as_of_s) / DAY_S
-        if age_days > self.max_age_days:
+        if age_days > self.max_age_days and not fact.source.startswith(TIMELESS):
             name = f"{fact.describe()} as of {fact.as_of} ({age_days:.0f} days old, older than {self.max_age_days:g})"
             if name not in self.stale:
                 self.stale.append(name)

@@ -134,6 +134,14 @@ def test_stale_facts_are_used_and_named() -> None:
     assert dc.stale == ["GPU-hour price of H100 (owned) at dc as of 2024-01-01 (731 days old, older than 365)"]
 
 
+def test_a_definition_never_goes_stale() -> None:
+    look = Lookup(NOW, 365)
+    base = Fact(
+        FactKind.SPEED, 1.0, "definition: the baseline", "2020-01-01", date_to_epoch("2020-01-01"), model="H100"
+    )
+    assert look.note(FactKind.SPEED, base, model="H100") == 1.0 and look.stale == []
+
+
 def test_a_model_needs_its_speed_against_the_reference() -> None:
     view = PlacementView(gpus=64, model="NVIDIA GB200", bottleneck_gbps=900.0, hosts=("t1",))
     site = Site("neo", SiteKind.CLOUD_REGION, capacity_kinds=(CapacityKind.ON_DEMAND,))
