@@ -304,7 +304,10 @@ class SitesQuery:
     ) -> SitePlacementResult:
         info.context.require(*READERS)
         try:
-            req = request.to_request().with_(sites=tuple(sites or ()), cross_site=allow_cross_site).validated()
+            base = request.to_request()
+            req = base.with_(
+                sites=tuple(sites) if sites else base.sites, cross_site=allow_cross_site or base.cross_site
+            ).validated()
         except RequestError as err:
             return ValidationError(field=err.field, message=err.message)
         result = await info.context.engine.place(req)
