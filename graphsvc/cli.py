@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from graphsvc.exports import drift_cli  # standard library only, like graphsvc.exports.names
 from graphsvc.exports.names import EXPORT_FORMATS
+from graphsvc.sites import cli as sites_cli  # standard library only at import
 
 if TYPE_CHECKING:
     import asyncio
@@ -169,7 +170,11 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="serve and load a mixed demo cluster (>= 1,000 GPUs)")
     _serve_options(demo)
-    demo.add_argument("--profile", default="demo", help="synthetic profile, e.g. demo or superpod-h100:sus=2")
+    demo.add_argument(
+        "--profile",
+        default="demo",
+        help="synthetic profile, e.g. demo or superpod-h100:sus=2; multisite: on-prem + two clouds (docs/sites.md)",
+    )
 
     load = sub.add_parser("load", help="push a synthetic cluster to a running service")
     load.add_argument("profile", help="e.g. demo, superpod-h100:sus=4, nvl72:racks=2, sized:gpus=100000")
@@ -268,6 +273,7 @@ def _parser() -> argparse.ArgumentParser:
     _store_options(migrate)
 
     drift_cli.add_parser(sub)  # `graphsvc drift FORMAT FILE` (graphsvc/exports/drift_cli.py)
+    sites_cli.add_parsers(sub, _client_options)  # `graphsvc sites | prices | compare-sites` (graphsvc/sites/cli.py)
     return parser
 
 
@@ -319,6 +325,8 @@ def _run(args: argparse.Namespace) -> int:
         return _reserve(args)
     if args.command == "release":
         return _release(args.server, args.id, as_json=args.output == "json")
+    if args.command in ("sites", "prices", "compare-sites"):
+        return sites_cli.run(args)
     import asyncio  # only from here on: the client commands above need no event loop
 
     if args.command == "serve":
@@ -403,7 +411,9 @@ def _check_status(server: str, status: int, text: str) -> None:
         raise CLIError(f"the service at {server} answered HTTP {status}: {text[:300]}")
 
 
-def _http(server: str, path: str, body: dict[str, Any] | None = None, timeout: float = 60) -> tuple[int, str]:
+def _http(
+    server: str, path: str, body: dict[str, Any] | None = None, timeout: float = 60, method: str | None = None
+) -> tuple[int, str]:
     """One request with the standard library (importing httpx alone costs a CLI call ~0.3 s);
     transport errors become one CLIError line naming the URL and the fix."""
     import urllib.error
@@ -418,7 +428,7 @@ def _http(server: str, path: str, body: dict[str, Any] | None = None, timeout: f
     fix = "start it (`graphsvc serve` or `graphsvc demo`) or point --server or GRAPHSVC_URL at it"
     if not url.startswith(("http://", "https://")):
         raise CLIError(f"{server!r} is not a service URL: give one such as {DEFAULT_URL}")
-    request = urllib.request.Request(url, data=data, headers=headers, method="POST" if data else "GET")  # noqa: S310
+    request = urllib.request.Request(url, data=data, headers=headers, method=method or ("POST" if data else "GET"))  # noqa: S310
     try:
         with urllib.request.urlopen(request, timeout=timeout) as resp:  # noqa: S310 (the operator's URL)
             return int(resp.status), resp.read().decode()
@@ -526,7 +536,12 @@ def _local_neo4j_if_asked(args: argparse.Namespace) -> Iterator[None]:
 async def _demo(settings: Settings, profile: str) -> None:
     from graphsvc.synthetic.clusters import Profile, build
 
-    cluster = build(Profile.parse(profile))
+    if profile == "multisite":  # on-prem + two cloud regions, with sites and example prices (docs/sites.md)
+        from graphsvc.synthetic import multisite
+
+        clusters = multisite.clusters()
+    else:
+        clusters = [build(Profile.parse(profile))]
     from fastapi import FastAPI
 
     server, task = await _start(settings)
@@ -541,7 +556,10 @@ async def _demo(settings: Settings, profile: str) -> None:
         loader, entry = new_token("demo-loader", Role.OPERATOR)  # in memory only, never printed
         loader_sha = tokens.add(entry)
     try:
-        await push_cluster(url, cluster, token=loader)
+        for cluster in clusters:
+            await push_cluster(url, cluster, token=loader)
+        if profile == "multisite":
+            await multisite.push_sites(url, loader)
         print(f"graphsvc demo: {ready_line(settings)}; Ctrl-C to stop", file=sys.stderr)
     except BaseException:
         server.should_exit = True

@@ -130,6 +130,8 @@ def request_input(text: str) -> dict[str, object]:
         "limit": r.limit,
         "preferences": {"hosts": list(r.prefer_hosts), "packing": r.packing.name, "coolerGpus": r.prefer_cool},
         **({"capabilities": _capabilities(r)} if r.capabilities else {}),
+        "sites": list(r.sites),
+        "allowCrossSite": r.cross_site,
     }
 
 

@@ -16,6 +16,7 @@ from graphsvc.api.graphql.schema import make_schema
 from graphsvc.api.limits import BodyPolicy, BodySizeLimit
 from graphsvc.api.metrics import Metrics, RequestTimer, metrics_router
 from graphsvc.api.rest import router
+from graphsvc.api.sites_rest import router as sites_router
 from graphsvc.reservations.leases import LeaseKeeper
 from graphsvc.reservations.service import ReservationService
 from graphsvc.security.auth import RateLimiter, Role, TokenStore, principal_for
@@ -74,6 +75,7 @@ def create_app(settings: Settings | None = None, *, gateway: Gateway | None = No
     app.include_router(router)
     app.include_router(metrics_router())
     app.include_router(exports_router)
+    app.include_router(sites_router)  # PUT/GET /v1/sites, PUT /v1/prices (docs/sites.md)
     mount_ui(app)
     mount_api_docs(app)
     app.include_router(

@@ -15,5 +15,6 @@ EXPORT_FORMATS = [
     "dra",
     "volcano",
     "nccl",
+    "sites",
 ]
 DRIFT_FORMATS = ["slurm", "kueue", "volcano", "labels"]

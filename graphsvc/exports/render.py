@@ -14,6 +14,7 @@ from typing import Any
 from graphsvc.exports import formats, kubernetes
 from graphsvc.exports.model import ClusterView, ExportStamp, cluster_view
 from graphsvc.exports.nccl import nccl_xml
+from graphsvc.exports.sites import sites_json
 from graphsvc.store.gateway import Gateway
 from graphsvc.store.migrate import stored_version
 
@@ -31,6 +32,7 @@ class ExportFormat(str, Enum):  # noqa: UP042 - FastAPI path enums
     DRA = "dra"
     VOLCANO = "volcano"
     NCCL = "nccl"
+    SITES = "sites"  # every site, its clusters and links (graphsvc/exports/sites.py); no ?cluster=
 
 
 PER_HOST = {ExportFormat.NCCL}
@@ -62,6 +64,9 @@ def as_list(items: list[dict[str, Any]], annotations: dict[str, str]) -> str:
 
 async def render(gw: Gateway, fmt: ExportFormat, cluster: str, host: str | None) -> Rendered:
     version = await stored_version(gw)
+    if fmt is ExportFormat.SITES:
+        stamp = ExportStamp(version, None)
+        return Rendered(await sites_json(gw, stamp.annotations()), stamp, "application/json")
     if fmt in PER_HOST:
         if host is None:
             raise ExportError("needs_host", f"the {fmt.value} export is per host: add ?host=NAME")

@@ -21,6 +21,8 @@ from graphsvc.placement.explain import describe, diagnose
 from graphsvc.placement.model import Candidate, Gpu, Host, InfeasibleReason, PlacementResult, hops
 from graphsvc.placement.request import NVLinkRequirement, Packing, PlacementRequest
 from graphsvc.placement.select import bottleneck, choose_in_host, eligible, rank_order
+from graphsvc.sites import locality
+from graphsvc.sites.store import host_sites
 from graphsvc.store.gateway import Gateway
 
 MAX_HOST_GPUS = 128
@@ -46,8 +48,10 @@ class HostLoader:
         now: float,
         virtual_free: frozenset[str] = frozenset(),
         stale_before: float | None = None,
+        sites: frozenset[str] = frozenset(),
     ) -> None:
         self.gw = gateway
+        self.sites = sites  # only these sites' GPUs are offered (empty: every site)
         self.now = now
         self.virtual_free = virtual_free  # GPUs a preemption plan may take
         self.stale_before = stale_before  # hosts not heard from since then are not offered
@@ -86,6 +90,11 @@ class HostLoader:
             for name in missing:
                 if name in self.cache:
                     self.cache[name].gpus.sort(key=lambda g: g.index)
+            for name, site in (await host_sites(self.gw, [n for n in missing if n in self.cache])).items():
+                self.cache[name].site = site
+                if locality.outside(site, self.sites):
+                    for gpu in self.cache[name].gpus:
+                        gpu.state = locality.OTHER_SITE
             for link in links:
                 src = by_uuid.get(link["gpu"])
                 if src is None:
@@ -140,6 +149,8 @@ class PlacementEngine:
         if extra_hosts:
             await search.search_extra(list(extra_hosts))
         candidates = await search.finish()
+        if req.cross_site:
+            await locality.annotate(self.gw, candidates)  # the inter-site link as the bottleneck
         infeasible = []
         if not candidates and explain_infeasible:
             infeasible = (
@@ -160,7 +171,7 @@ class _Search:
         self.gw = engine.gw
         now = engine.clock()
         stale_before = now - engine.stale_after_s if engine.stale_after_s is not None else None
-        self.loader = HostLoader(engine.gw, now, virtual_free, stale_before)
+        self.loader = HostLoader(engine.gw, now, virtual_free, stale_before, req.site_set)
         self.found: dict[frozenset[str], list[Gpu]] = {}
         self.units_read = 0
         # A coarse substring the candidate queries filter on; `eligible` matches exactly.
@@ -173,7 +184,7 @@ class _Search:
         return len(self.found) >= self.want or self.units_read >= self.engine.budget.units
 
     def add(self, gpus: list[Gpu] | None) -> None:
-        if gpus:
+        if gpus and (self.req.cross_site or not locality.spans_sites(gpus, self.loader.cache)):
             self.found.setdefault(frozenset(g.uuid for g in gpus), gpus)
 
     async def run(self) -> None:
@@ -268,11 +279,11 @@ class _Search:
         )  # fmt: skip
         self.units_read += len(rows)
         hosts = await self.loader.load(str(r["host"]) for r in rows)
-        groups: dict[str | None, list[Host]] = {}
+        groups: dict[tuple[str | None, str | None], list[Host]] = {}
         for host in hosts:
             key = host.pod if req.max_ib_hops is not None and req.max_ib_hops < 5 else "cluster"
-            groups.setdefault(key, []).append(host)
-        for key, members in groups.items():
+            groups.setdefault((locality.site_key(host, req), key), []).append(host)  # never across sites
+        for (_site, key), members in groups.items():
             if key is None:
                 continue
             self.add(self.choose_across_hosts(members))
@@ -313,9 +324,10 @@ class _Search:
             if req.needs_one_domain or req.gpus_per_host is None:
                 self.add(self.choose_in_domain(dom, members))
         if not req.needs_one_domain and (req.max_ib_hops is None or req.max_ib_hops >= 1):
-            groups: dict[str, list[Host]] = {}
+            groups: dict[tuple[str | None, str], list[Host]] = {}
             for host in hosts:
-                groups.setdefault(host.leaves[0] if host.leaves else "", []).append(host)
+                leaf = host.leaves[0] if host.leaves else ""
+                groups.setdefault((locality.site_key(host, req), leaf), []).append(host)
             for members in groups.values():
                 self.add(self.choose_across_hosts(members))
 

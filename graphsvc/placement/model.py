@@ -84,6 +84,7 @@ class Host:
     pod: str | None
     received_at: float | None
     gpus: list[Gpu]
+    site: str | None = None  # the site owning the host's cluster (graphsvc/sites/locality.py)
 
     @property
     def free(self) -> list[Gpu]:
@@ -104,6 +105,18 @@ def hops(a: Host, b: Host) -> int | None:
 
 
 @dataclass
+class InterSite:
+    """The slowest link between sites a placement spans (only when the request allows spanning)."""
+
+    sites: list[str]
+    link: str
+    bandwidth_gbps: float | None
+    latency_ms: float | None
+    per_gpu_gbps: float | None
+    missing: str | None = None
+
+
+@dataclass
 class Candidate:
     gpus: list[Gpu]
     hosts: list[Host]
@@ -116,6 +129,7 @@ class Candidate:
     reason: str
     as_of_s: float
     sort_key: tuple[float, ...] = ()
+    inter_site: InterSite | None = None
 
 
 @dataclass

@@ -16,6 +16,8 @@ OPTIONS = {
     "prefer=": "hosts to prefer, comma-separated",
     "packing=": "best-fit (default: fill partly used hosts) or spread",
     "limit=": "how many candidates to return (default 3)",
+    "site=": "only these sites, comma-separated (docs/sites.md)",
+    "cross-site": "allow one placement to span sites (the inter-site link becomes its bottleneck)",
     "same-domain": "all GPUs in one NVLink domain (e.g. one NVL72 rack)",
     "rail-aligned": "each GPU's NIC on the same rail across hosts",
     "gpu-nic-affinity": "each GPU with a NIC on its own PCIe switch or NUMA node",

@@ -72,6 +72,9 @@ class PlacementRequest:
     prefer_hosts: tuple[str, ...] = ()
     packing: Packing = Packing.BEST_FIT
     prefer_cool: bool = True
+    # Sites (docs/sites.md): only these sites (empty: any), and whether one placement may span sites.
+    sites: tuple[str, ...] = ()
+    cross_site: bool = False
 
     def validated(self) -> PlacementRequest:
         if not 1 <= self.gpus <= MAX_GPUS:
@@ -101,7 +104,13 @@ class PlacementRequest:
         cc = caps.min_compute_capability
         if cc is not None and not (0 <= cc[0] <= 99 and 0 <= cc[1] <= 9):
             raise RequestError("minComputeCapability", "must look like 9.0 (major 0-99, minor 0-9)")
+        if len(self.sites) > 100 or any(not 0 < len(s) <= 128 for s in self.sites):
+            raise RequestError("sites", "at most 100 site names of 1 to 128 characters")
         return self
+
+    @cached_property
+    def site_set(self) -> frozenset[str]:
+        return frozenset(self.sites)
 
     @property
     def needs_one_domain(self) -> bool:
@@ -159,6 +168,7 @@ _FLAGS = {
     "nic-affinity": ("gpu_nic_affinity", True),
     "allow-unhealthy": ("exclude_unhealthy", False),
     "no-prefer-cool": ("prefer_cool", False),
+    "cross-site": ("cross_site", True),
 }
 _CAPABILITY_FLAGS = {"fp8": "fp8", "fp4": "fp4"}
 
@@ -166,7 +176,7 @@ _CAPABILITY_FLAGS = {"fp8": "fp8", "fp4": "fp4"}
 _KEYS = ["nvlink", "scale-up", "xgmi", "ib-hops", "max-ib-hops", "hops", "per-host", "gpus-per-host", "mem",
          "min-mem", "memory", "temp", "max-temp", "temperature", "model", "exclude", "exclude-hosts", "prefer",
          "prefer-hosts", "limit", "packing", "cc", "compute-capability", "mem-bw", "memory-bandwidth", "link-gen",
-         "nvlink-gen"]  # fmt: skip
+         "nvlink-gen", "site", "sites"]  # fmt: skip
 
 
 def _unknown(token: str, word: str, known: list[str]) -> RequestError:
@@ -237,6 +247,9 @@ def _apply(token: str, values: dict[str, object]) -> None:
     elif key in ("prefer", "prefer-hosts"):
         need("=")
         values["prefer_hosts"] = tuple(h for h in raw.split(",") if h)
+    elif key in ("site", "sites"):
+        need("=")
+        values["sites"] = tuple(h for h in raw.split(",") if h)
     elif key == "limit":
         need("=")
         values["limit"] = int(_number(token, raw))
@@ -292,6 +305,8 @@ def format_request(req: PlacementRequest) -> str:
         parts.append("prefer=" + ",".join(req.prefer_hosts))
     if req.packing is not Packing.BEST_FIT:
         parts.append(f"packing={req.packing.value}")
+    if req.sites:
+        parts.append("site=" + ",".join(req.sites))
     if req.limit != 3:
         parts.append(f"limit={req.limit}")
     return " ".join(parts)

@@ -42,7 +42,7 @@ def host_key(tier: Tier, host: Host) -> str | None:
     if tier is Tier.POD:
         return host.pod
     if tier is Tier.CLUSTER:
-        return "cluster"
+        return f"site:{host.site}" if host.site else "cluster"  # a job never spans sites (docs/sites.md)
     raise ValueError(tier)  # NVLink domains are keyed per GPU (gpu_key)
 
 

@@ -162,6 +162,50 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "leaf_rail_load": {"cluster": "default"},
     "explorer_gpu_grid": {"after": "", "first": 10},
     "explorer_leaf_hosts": {"leaf": "h100-su1-leaf-r0"},
+    # Sites (docs/sites.md)
+    "sites_replace": {
+        "now": 1.0,
+        "sites": [
+            {
+                "name": "s1",
+                "kind": "on-prem",
+                "provider": None,
+                "region": None,
+                "location": None,
+                "parent": None,
+                "capacity_kinds": ["owned"],
+                "spot_preemption_per_h": None,
+            }
+        ],
+        "clusters": [{"site": "s1", "cluster": "default"}],
+        "links": [{"a": "s1", "b": "s2", "bandwidth_gbps": 12.5, "latency_ms": 80.0}],
+    },
+    "sites_list": {},
+    "site_links": {},
+    "site_gpu_counts": {},
+    "placement_host_sites": {"hosts": [FIRST.hostname]},
+    "cost_facts_put": {
+        "now": 1.0,
+        "facts": [
+            {
+                "key": "egress|s1||",
+                "kind": "egress",
+                "site": "s1",
+                "model": None,
+                "capacity": None,
+                "value": 0.09,
+                "unit": "USD/GB",
+                "source": "https://example.com",
+                "as_of": "2025-01-15",
+                "as_of_s": 1736899200.0,
+                "catalog": "t",
+                "note": None,
+            }
+        ],
+    },
+    "cost_facts": {},
+    "site_reserved_gpus": {"site": "s1", "limit": 10},
+    "gpu_measured_power": {"models": [FIRST.gpus[0].model], "min_utilization": 50.0},
 }
 
 

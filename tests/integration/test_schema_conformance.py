@@ -5,6 +5,8 @@ from __future__ import annotations
 from graphsvc.ingest.service import ingest_fabric, ingest_host
 from graphsvc.placement.request import parse_request
 from graphsvc.reservations.service import Reservation, ReservationService
+from graphsvc.sites.catalog import EXAMPLE_PRICES, SiteCatalog, load_price_file
+from graphsvc.sites.store import put_facts, put_sites
 from graphsvc.store.gateway import Gateway
 from graphsvc.store.schema import graph_schema
 from graphsvc.synthetic.clusters import build
@@ -28,6 +30,18 @@ async def test_stored_graph_conforms_to_declared_schema(gateway: Gateway) -> Non
         holder="conformance", request=parse_request("2xH100"), labels=["team=infra"]
     )
     assert isinstance(reserved, Reservation)
+    # Sites (docs/sites.md): a site owning the cluster, a link, and the example price file.
+    catalog = SiteCatalog.model_validate(
+        {
+            "sites": [
+                {"name": "dc", "kind": "on-prem", "capacity_kinds": ["owned"], "clusters": ["default"]},
+                {"name": "cloud", "kind": "cloud-region", "capacity_kinds": ["spot"], "spot_preemption_per_h": 0.1},
+            ],
+            "links": [{"a": "dc", "b": "cloud", "bandwidth_gbps": 12.5, "latency_ms": 80.0}],
+        }
+    )
+    await put_sites(gateway, catalog, 1.0)
+    await put_facts(gateway, load_price_file(EXAMPLE_PRICES).all_facts(), 1.0)
     schema = graph_schema()
     seen_labels: set[str] = set()
     for row in await gateway.read("export_nodes", {"limit": 1_000_000}):

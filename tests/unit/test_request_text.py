@@ -70,6 +70,8 @@ requests = st.builds(
     prefer_hosts=st.sampled_from([(), ("h3",)]),
     packing=st.sampled_from(list(Packing)),
     prefer_cool=st.booleans(),
+    sites=st.sampled_from([(), ("s1",), ("s1", "s2")]),
+    cross_site=st.booleans(),
 )
 
 

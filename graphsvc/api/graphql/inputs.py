@@ -65,6 +65,10 @@ class PlacementRequestInput:
     limit: int = 3
     capabilities: CapabilityInput | None = None
     preferences: PlacementPreferences | None = None
+    sites: list[str] = strawberry.field(default_factory=list, description="Only these sites (docs/sites.md)")
+    allow_cross_site: bool = strawberry.field(
+        default=False, description="One placement may span sites; the inter-site link is then its bottleneck"
+    )
 
     def to_request(self) -> PlacementRequest:
         prefs = self.preferences or PlacementPreferences()
@@ -86,6 +90,8 @@ class PlacementRequestInput:
             packing=PackingPref(prefs.packing.value),
             prefer_cool=prefs.cooler_gpus,
             capabilities=self.capabilities.to_needs() if self.capabilities is not None else CapabilityNeeds(),
+            sites=tuple(self.sites),
+            cross_site=self.allow_cross_site,
         )
 
 

@@ -52,6 +52,7 @@ from graphsvc.api.graphql.reservations import (
     Subscription,
 )
 from graphsvc.api.graphql.shaped import ShapedQuery
+from graphsvc.api.graphql.sites import SitesMutations, SitesQuery
 from graphsvc.api.graphql.store_errors import StoreErrors, should_log
 from graphsvc.api.graphql.types import (
     ClusterSummary,
@@ -189,8 +190,8 @@ def make_schema(*, dev: bool) -> strawberry.Schema:
     """The schema; outside development mode introspection is off (GraphiQL too, in the router)."""
     extras = [] if dev else [DisableIntrospection]
     return Schema(
-        query=merge_types("Query", (Query, ShapedQuery, ImpactQuery)),
-        mutation=merge_types("Mutation", (ReservationMutations, OperatorMutations)),
+        query=merge_types("Query", (Query, ShapedQuery, ImpactQuery, SitesQuery)),
+        mutation=merge_types("Mutation", (ReservationMutations, OperatorMutations, SitesMutations)),
         subscription=Subscription,
         extensions=[*_EXTENSIONS, *extras],
     )

@@ -713,6 +713,62 @@ async function connectEvents(attempt = 0) {
 setInterval(() => scheduleRefresh("every 30 s (temperatures, load)"), 30_000);
 
 // ---- routing ------------------------------------------------------------------------------------
+// ---- sites (docs/sites.md): where the GPUs are, and where a job is cheapest or fastest -------
+const money = (x) => (x == null ? "?" : `$${Math.round(x).toLocaleString("en-US")}`);
+const hrs = (x) => (x == null ? "?" : `${x.toFixed(1)} h`);
+
+async function sites(params) {
+  const data = await gql(`{ sites { name kind provider region location capacityKinds clusters gpus { model gpus free } }
+    siteLinks { a b bandwidthGbps latencyMs } }`);
+  const names = data.sites.map((s) => s.name);
+  const p = (k, d) => params.get(k) ?? d;
+  view.innerHTML = `<h2>Sites</h2>
+    <table id="sites-table"><thead><tr><th>site</th><th>kind</th><th>where</th><th>capacity</th><th>clusters</th><th>GPUs (free / total)</th></tr></thead><tbody>
+    ${data.sites.map((s) => `<tr data-site="${esc(s.name)}"><td>${esc(s.name)}</td><td>${esc(s.kind)}</td>
+      <td>${esc([s.provider, s.region, s.location].filter(Boolean).join(" · "))}</td><td>${esc(s.capacityKinds.join(", ") || "-")}</td>
+      <td>${esc(s.clusters.join(", "))}</td><td>${s.gpus.map((g) => `${g.free} / ${g.gpus} ${esc(g.model)}`).join("<br>") || "no hosts"}</td></tr>`).join("")}
+    </tbody></table>
+    ${data.sites.length ? "" : "<p>No site is defined: <code>PUT /v1/sites</code> or <code>graphsvc sites load FILE</code> (docs/sites.md).</p>"}
+    <h3>Links</h3><table id="site-links"><tbody>${data.siteLinks.map((l) => `<tr><td>${esc(l.a)} ⟷ ${esc(l.b)}</td><td>${l.bandwidthGbps} GB/s</td><td>${l.latencyMs} ms</td></tr>`).join("") || "<tr><td>none</td></tr>"}</tbody></table>
+    <h3>Compare sites</h3>
+    <form id="compare-form">
+      <label for="cq">request</label><input id="cq" name="q" value="${esc(p("q", "64"))}">
+      <label for="cw">GPU-hours</label><input id="cw" name="w" value="${esc(p("w", "6400"))}">
+      <label for="cc">comm. share</label><input id="cc" name="c" value="${esc(p("c", "0.2"))}">
+      <label for="cr">reference model</label><input id="cr" name="ref" value="${esc(p("ref", "H100"))}">
+      <label for="cd">dataset GB</label><input id="cd" name="gb" value="${esc(p("gb", "0"))}">
+      <label for="cs">data at</label><select id="cs" name="at">${names.map((n) => `<option${n === p("at", "") ? " selected" : ""}>${esc(n)}</option>`).join("")}</select>
+      <label for="co">objective</label><select id="co" name="obj">${["CHEAPEST", "FASTEST", "CHEAPEST_UNDER_DEADLINE", "LOWEST_CARBON"].map((o) => `<option${o === p("obj", "CHEAPEST") ? " selected" : ""}>${o}</option>`).join("")}</select>
+      <label for="cl">deadline h</label><input id="cl" name="dl" value="${esc(p("dl", ""))}">
+      <span></span><span><button>compare</button></span>
+    </form><div id="comparison"></div>`;
+  const form = $("#compare-form");
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    const q = new URLSearchParams();
+    for (const k of ["q", "w", "c", "ref", "gb", "at", "obj", "dl"]) q.set(k, form[k].value);
+    location.hash = `#/sites?${q}`;
+  });
+  if (!params.get("q")) return;
+  const profile = { gpuHours: Number(p("w", "0")), commShare: Number(p("c", "0")), referenceModel: p("ref", "") || null,
+    datasetGB: Number(p("gb", "0")), dataSite: p("at", "") || null };
+  const result = (await gql(`query($t: String!, $p: JobProfileInput!, $o: SiteObjective!, $d: Float) {
+    compareSites(text: $t, profile: $p, objective: $o, deadlineHours: $d) { __typename
+      ... on ValidationError { field message }
+      ... on SiteComparison { choice sites { rank site capacity fits gpus model totalHours totalCost runHours transferHours
+        transferCost carbonKg missing stale reason } } } }`,
+  { t: p("q", "64"), p: profile, o: p("obj", "CHEAPEST"), d: p("dl", "") ? Number(p("dl", "")) : null })).compareSites;
+  const box = $("#comparison");
+  if (result.__typename === "ValidationError") { box.innerHTML = `<p class="error">${esc(result.field)}: ${esc(result.message)}</p>`; return; }
+  box.innerHTML = `<p id="site-choice">choice: <b>${esc(result.choice || "no site satisfies the objective")}</b></p>
+    <table id="site-ranking"><thead><tr><th>#</th><th>site</th><th>capacity</th><th>time</th><th>cost</th><th>data move</th><th>CO2e</th><th>why</th></tr></thead><tbody>
+    ${result.sites.map((s) => `<tr data-site="${esc(s.site)}"><td>${s.rank}</td><td>${esc(s.site)}</td><td>${esc(s.capacity || "-")}</td>
+      <td>${hrs(s.totalHours)}</td><td>${money(s.totalCost)}</td><td>${hrs(s.transferHours)} ${money(s.transferCost)}</td>
+      <td>${s.carbonKg == null ? "?" : `${Math.round(s.carbonKg).toLocaleString("en-US")} kg`}</td>
+      <td>${esc(s.reason)}${s.missing.map((m) => `<br><small class="error">missing: ${esc(m)}</small>`).join("")}${s.stale.map((m) => `<br><small>stale: ${esc(m)}</small>`).join("")}</td></tr>`).join("")}
+    </tbody></table>`;
+}
+
 async function route() {
   const hash = location.hash || "#/overview";
   const [path, query] = hash.slice(1).split("?");
@@ -729,6 +785,7 @@ async function route() {
     else if (parts[0] === "reservations") await reservations();
     else if (parts[0] === "place") await place(params);
     else if (parts[0] === "search") await search(params.get("q") || "");
+    else if (parts[0] === "sites") await sites(params);
     else await overview(params);
   } catch (err) {
     view.innerHTML = `<h2>Could not load this view</h2><p class="error">${esc(err.message)}</p>`;

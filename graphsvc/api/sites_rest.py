@@ -1,0 +1,66 @@
+"""REST routes for sites and prices: operators replace the site catalogue and load price files.
+
+Bodies are validated whole (pydantic) before anything is written; the writes are one
+statement each (graphsvc/sites/store.py).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from fastapi import APIRouter
+from pydantic import BaseModel
+
+from graphsvc.api.errors import ERROR_RESPONSES
+from graphsvc.api.rest import Caller, GatewayDep
+from graphsvc.api.strict_routes import StrictJSONRoute
+from graphsvc.security.auth import Role, require
+from graphsvc.sites import service
+from graphsvc.sites.catalog import PriceCatalog, SiteCatalog
+
+router = APIRouter(responses=ERROR_RESPONSES, route_class=StrictJSONRoute)
+
+
+class SitesWritten(BaseModel):
+    sites: int
+
+
+class PricesWritten(BaseModel):
+    catalog: str
+    written: list[str]
+    kept_newer: list[str]
+
+
+@router.put("/v1/sites", tags=["sites"])
+async def put_sites(catalog: SiteCatalog, gw: GatewayDep, caller: Caller) -> SitesWritten:
+    """Replace every site, its clusters and capacity kinds, and the links between sites."""
+    require(caller, Role.OPERATOR)
+    return SitesWritten(sites=await service.replace_sites(gw, catalog, time.time()))
+
+
+@router.get("/v1/sites", tags=["sites"])
+async def get_sites(gw: GatewayDep, caller: Caller) -> list[dict[str, Any]]:
+    require(caller, Role.SCHEDULER, Role.OPERATOR)
+    sites, counts = await service.sites_overview(gw)
+    return [
+        {
+            "name": s.name,
+            "kind": s.kind.value,
+            "provider": s.provider,
+            "region": s.region,
+            "location": s.location,
+            "capacity_kinds": [k.value for k in s.capacity_kinds],
+            "clusters": list(s.clusters),
+            "gpus": [{"model": m, "gpus": n, "free": f} for m, n, f in counts.get(s.name, [])],
+        }
+        for s in sites
+    ]
+
+
+@router.put("/v1/prices", tags=["sites"])
+async def put_prices(catalog: PriceCatalog, gw: GatewayDep, caller: Caller) -> PricesWritten:
+    """Load a price file (JSON form of the TOML file): each fact is kept unless a later-dated one is stored."""
+    require(caller, Role.OPERATOR)
+    done = await service.load_prices(gw, catalog, time.time())
+    return PricesWritten(catalog=catalog.catalog, written=done.written, kept_newer=done.kept_newer)

@@ -1,0 +1,217 @@
+"""The sites application service: what the API and the CLI call (they never touch the store).
+
+compare_sites places the request in each site on its own (a placement never spans sites
+here), reads the facts once, and hands plain data to the pure estimates and ranking.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from graphsvc.placement.engine import PlacementEngine
+from graphsvc.placement.model import PlacementResult
+from graphsvc.placement.request import PlacementRequest, RequestError, format_request
+from graphsvc.sites.book import FactBook
+from graphsvc.sites.catalog import PriceCatalog, SiteCatalog
+from graphsvc.sites.compare import Objective, PlacementView, SiteOption, best_for_site, evaluate, rank, sort_key
+from graphsvc.sites.estimate import JobProfile
+from graphsvc.sites.model import Fact, Site, SiteLink
+from graphsvc.sites.store import (
+    FactsWritten,
+    fact_book,
+    list_sites,
+    measured_power,
+    put_facts,
+    put_sites,
+    reserved_gpus,
+    site_capacity,
+    site_links,
+)
+from graphsvc.store.gateway import Gateway
+
+DEFAULT_MAX_AGE_DAYS = 365.0
+
+
+@dataclass
+class Comparison:
+    request: str
+    objective: Objective
+    deadline_h: float | None
+    options: list[SiteOption]
+
+    @property
+    def choice(self) -> SiteOption | None:
+        if self.options and sort_key(self.options[0], self.objective)[0] == 1:
+            return self.options[0]
+        return None
+
+
+async def compare_sites(
+    engine: PlacementEngine,
+    req: PlacementRequest,
+    profile: JobProfile,
+    objective: Objective,
+    *,
+    deadline_h: float | None = None,
+    max_age_days: float = DEFAULT_MAX_AGE_DAYS,
+    only: tuple[str, ...] = (),
+) -> Comparison:
+    """Per site: its best placement now and every estimate; ranked by the objective.
+
+    Raises RequestError (naming the field) for a request or profile that cannot be answered.
+    """
+    req = req.validated()
+    for name, message in profile.problems():
+        raise RequestError(name, message)
+    if objective is Objective.CHEAPEST_UNDER_DEADLINE and deadline_h is None:
+        raise RequestError("deadlineHours", "cheapest-under-deadline needs a deadline")
+    if deadline_h is not None and not deadline_h > 0:
+        raise RequestError("deadlineHours", "must be above 0")
+    if not max_age_days > 0:
+        raise RequestError("maxFactAgeDays", "must be above 0")
+    gw = engine.gw
+    sites = await list_sites(gw)
+    names = {s.name for s in sites}
+    if not sites:
+        raise RequestError("sites", "no site is defined: PUT /v1/sites first (docs/sites.md)")
+    if profile.data_site and profile.dataset_gb > 0 and profile.data_site not in names:
+        raise RequestError("dataSite", f"unknown site {profile.data_site!r}; sites: {', '.join(sorted(names))}")
+    unknown = [s for s in only if s not in names]
+    if unknown:
+        raise RequestError("sites", f"unknown site {unknown[0]!r}; sites: {', '.join(sorted(names))}")
+    if only:
+        sites = [s for s in sites if s.name in only]
+    links = await site_links(gw)
+    book = await fact_book(gw)
+    now = engine.clock()
+    free: dict[str, int] = {}
+    for cap in await site_capacity(gw):
+        free[cap.site] = free.get(cap.site, 0) + cap.free
+    options = []
+    for site in sites:
+        options.append(
+            await _site_option(
+                engine,
+                site,
+                req,
+                profile,
+                objective,
+                book,
+                links,
+                now,
+                max_age_days,
+                deadline_h,
+                free.get(site.name, 0),
+            )
+        )
+    return Comparison(format_request(req), objective, deadline_h, rank(options, objective, deadline_h))
+
+
+async def _site_option(
+    engine: PlacementEngine,
+    site: Site,
+    req: PlacementRequest,
+    profile: JobProfile,
+    objective: Objective,
+    book: FactBook,
+    links: list[SiteLink],
+    now: float,
+    max_age_days: float,
+    deadline_h: float | None,
+    free: int,
+) -> SiteOption:
+    in_site = req.with_(sites=(site.name,), cross_site=False, limit=1)
+    result = await engine.place(in_site, explain_infeasible=False)
+    wait_h = 0.0
+    if not result.candidates:
+        result, wait_h = await _after_wait(engine, site.name, in_site, now)
+    if not result.candidates:
+        return SiteOption(
+            site=site.name,
+            capacity=None,
+            fits=False,
+            reason=f"no placement of {req.gpus} GPUs here, now or as leases run out ({free} GPUs free)",
+        )
+    cand = result.candidates[0]
+    model = cand.gpus[0].model
+    measured = (await measured_power(engine.gw, [model])).get(model)
+    view = PlacementView(
+        gpus=len(cand.gpus),
+        model=model,
+        bottleneck_gbps=cand.bottleneck_gbps,
+        hosts=tuple(h.name for h in cand.hosts),
+        measured_power_w=measured[0] if measured else None,
+        measured_gpus=measured[1] if measured else 0,
+        wait_hours=wait_h,
+    )
+    if not site.capacity_kinds:
+        return SiteOption(
+            site=site.name,
+            capacity=None,
+            fits=True,
+            placement=view,
+            missing=[f"capacity kinds of site {site.name}"],
+            reason="the site names no capacity kind (owned, reserved, on-demand, spot)",
+        )
+    per_kind = [
+        evaluate(site, kind, view, profile, book, links, now=now, max_age_days=max_age_days, deadline_h=deadline_h)
+        for kind in site.capacity_kinds
+    ]
+    return best_for_site(per_kind, objective)
+
+
+MAX_WAIT_STEPS = 12
+
+
+async def _after_wait(
+    engine: PlacementEngine, site: str, req: PlacementRequest, now: float
+) -> tuple[PlacementResult, float]:
+    """The placement once enough leases have run out, and the hours until then.
+
+    Reserved GPUs are released in lease-expiry order; the first expiry after which the job
+    fits is the predicted wait (a lower bound: a lease that is renewed ends later). At most
+    MAX_WAIT_STEPS expiry times are tried, evenly spread, so the work is bounded.
+    """
+    held = await reserved_gpus(engine.gw, site)
+    times = sorted({t for _u, _h, t in held})
+    if not times:
+        return PlacementResult([], [], 0, 0.0), 0.0
+    step = max(1, -(-len(times) // MAX_WAIT_STEPS))
+    probes = [*times[step - 1 :: step]]
+    if probes[-1] != times[-1]:
+        probes.append(times[-1])
+    for t in probes:
+        freed = [(u, h) for u, h, when in held if when <= t]
+        result = await engine.place(
+            req,
+            explain_infeasible=False,
+            virtual_free=frozenset(u for u, _h in freed),
+            extra_hosts=tuple(sorted({h for _u, h in freed})),
+        )
+        if result.candidates:
+            return result, max(0.0, (t - now) / 3600.0)
+    return PlacementResult([], [], 0, 0.0), 0.0
+
+
+async def replace_sites(gw: Gateway, catalog: SiteCatalog, now: float) -> int:
+    return await put_sites(gw, catalog, now)
+
+
+async def load_prices(gw: Gateway, catalog: PriceCatalog, now: float) -> FactsWritten:
+    return await put_facts(gw, catalog.all_facts(), now)
+
+
+async def set_fact(gw: Gateway, fact: Fact, now: float) -> FactsWritten:
+    return await put_facts(gw, [fact], now)
+
+
+async def facts(gw: Gateway) -> list[Fact]:
+    return (await fact_book(gw)).facts
+
+
+async def sites_overview(gw: Gateway) -> tuple[list[Site], dict[str, list[tuple[str, int, int]]]]:
+    """Sites, and per site its GPUs by model: (model, gpus, free)."""
+    counts: dict[str, list[tuple[str, int, int]]] = {}
+    for cap in await site_capacity(gw):
+        counts.setdefault(cap.site, []).append((cap.model, cap.gpus, cap.free))
+    return await list_sites(gw), counts
