@@ -128,6 +128,7 @@ def request_input(text: str) -> dict[str, object]:
         "excludeUnhealthy": r.exclude_unhealthy,
         "excludeHosts": list(r.exclude_hosts),
         "limit": r.limit,
+        "exclusive": r.exclusive,
         "preferences": {"hosts": list(r.prefer_hosts), "packing": r.packing.name, "coolerGpus": r.prefer_cool},
         **({"capabilities": _capabilities(r)} if r.capabilities else {}),
         "sites": list(r.sites),

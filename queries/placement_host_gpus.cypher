@@ -11,4 +11,4 @@ RETURN h.name AS host, h.rack AS rack, h.scalable_unit AS scalable_unit, h.leave
        g.memory_mib AS memory_mib, g.state AS state, g.health AS health, g.temperature_c AS temperature_c,
        g.utilization_pct AS utilization_pct, d.uuid AS domain, d.kind AS domain_kind, n.name AS nic,
        n.rail AS rail, n.rate_gbps AS nic_rate_gbps, a.via AS via, leaf.name AS leaf,
-       g.nvswitch_gbps AS nvswitch_gbps, g.lease_expires_at AS lease_expires_at, g.mig_mode AS mig_mode
+       g.nvswitch_gbps AS nvswitch_gbps, g.lease_expires_at AS lease_expires_at, g.mig_mode AS mig_mode, n.state AS nic_state

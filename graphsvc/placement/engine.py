@@ -20,7 +20,7 @@ from graphsvc.placement import score
 from graphsvc.placement.explain import describe, diagnose
 from graphsvc.placement.model import Candidate, Gpu, Host, InfeasibleReason, PlacementResult, hops
 from graphsvc.placement.request import NVLinkRequirement, Packing, PlacementRequest
-from graphsvc.placement.select import bottleneck, choose_in_host, eligible, rank_order
+from graphsvc.placement.select import bottleneck, choose_in_host, eligible, rail_up, rank_order
 from graphsvc.sites import locality
 from graphsvc.sites.store import host_sites
 from graphsvc.store.gateway import Gateway
@@ -370,7 +370,7 @@ class _Search:
         req = self.req
         hosts = [h for h in hosts if h.name not in req.exclude_hosts]
         if req.gpus_per_host is None:
-            pools = [(h, [g for g in h.gpus if eligible(g, req)]) for h in hosts]
+            pools = [(h, [g for g in h.gpus if eligible(g, req) and rail_up(g)]) for h in hosts]
             pools = [p for p in pools if p[1]]
             chosen = self._fill(pools, req.gpus)
         else:
@@ -390,7 +390,7 @@ class _Search:
         count = req.gpus // p
         options: list[tuple[Host, list[Gpu]]] = []
         for host in hosts:
-            pool = [g for g in host.gpus if eligible(g, req)]
+            pool = [g for g in host.gpus if eligible(g, req) and rail_up(g)]
             if len(pool) >= p:
                 options.append((host, pool))
         if len(options) < count:
@@ -563,6 +563,7 @@ def _candidate(
         preferred=sum(1 for h in hosts if h.name in req.prefer_hosts) / len(hosts) if req.prefer_hosts else 0.0,
         largest_before=before,
         largest_after=after,
+        idle=score.idleness([g.utilization_pct for g in gpus if g.utilization_pct is not None]),
     )
     worst_hops = _max_hops(hosts) or 0
     received = [h.received_at for h in hosts if h.received_at is not None]

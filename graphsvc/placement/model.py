@@ -32,6 +32,7 @@ class Gpu:
     leaf: str | None
     # MIG enabled: the GPU is partitioned into slices, so it is never offered whole.
     mig_mode: bool = False
+    nic_state: str | None = None  # the nearest NIC's port state ("active", "down", ...), None if unknown
     # Filled from NVLink edges: total GB/s to switches, direct GB/s per peer uuid.
     switch_gbps: float = 0.0
     direct: dict[str, float] = field(default_factory=dict)
@@ -57,6 +58,7 @@ class Gpu:
             leaf=row.get("leaf"),
             switch_gbps=float(row.get("nvswitch_gbps") or 0.0),
             mig_mode=bool(row.get("mig_mode")),
+            nic_state=row.get("nic_state"),
         )
 
     @property

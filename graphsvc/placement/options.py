@@ -23,6 +23,7 @@ OPTIONS = {
     "gpu-nic-affinity": "each GPU with a NIC on its own PCIe switch or NUMA node",
     "allow-unhealthy": "also consider degraded or failed GPUs",
     "no-prefer-cool": "do not prefer cooler GPUs on ties",
+    "exclusive": "the job needs its GPUs to itself: GPUs busy outside reservations (>= 10% utilised) are not free",
     "cc>=": "NVIDIA compute capability at least this (e.g. cc>=9.0)",
     "mem-bw>=": "GPU memory bandwidth at least this many GB/s (e.g. mem-bw>=3000)",
     "fp8": "GPUs with FP8 tensor/matrix cores (Hopper, Ada, Blackwell, CDNA3+)",

@@ -66,6 +66,8 @@ class PlacementRequest:
     exclude_unhealthy: bool = True
     exclude_hosts: tuple[str, ...] = ()
     limit: int = 3
+    # The job needs the GPUs to itself: GPUs busy outside the service's reservations are not free.
+    exclusive: bool = False
     # What the GPUs must be able to do (compute capability, memory bandwidth, FP8/FP4, link generation).
     capabilities: CapabilityNeeds = field(default_factory=CapabilityNeeds)
     # Soft preferences: they order candidates, never exclude one.
@@ -169,6 +171,7 @@ _FLAGS = {
     "allow-unhealthy": ("exclude_unhealthy", False),
     "no-prefer-cool": ("prefer_cool", False),
     "cross-site": ("cross_site", True),
+    "exclusive": ("exclusive", True),
 }
 _CAPABILITY_FLAGS = {"fp8": "fp8", "fp4": "fp4"}
 

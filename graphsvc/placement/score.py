@@ -11,7 +11,8 @@ The order (highest first):
 2. Requests that **name a model** (all candidates are that model): **best fit** (the share of
    the touched units' free GPUs the candidate uses; 1.0 leaves no fragment), then
    **bottleneck bandwidth**, then **health**, then **temperature** (only when the request
-   asks for cool GPUs).
+   asks for cool GPUs), then **idleness** (live utilisation reported by the collectors: load
+   from outside the service's reservations slows a job sharing the GPU).
 3. Requests that **name no model** (a heterogeneous cluster may offer H100 boards, an NVL72
    rack and A100 bridged pairs to the same request): the **best bandwidth available, unless
    taking it would cost a larger job its place**. A candidate that keeps the cluster's
@@ -57,6 +58,7 @@ class Facts:
     preferred: float  # share of the candidate's hosts the request prefers
     largest_before: int  # the cluster's largest free block (GPUs in one host or NVLink domain)
     largest_after: int  # ... if this candidate were taken
+    idle: float = 1.0  # 0..1, 1 - mean utilisation / 100 (load outside the service's reservations)
 
 
 def bandwidth_share(gbps: float | None, weights: Weights = WEIGHTS) -> float:
@@ -70,6 +72,13 @@ def coolness(temperatures: list[float]) -> float:
     if not temperatures:
         return UNKNOWN_TEMPERATURE_COOL
     return 1.0 - sum(temperatures) / len(temperatures) / 100.0
+
+
+def idleness(utilizations: list[float]) -> float:
+    """1 - mean utilisation / 100; no utilisation reported counts as idle."""
+    if not utilizations:
+        return 1.0
+    return 1.0 - min(100.0, sum(utilizations) / len(utilizations)) / 100.0
 
 
 def keeps_largest_block(f: Facts) -> bool:
@@ -92,9 +101,10 @@ def sort_key(f: Facts, *, names_model: bool, prefer_cool: bool) -> tuple[float, 
     bw = round(bandwidth_share(f.bottleneck_gbps), 4)
     fit = round(f.fit, 4)
     cool = round(f.cool, 4) if prefer_cool else 0.0
+    idle = round(f.idle, 4)  # last: a GPU someone else is computing on is slower for this job
     if names_model:
-        return (f.preferred, fit, bw, f.healthy, cool)
-    return (f.preferred, 1.0 if keeps_largest_block(f) else 0.0, bw, fit, f.healthy, cool)
+        return (f.preferred, fit, bw, f.healthy, cool, idle)
+    return (f.preferred, 1.0 if keeps_largest_block(f) else 0.0, bw, fit, f.healthy, cool, idle)
 
 
 def choice_note(chosen: Facts, others: list[Facts], *, names_model: bool) -> str:

@@ -15,6 +15,10 @@ from graphsvc.placement.model import PCIE_GBPS, SWITCHED_KINDS, Gpu, nvlink_gbps
 from graphsvc.placement.request import NVLinkRequirement, PlacementRequest
 
 UNHEALTHY = frozenset({"failed", "degraded"})
+# Utilisation at or above this, on a GPU no reservation holds, means someone runs outside the service.
+BUSY_UTILIZATION_PCT = 10.0
+# NIC port states (topo_facts.models.PortState) under which a GPU's rail carries no traffic.
+NIC_DOWN = frozenset({"down", "init"})
 MAX_CLIQUE_SEARCH_NODES = 32
 
 
@@ -37,7 +41,15 @@ def eligible(gpu: Gpu, req: PlacementRequest) -> bool:
         return False
     if req.capabilities and req.capabilities.unmet(gpu.model) is not None:
         return False
+    if req.exclusive and (gpu.utilization_pct or 0.0) >= BUSY_UTILIZATION_PCT:
+        return False
     return not (req.gpu_nic_affinity and gpu.via != "pcie-switch")
+
+
+def rail_up(gpu: Gpu) -> bool:
+    """Can this GPU talk to other hosts? Not when its nearest NIC's port is known to be down
+    (a multi-host job would route its traffic through another rail at a fraction of the speed)."""
+    return (gpu.nic_state or "").lower() not in NIC_DOWN
 
 
 def pair_gbps(a: Gpu, b: Gpu) -> float:

@@ -63,6 +63,9 @@ class PlacementRequestInput:
     exclude_unhealthy: bool = True
     exclude_hosts: list[str] = strawberry.field(default_factory=list)
     limit: int = 3
+    exclusive: bool = strawberry.field(
+        default=False, description="The job needs its GPUs to itself: GPUs busy outside reservations are not offered"
+    )
     capabilities: CapabilityInput | None = None
     preferences: PlacementPreferences | None = None
     sites: list[str] = strawberry.field(default_factory=list, description="Only these sites (docs/sites.md)")
@@ -86,6 +89,7 @@ class PlacementRequestInput:
             exclude_unhealthy=self.exclude_unhealthy,
             exclude_hosts=tuple(self.exclude_hosts),
             limit=self.limit,
+            exclusive=self.exclusive,
             prefer_hosts=tuple(prefs.hosts),
             packing=PackingPref(prefs.packing.value),
             prefer_cool=prefs.cooler_gpus,
