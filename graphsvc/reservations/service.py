@@ -15,7 +15,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +23,7 @@ from graphsvc.placement.engine import PlacementEngine
 from graphsvc.placement.model import InfeasibleReason
 from graphsvc.placement.request import PlacementRequest, RequestError, format_request
 from graphsvc.reservations.events import Event, EventBus
+from graphsvc.reservations.fastpath import ModelCache, fast_path_mode, in_host_params
 from graphsvc.store.errors import StoreConstraintError
 from graphsvc.store.gateway import Gateway
 
@@ -184,6 +185,8 @@ class ReservationService:
         self.max_attempts = max_attempts
         self.events = events or EventBus()
         self.engine = PlacementEngine(gateway, clock=clock)
+        self.models = ModelCache()
+        self.fast_attempts = 3  # one-statement tries (next candidate each) before the general search
 
     # ---- reading ----------------------------------------------------------------------
 
@@ -271,6 +274,9 @@ class ReservationService:
             return await self._reserve_exact(list(gpus), props, ttl, idempotency_key, holder)
         assert request is not None
         props["request"] = format_request(request)
+        fast = await self._reserve_in_host(request, props, ttl, idempotency_key, holder)
+        if fast is not None:
+            return fast
         # Lapsed leases free their GPUs now, not at the reaper's next run: the candidate
         # search reads free counters, which only a reaped reservation gives back.
         await self.expire_due()
@@ -364,12 +370,44 @@ class ReservationService:
         rows = await self.gw.write("reservations/reserve_gpus", {"uuids": uuids, "props": props, "now": now})
         return bool(rows)
 
+    async def _reserve_in_host(
+        self, request: PlacementRequest, props: dict[str, Any], ttl: int, key: str | None, holder: str
+    ) -> ReserveOutcome | None:
+        """Match and take in one statement (fastpath.py); None: not that shape, or no host had it."""
+        mode = fast_path_mode(request)
+        if mode is None:
+            return None
+        models = await self.models.accepted(self.gw, request)
+        if not models:
+            return None
+        stale_after = self.engine.stale_after_s
+        for attempt in range(self.fast_attempts):
+
+            async def write(attempt: int = attempt) -> bool:
+                now = self.clock()
+                full = {**props, "created_at": now, "expires_at": now + ttl, "gpu_count": request.gpus}
+                params = in_host_params(
+                    request, mode, models, full, seed=key or str(props["id"]), attempt=attempt, now=now,
+                    stale_before=None if stale_after is None else now - stale_after,
+                )  # fmt: skip
+                return bool(await self.gw.write("reservations/reserve_in_host", params))
+
+            done = await self._attempt_with(write, props, key, holder)
+            if done is not None:
+                return done
+        return None
+
     async def _attempt(
         self, uuids: list[str], props: dict[str, Any], ttl: int, key: str | None, holder: str
     ) -> ReserveOutcome | None:
         """One write; the reservation, or None when a GPU was taken (or the key raced in)."""
+        return await self._attempt_with(lambda: self._write(uuids, props, ttl), props, key, holder)
+
+    async def _attempt_with(
+        self, write: Callable[[], Awaitable[bool]], props: dict[str, Any], key: str | None, holder: str
+    ) -> ReserveOutcome | None:
         try:
-            ok = await self._write(uuids, props, ttl)
+            ok = await write()
         except StoreConstraintError:
             if key is not None:
                 existing = await self.get_many(keys=[key])

@@ -1,0 +1,120 @@
+"""The one-statement reserve for the common shape: all GPUs on one host.
+
+`reservations/reserve_in_host.cypher` finds the candidates and takes one in a single
+statement (no read-then-write race, two store round trips per reservation instead of ten).
+This module decides which requests it can answer exactly as the general search would allow
+(everything it checks in Cypher is listed in `fast_path_mode`), and where among equally good
+candidates a request starts (`slot`), so concurrent reserves spread over hosts instead of all
+racing for the best fit. A request it cannot take falls back to the general path, which still
+answers every shape; nothing here changes what a valid answer is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+from typing import TypedDict
+
+from graphsvc.placement.request import NVLinkRequirement, Packing, PlacementRequest
+from graphsvc.store.gateway import Gateway
+
+MAX_HOST_GPUS = 128
+TOP_K = 8  # equally good candidates a request may land on
+SCAN_HOSTS = 64  # hosts one statement looks at before it gives up (then the general path runs)
+MODELS_TTL_S = 10.0
+
+
+class InHostParams(TypedDict):
+    """The parameters of reserve_in_host (the reservation's properties travel in `props`)."""
+
+    first_size: int
+    last_size: int
+    exclude: list[str]
+    model: str
+    models: list[str]
+    mode: str
+    n: int
+    k: int
+    scan: int
+    slot: int
+    now: float
+    stale_before: float
+    props: dict[str, object]
+
+
+def fast_path_mode(req: PlacementRequest) -> str | None:
+    """'none', 'any' or 'full-mesh' when one host's free GPUs can answer the request in Cypher.
+
+    Evaluated in the statement: model (exact names), free state, health, excluded hosts,
+    stale hosts, NVLink (one domain; for full mesh a switched one, where any members form a
+    clique). Everything else (memory, temperature, NIC affinity, rails, preferences, spread,
+    per-host splits) goes to the general search.
+    """
+    if req.gpus_per_host not in (None, req.gpus) or req.gpus > MAX_HOST_GPUS:
+        return None
+    if req.rail_aligned or req.gpu_nic_affinity or req.min_memory_gib is not None:
+        return None
+    if req.max_temperature_c is not None or not req.exclude_unhealthy or req.prefer_hosts:
+        return None
+    if req.packing is not Packing.BEST_FIT:
+        return None
+    if req.nvlink is NVLinkRequirement.FULL_MESH and req.gpus > 1:
+        return "full-mesh"
+    if (req.nvlink is NVLinkRequirement.ANY or req.same_nvlink_domain) and req.gpus > 1:
+        return "any"
+    return "none"
+
+
+def slot(seed: str, attempt: int) -> int:
+    """Where among the top candidates this request starts: stable per request, spread across requests."""
+    return int.from_bytes(hashlib.blake2b(seed.encode(), digest_size=4).digest(), "big") + attempt
+
+
+@dataclass
+class ModelCache:
+    """The GPU model names in the graph (topology: changes rarely), refreshed every few seconds.
+
+    A model added since the last refresh only means the fast path misses it once: the general
+    search then answers.
+    """
+
+    ttl_s: float = MODELS_TTL_S
+    models: list[str] = field(default_factory=list)
+    read_at: float = float("-inf")
+
+    async def accepted(self, gw: Gateway, req: PlacementRequest) -> list[str]:
+        if time.monotonic() - self.read_at > self.ttl_s:
+            rows = await gw.read("placement_gpu_models", {})
+            self.models = [str(r["model"]) for r in rows if r.get("model")]
+            self.read_at = time.monotonic()
+        match = req.model_match
+        return [m for m in self.models if match is None or match.matches(m)]
+
+
+def in_host_params(
+    req: PlacementRequest,
+    mode: str,
+    models: list[str],
+    props: dict[str, object],
+    *,
+    seed: str,
+    attempt: int,
+    now: float,
+    stale_before: float | None,
+) -> InHostParams:
+    return InHostParams(
+        first_size=req.gpus,
+        last_size=MAX_HOST_GPUS,
+        exclude=list(req.exclude_hosts),
+        model=req.model_match.prefilter if req.model_match is not None else "",
+        models=models,
+        mode=mode,
+        n=req.gpus,
+        k=TOP_K,
+        scan=SCAN_HOSTS,
+        slot=slot(seed, attempt) % TOP_K,
+        now=now,
+        stale_before=stale_before if stale_before is not None else -1.0e18,
+        props=props,
+    )
