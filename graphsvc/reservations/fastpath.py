@@ -118,3 +118,31 @@ def in_host_params(
         stale_before=stale_before if stale_before is not None else -1.0e18,
         props=props,
     )
+
+
+class BatchRequest(TypedDict):
+    """One request of reserve_in_host_batch (its `$requests` list)."""
+
+    n: int
+    exclude: list[str]
+    model: str
+    models: list[str]
+    mode: str
+    scan: int
+    stale_before: float
+    props: dict[str, object]
+
+
+def batch_request(
+    req: PlacementRequest, mode: str, models: list[str], props: dict[str, object], *, stale_before: float | None
+) -> BatchRequest:
+    return BatchRequest(
+        n=req.gpus,
+        exclude=list(req.exclude_hosts),
+        model=req.model_match.prefilter if req.model_match is not None else "",
+        models=models,
+        mode=mode,
+        scan=SCAN_HOSTS,
+        stale_before=stale_before if stale_before is not None else -1.0e18,
+        props=props,
+    )

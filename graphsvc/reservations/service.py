@@ -23,7 +23,8 @@ from graphsvc.placement.engine import PlacementEngine
 from graphsvc.placement.model import InfeasibleReason
 from graphsvc.placement.request import PlacementRequest, RequestError, format_request
 from graphsvc.reservations.events import Event, EventBus
-from graphsvc.reservations.fastpath import ModelCache, fast_path_mode, in_host_params
+from graphsvc.reservations.fastpath import BatchRequest, ModelCache, batch_request, fast_path_mode, in_host_params
+from graphsvc.reservations.group_commit import GroupCommit
 from graphsvc.store.errors import StoreConstraintError
 from graphsvc.store.gateway import Gateway
 
@@ -177,6 +178,7 @@ class ReservationService:
         max_ttl_s: int = 7 * 24 * 3600,
         max_attempts: int = 5,
         events: EventBus | None = None,
+        group_commit: bool = True,
     ) -> None:
         self.gw = gateway
         self.clock = clock
@@ -187,6 +189,10 @@ class ReservationService:
         self.engine = PlacementEngine(gateway, clock=clock)
         self.models = ModelCache()
         self.fast_attempts = 3  # one-statement tries (next candidate each) before the general search
+        # Single-host reserves arriving while one is in the store go together (group_commit.py).
+        self.group: GroupCommit[BatchRequest, Reservation | None] | None = (
+            GroupCommit(self._reserve_batch) if group_commit else None
+        )
 
     # ---- reading ----------------------------------------------------------------------
 
@@ -381,6 +387,19 @@ class ReservationService:
         if not models:
             return None
         stale_after = self.engine.stale_after_s
+        if self.group is not None:
+            now = self.clock()
+            full = {**props, "created_at": now, "expires_at": now + ttl, "gpu_count": request.gpus}
+            item = batch_request(
+                request, mode, models, full, stale_before=None if stale_after is None else now - stale_after
+            )
+            try:
+                made = await self.group.submit(item)
+            except StoreConstraintError:
+                made = None  # an idempotency key raced in this batch: the single path below sorts it out
+            if made is not None:
+                await self.events.publish(Event("reservation.created", made.id, made.holder, self.clock()))
+                return made
         for attempt in range(self.fast_attempts):
 
             async def write(attempt: int = attempt) -> bool:
@@ -396,6 +415,13 @@ class ReservationService:
             if done is not None:
                 return done
         return None
+
+    async def _reserve_batch(self, items: list[BatchRequest]) -> list[Reservation | None]:
+        """One statement for a batch of single-host reserves; the reservations made, in order (None: not taken)."""
+        rows = await self.gw.write("reservations/reserve_in_host_batch", {"requests": items, "now": self.clock()})
+        ids = [str(i) for i in rows[0]["ids"]] if rows else []
+        found = {r.id: r for r in await self.get_many(ids=ids)} if ids else {}
+        return [found.get(str(item["props"]["id"])) for item in items]
 
     async def _attempt(
         self, uuids: list[str], props: dict[str, Any], ttl: int, key: str | None, holder: str

@@ -146,6 +146,30 @@ EXAMPLES: dict[str, dict[str, Any]] = {
             "idempotency_key": "rsv-in-host",
         },
     },
+    "reservations/reserve_in_host_batch": {
+        "now": time.time(),
+        "requests": [
+            {
+                "n": n,
+                "exclude": [],
+                "model": "",
+                "models": sorted({g.model for g in FIRST.gpus}),
+                "mode": mode,
+                "scan": 64,
+                "stale_before": 0.0,
+                "props": {
+                    "id": f"rsv-batch-{n}",
+                    "holder": "t",
+                    "state": "active",
+                    "created_at": 1.0,
+                    "expires_at": 2.0,
+                    "gpu_count": n,
+                    "idempotency_key": f"rsv-batch-{n}",
+                },
+            }
+            for n, mode in [(1, "none"), (2, "full-mesh"), (4, "any")]
+        ],
+    },
     "reservations/release_reservation": {"id": "rsv-example", "now": 3.0, "state": "released"},
     "reservations/end_empty_reservation": {"id": "rsv-none", "now": 3.0, "state": "released"},
     "reservations/expire_reservations": {"now": time.time(), "limit": 10},

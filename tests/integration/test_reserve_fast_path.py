@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from graphsvc.placement.request import parse_request
 from graphsvc.reservations.fastpath import fast_path_mode, slot
 from graphsvc.reservations.service import Conflict, Infeasible, Reservation, ReservationService
@@ -17,6 +19,12 @@ TTL = 600
 
 async def counters_agree(gw: Gateway) -> None:
     assert await gw.read("counter_drift") == []
+
+
+def one_statement_calls(gw: Gateway) -> int:
+    """Calls of the match-and-take statement, alone or group-committed."""
+    names = ("reservations/reserve_in_host", "reservations/reserve_in_host_batch")
+    return sum(gw.stats[n].calls for n in names if n in gw.stats)
 
 
 def test_which_requests_take_the_one_statement_path() -> None:
@@ -36,13 +44,16 @@ def test_slots_are_stable_per_request_and_differ_across_requests() -> None:
     assert len({slot(f"rsv-{i}", 0) % 8 for i in range(64)}) > 1
 
 
-async def test_one_host_request_takes_a_full_mesh_on_one_host_and_moves_the_counters(gateway: Gateway) -> None:
+@pytest.mark.parametrize("group_commit", [True, False])
+async def test_one_host_request_takes_a_full_mesh_on_one_host_and_moves_the_counters(
+    gateway: Gateway, group_commit: bool
+) -> None:
     await load(gateway, "superpod-h100:sus=1")
-    svc = ReservationService(gateway)
+    svc = ReservationService(gateway, group_commit=group_commit)
     out = await svc.reserve(holder="a", request=parse_request("4xH100 nvlink=full-mesh"), ttl_s=TTL)
     assert isinstance(out, Reservation), out
     assert len(out.gpus) == 4 and len({g.host for g in out.gpus}) == 1
-    assert gateway.stats["reservations/reserve_in_host"].calls == 1
+    assert one_statement_calls(gateway) == 1
     assert "reservations/reserve_gpus" not in gateway.stats  # the general path did not run
     await counters_agree(gateway)
     await svc.release(out.id)
@@ -62,8 +73,9 @@ async def test_best_fit_host_is_preferred(gateway: Gateway) -> None:
 
 
 async def test_concurrent_reserves_spread_and_never_share_a_gpu(gateway: Gateway) -> None:
+    """Without group commit: sixteen single statements race, spread by their slots, retry the next."""
     await load(gateway, "superpod-h100:sus=1")
-    svc = ReservationService(gateway)
+    svc = ReservationService(gateway, group_commit=False)
     outs = await asyncio.gather(
         *(svc.reserve(holder=f"c{i}", request=parse_request("8xH100 nvlink=full-mesh"), ttl_s=TTL) for i in range(16))
     )
@@ -86,7 +98,7 @@ async def test_full_mesh_on_direct_attached_nvlink_falls_back_to_the_general_sea
     svc = ReservationService(gateway)
     out = await svc.reserve(holder="a", request=parse_request("4xV100 nvlink=full-mesh"), ttl_s=TTL)
     assert isinstance(out, (Reservation, Infeasible, Conflict)), out
-    assert gateway.stats["reservations/reserve_in_host"].calls >= 1
+    assert one_statement_calls(gateway) >= 1
     if isinstance(out, Reservation):
         assert "reservations/reserve_gpus" in gateway.stats
     await counters_agree(gateway)
@@ -97,4 +109,48 @@ async def test_unknown_model_is_infeasible_not_a_fast_path_miss(gateway: Gateway
     svc = ReservationService(gateway)
     out = await svc.reserve(holder="a", request=parse_request("2xH100"), ttl_s=TTL)
     assert isinstance(out, Infeasible)
-    assert "reservations/reserve_in_host" not in gateway.stats  # no model matched: nothing to take
+    assert one_statement_calls(gateway) == 0  # no model matched: nothing to take
+
+
+def _batch_item(n: int, mode: str, models: list[str], rid: str) -> dict[str, object]:
+    props = {"id": rid, "holder": "b", "state": "active", "created_at": 1.0, "expires_at": 1e12,
+             "gpu_count": n, "idempotency_key": rid}  # fmt: skip
+    return {"n": n, "exclude": [], "model": "", "models": models, "mode": mode, "scan": 64,
+            "stale_before": -1.0, "props": props}  # fmt: skip
+
+
+async def test_one_batch_statement_gives_each_request_its_own_gpus(gateway: Gateway) -> None:
+    """Requests of one batch that want the same best-fit host never share a GPU; one that cannot
+    be served gets no reservation while the others commit."""
+    cluster = await load(gateway, "l40s:hosts=2")
+    models = sorted({g.model for h in cluster.hosts for g in h.gpus})
+    per_host = len(cluster.hosts[0].gpus)
+    asks = [(1, "r1"), (per_host - 1, "r2"), (per_host, "r3"), (per_host, "r4-too-many")]
+    rows = await gateway.write(
+        "reservations/reserve_in_host_batch",
+        {"now": 0.0, "requests": [_batch_item(n, "none", models, rid) for n, rid in asks]},
+    )
+    assert sorted(rows[0]["ids"]) == ["r1", "r2", "r3"]
+    svc = ReservationService(gateway)
+    made = {r.id: r for r in await svc.get_many(ids=["r1", "r2", "r3"])}
+    uuids = [g.uuid for r in made.values() for g in r.gpus]
+    assert len(uuids) == len(set(uuids)) == 2 * per_host
+    assert {len(r.gpus) for r in made.values()} == {1, per_host - 1, per_host}
+    assert len({g.host for g in made["r1"].gpus + made["r2"].gpus}) == 1  # best fit: r2 fills r1's host
+    await invariants(gateway, 0.0)
+    await counters_agree(gateway)
+
+
+async def test_concurrent_reserves_are_group_committed(gateway: Gateway) -> None:
+    await load(gateway, "superpod-h100:sus=1")
+    svc = ReservationService(gateway)
+    assert svc.group is not None
+    outs = await asyncio.gather(
+        *(svc.reserve(holder=f"c{i}", request=parse_request("2xH100 nvlink=full-mesh"), ttl_s=TTL) for i in range(24))
+    )
+    assert all(isinstance(o, Reservation) for o in outs)
+    assert svc.group.items == 24 and svc.group.batches < 24  # several requests per statement
+    await invariants(gateway, 0.0)
+    await counters_agree(gateway)
+    await asyncio.gather(*(svc.release(o.id) for o in outs if isinstance(o, Reservation)))
+    await counters_agree(gateway)
