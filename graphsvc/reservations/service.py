@@ -193,6 +193,9 @@ class ReservationService:
         self.group: GroupCommit[BatchRequest, Reservation | None] | None = (
             GroupCommit(self._reserve_batch) if group_commit else None
         )
+        self.release_group: GroupCommit[str, Reservation | None] | None = (
+            GroupCommit(self._release_batch) if group_commit else None
+        )
 
     # ---- reading ----------------------------------------------------------------------
 
@@ -423,6 +426,16 @@ class ReservationService:
         found = {r.id: r for r in await self.get_many(ids=ids)} if ids else {}
         return [found.get(str(item["props"]["id"])) for item in items]
 
+    async def _release_batch(self, ids: list[str]) -> list[Reservation | None]:
+        """One statement for a batch of releases; each released reservation, in order (None: not released here)."""
+        rows = await self.gw.write(
+            "reservations/release_batch", {"ids": sorted(set(ids)), "now": self.clock(), "state": "released"}
+        )
+        ended = {str(i) for i in rows[0]["ids"]} if rows else set()
+        found = {r.id: r for r in await self.get_many(ids=sorted(ended))} if ended else {}
+        first = {i: n for n, i in reversed(list(enumerate(ids)))}  # a duplicate answers on its own (no 2nd event)
+        return [found.get(i) if i in ended and first[i] == n else None for n, i in enumerate(ids)]
+
     async def _attempt(
         self, uuids: list[str], props: dict[str, Any], ttl: int, key: str | None, holder: str
     ) -> ReserveOutcome | None:
@@ -514,6 +527,11 @@ class ReservationService:
         """Idempotent: releasing an ended reservation returns it as it is."""
         if not _printable(reservation_id):
             return NotFound(reservation_id, "no such reservation")
+        if self.release_group is not None and state == "released":
+            released = await self.release_group.submit(reservation_id)
+            if released is not None:
+                await self.events.publish(Event("reservation.released", released.id, released.holder, self.clock()))
+                return released
         rows = await self.gw.write(
             "reservations/release_reservation", {"id": reservation_id, "now": self.clock(), "state": state}
         )

@@ -171,6 +171,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         ],
     },
     "reservations/release_reservation": {"id": "rsv-example", "now": 3.0, "state": "released"},
+    "reservations/release_batch": {"ids": ["rsv-in-host", "rsv-batch-1", "rsv-none"], "now": 3.0, "state": "released"},
     "reservations/end_empty_reservation": {"id": "rsv-none", "now": 3.0, "state": "released"},
     "reservations/expire_reservations": {"now": time.time(), "limit": 10},
     "reservations/expired_without_gpus": {"now": time.time(), "limit": 10},

@@ -152,5 +152,10 @@ async def test_concurrent_reserves_are_group_committed(gateway: Gateway) -> None
     assert svc.group.items == 24 and svc.group.batches < 24  # several requests per statement
     await invariants(gateway, 0.0)
     await counters_agree(gateway)
-    await asyncio.gather(*(svc.release(o.id) for o in outs if isinstance(o, Reservation)))
+    ids = [o.id for o in outs if isinstance(o, Reservation)]
+    released = await asyncio.gather(*(svc.release(i) for i in [*ids, ids[0]]))  # one released twice at once
+    assert all(isinstance(r, Reservation) and r.state == "released" for r in released)
+    assert svc.release_group is not None and svc.release_group.batches < 25
     await counters_agree(gateway)
+    taken = [g.uuid for o in outs if isinstance(o, Reservation) for g in o.gpus]
+    assert not await gateway.read("reservations/gpu_holders", {"uuids": taken, "now": 0.0})  # all free again
