@@ -23,7 +23,14 @@ from graphsvc.placement.engine import PlacementEngine
 from graphsvc.placement.model import InfeasibleReason
 from graphsvc.placement.request import PlacementRequest, RequestError, format_request
 from graphsvc.reservations.events import Event, EventBus
-from graphsvc.reservations.fastpath import BatchRequest, ModelCache, batch_request, fast_path_mode, in_host_params
+from graphsvc.reservations.fastpath import (
+    SCAN_HOSTS,
+    BatchRequest,
+    ModelCache,
+    batch_request,
+    fast_path_mode,
+    in_host_params,
+)
 from graphsvc.reservations.group_commit import GroupCommit
 from graphsvc.store.errors import StoreConstraintError
 from graphsvc.store.gateway import Gateway
@@ -421,6 +428,9 @@ class ReservationService:
 
     async def _reserve_batch(self, items: list[BatchRequest]) -> list[Reservation | None]:
         """One statement for a batch of single-host reserves; the reservations made, in order (None: not taken)."""
+        # Each request reads only as many candidate hosts as the batch could use up, plus a few.
+        scan = min(SCAN_HOSTS, len(items) + 8)
+        items = [{**item, "scan": min(item["scan"], scan)} for item in items]
         rows = await self.gw.write("reservations/reserve_in_host_batch", {"requests": items, "now": self.clock()})
         ids = [str(i) for i in rows[0]["ids"]] if rows else []
         found = {r.id: r for r in await self.get_many(ids=ids)} if ids else {}
