@@ -42,6 +42,7 @@ class ReserveBody(BaseModel):
     preemptible: bool = False
     labels: list[str] = Field(default_factory=list, max_length=svc.MAX_LABELS)
     allowPreemption: bool = False
+    explain: bool = Field(default=False, description="on Infeasible, the full diagnosis (costs several searches)")
 
 
 class GpuOut(BaseModel):
@@ -135,6 +136,7 @@ async def reserve(body: ReserveBody, request: Request, caller: Caller) -> Outcom
         preemptible=body.preemptible,
         labels=body.labels,
         allow_preemption=body.allowPreemption,
+        explain=body.explain,
     )
     if isinstance(out, svc.Reservation):
         return _reservation(out)

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from graphsvc.placement.engine import PlacementEngine
+from graphsvc.placement.engine import PlacementEngine, unknown_model
 from graphsvc.placement.model import InfeasibleReason
 from graphsvc.placement.request import PlacementRequest, RequestError, format_request
 from graphsvc.reservations.events import Event, EventBus
@@ -243,7 +243,12 @@ class ReservationService:
         labels: Sequence[str] = (),
         allow_preemption: bool = False,
         owner: str | None = None,
+        explain: bool = False,
     ) -> ReserveOutcome:
+        """`explain`: an Infeasible answer carries the full diagnosis (each constraint that alone
+        blocks it, the largest count that fits); without it, the cheap reasons only (unknown model,
+        or one line), since the diagnosis costs several searches and a scheduler retrying later
+        rarely reads it. `placement` always explains."""
         try:
             ttl = self._ttl(ttl_s)
             _check_text("holder", holder, 256)
@@ -296,7 +301,7 @@ class ReservationService:
         # Lapsed leases free their GPUs now, not at the reaper's next run: the candidate
         # search reads free counters, which only a reaped reservation gives back.
         await self.expire_due()
-        placed = await self._reserve_placed(request, props, ttl, idempotency_key, holder)
+        placed = await self._reserve_placed(request, props, ttl, idempotency_key, holder, explain)
         if allow_preemption and isinstance(placed, (Conflict, Infeasible)):
             preempted = await self._reserve_preempting(request, props, ttl)
             if preempted is not None:
@@ -481,16 +486,23 @@ class ReservationService:
         return done if done is not None else await self._conflict(uuids)
 
     async def _reserve_placed(
-        self, request: PlacementRequest, props: dict[str, Any], ttl: int, key: str | None, holder: str
+        self,
+        request: PlacementRequest,
+        props: dict[str, Any],
+        ttl: int,
+        key: str | None,
+        holder: str,
+        explain: bool = True,
     ) -> ReserveOutcome:
         tried = 0
         last: list[str] = []
         for _round in range(2):  # a second look if every candidate was taken under us
-            result = await self.engine.place(request.with_(limit=min(20, max(request.limit, self.max_attempts))))
+            ask = request.with_(limit=min(20, max(request.limit, self.max_attempts)))
+            result = await self.engine.place(ask, explain_infeasible=explain)
             if not result.candidates:
                 if tried:
                     break
-                return Infeasible(result.infeasible)
+                return Infeasible(result.infeasible if explain else await self._cheap_reasons(request))
             for candidate in result.candidates:
                 if tried >= self.max_attempts * 2:
                     break
@@ -500,6 +512,20 @@ class ReservationService:
                 if done is not None:
                     return done
         return await self._conflict(last, f"every candidate ({tried} tried) was taken by concurrent reservations")
+
+    async def _cheap_reasons(self, request: PlacementRequest) -> list[InfeasibleReason]:
+        """Why nothing fits, without the diagnosis's extra searches: an unknown model, or one line."""
+        unknown = await unknown_model(self.gw, request)
+        if unknown:
+            return unknown
+        text = format_request(request)
+        return [
+            InfeasibleReason(
+                "placement",
+                f"nothing free fits {text!r} now; reserve with explain (or ask placement) for which constraint "
+                "blocks it and the nearest request that fits",
+            )
+        ]
 
     async def _conflict(self, uuids: list[str], message: str | None = None) -> Conflict:
         rows = await self.gw.read("reservations/gpu_holders", {"uuids": uuids, "now": self.clock()})

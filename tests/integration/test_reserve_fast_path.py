@@ -159,3 +159,19 @@ async def test_concurrent_reserves_are_group_committed(gateway: Gateway) -> None
     await counters_agree(gateway)
     taken = [g.uuid for o in outs if isinstance(o, Reservation) for g in o.gpus]
     assert not await gateway.read("reservations/gpu_holders", {"uuids": taken, "now": 0.0})  # all free again
+
+
+async def test_reserve_explains_an_infeasible_request_only_when_asked(gateway: Gateway) -> None:
+    await load(gateway, "l40s:hosts=2")
+    svc = ReservationService(gateway)
+
+    def calls() -> int:
+        return sum(s.calls for s in gateway.stats.values())
+
+    start = calls()
+    cheap = await svc.reserve(holder="a", request=parse_request("2xL40S nvlink=any"), ttl_s=TTL)
+    assert isinstance(cheap, Infeasible) and [r.constraint for r in cheap.reasons] == ["placement"]
+    middle = calls()
+    full = await svc.reserve(holder="a", request=parse_request("2xL40S nvlink=any"), ttl_s=TTL, explain=True)
+    assert isinstance(full, Infeasible) and full.reasons[0].constraint == "nvlink"
+    assert calls() - middle > middle - start  # the diagnosis searched again
