@@ -11,6 +11,7 @@ answers every shape; nothing here changes what a valid answer is.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import time
 from dataclasses import dataclass, field
@@ -82,14 +83,20 @@ class ModelCache:
     ttl_s: float = MODELS_TTL_S
     models: list[str] = field(default_factory=list)
     read_at: float = float("-inf")
+    reading: asyncio.Task[list[str]] | None = None  # one read in flight, shared by every waiter
 
     async def accepted(self, gw: Gateway, req: PlacementRequest) -> list[str]:
         if time.monotonic() - self.read_at > self.ttl_s:
-            rows = await gw.read("placement_gpu_models", {})
-            self.models = [str(r["model"]) for r in rows if r.get("model")]
-            self.read_at = time.monotonic()
+            if self.reading is None or self.reading.done():
+                self.reading = asyncio.create_task(self._read(gw))
+            self.models = await asyncio.shield(self.reading)
         match = req.model_match
         return [m for m in self.models if match is None or match.matches(m)]
+
+    async def _read(self, gw: Gateway) -> list[str]:
+        rows = await gw.read("placement_gpu_models", {})
+        self.read_at = time.monotonic()
+        return [str(r["model"]) for r in rows if r.get("model")]
 
 
 def in_host_params(
