@@ -106,6 +106,36 @@ async def run(client: httpx.AsyncClient, gw: Gateway, api: str, clients: int, cy
     }
 
 
+async def raw(gw: Gateway, batch: int, rounds: int) -> dict[str, Any]:
+    """The ceiling: the two batch statements straight through the gateway (no service, no HTTP)."""
+    rows = await gw.read("placement_gpu_models", {})
+    models = [str(r["model"]) for r in rows if r.get("model") and "H100" in str(r["model"])]
+    rng = random.Random(1)
+    made = 0
+    ms: list[float] = []
+    started = time.perf_counter()
+    for k in range(rounds):
+        items: list[dict[str, Any]] = []
+        for i in range(batch):
+            n = rng.choice([1, 2, 4, 8])
+            rid = f"raw{batch}-{k}-{i}"
+            props = {"id": rid, "holder": "raw", "state": "active", "created_at": 0.0, "expires_at": 1e12,
+                     "gpu_count": n, "idempotency_key": rid}  # fmt: skip
+            items.append({"n": n, "link": 2, "props": props})
+        params = {"requests": items, "min_n": min(i["n"] for i in items), "models": models, "model": "h100",
+                  "exclude": [], "stale_before": -1e18, "scan": min(64, batch + 8), "now": time.time()}  # fmt: skip
+        t = time.perf_counter()
+        out = await gw.write("reservations/reserve_in_host_batch", params)
+        ids = list(out[0]["ids"]) if out else []
+        await gw.write("reservations/release_batch", {"ids": ids, "now": time.time(), "state": "released"})
+        ms.append((time.perf_counter() - t) * 1000)
+        made += len(ids)
+    elapsed = time.perf_counter() - started
+    return {"api": "raw statements", "batch": batch, "rounds": rounds, "reservations": made,
+            "reservations_per_s": round(made / elapsed, 1), "batch_cycle_p50_ms": round(statistics.median(ms), 1),
+            "batch_cycle_p99_ms": round(pct(ms, 0.99), 1)}  # fmt: skip
+
+
 def _write(path: str, text: str) -> None:
     Path(path).write_text(text)
 
@@ -116,6 +146,7 @@ async def main() -> None:
     ap.add_argument("--clients", default="1,16,64", help="comma-separated client counts")
     ap.add_argument("--cycles", type=int, default=20, help="reserve+release cycles per client")
     ap.add_argument("--api", default="graphql,rest", help="graphql, rest or both")
+    ap.add_argument("--raw", default="1,16", help="batch sizes for the raw-statement ceiling ('' skips it)")
     ap.add_argument("--out", default=str(ROOT / "docs" / "benchmarks" / "reservations.json"))
     args = ap.parse_args()
     data = Path(tempfile.mkdtemp(prefix="bench-rsv-"))
@@ -140,7 +171,11 @@ async def main() -> None:
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url="http://b", timeout=120) as c:
                 await run(c, gw, "graphql", 2, 3)  # warm-up: plans the statements, fills caches
-                for api in args.api.split(","):
+                for size in (int(x) for x in args.raw.split(",") if x):
+                    ceiling = await raw(gw, size, max(2, args.cycles * 16 // size))
+                    print(json.dumps(ceiling), flush=True)
+                    results.append(ceiling)
+                for api in (a for a in args.api.split(",") if a):
                     for n in (int(x) for x in args.clients.split(",")):
                         result = await run(c, gw, api, n, args.cycles)
                         print(json.dumps({k: v for k, v in result.items() if k != "statements"}), flush=True)

@@ -128,28 +128,54 @@ def in_host_params(
 
 
 class BatchRequest(TypedDict):
-    """One request of reserve_in_host_batch (its `$requests` list)."""
+    """One request of reserve_in_host_batch (an element of its `$requests`)."""
 
     n: int
-    exclude: list[str]
-    model: str
-    models: list[str]
-    mode: str
-    scan: int
-    stale_before: float
+    link: int  # 0: any GPUs, 1: one NVLink domain, 2: a switched domain (full mesh)
     props: dict[str, object]
 
 
-def batch_request(
-    req: PlacementRequest, mode: str, models: list[str], props: dict[str, object], *, stale_before: float | None
-) -> BatchRequest:
-    return BatchRequest(
-        n=req.gpus,
-        exclude=list(req.exclude_hosts),
+@dataclass(frozen=True)
+class BatchKey:
+    """What the requests of one batch statement share: the candidate hosts are read once for them."""
+
+    models: tuple[str, ...]
+    model: str
+    exclude: tuple[str, ...]
+    stale_after_s: float | None
+
+
+@dataclass(frozen=True)
+class BatchItem:
+    key: BatchKey
+    request: BatchRequest
+
+
+LINK = {"none": 0, "any": 1, "full-mesh": 2}
+
+
+def batch_item(
+    req: PlacementRequest, mode: str, models: list[str], props: dict[str, object], *, stale_after_s: float | None
+) -> BatchItem:
+    key = BatchKey(
+        models=tuple(models),
         model=req.model_match.prefilter if req.model_match is not None else "",
-        models=models,
-        mode=mode,
-        scan=SCAN_HOSTS,
-        stale_before=stale_before if stale_before is not None else -1.0e18,
-        props=props,
+        exclude=tuple(sorted(req.exclude_hosts)),
+        stale_after_s=stale_after_s,
     )
+    return BatchItem(key, BatchRequest(n=req.gpus, link=LINK[mode], props=props))
+
+
+def batch_params(key: BatchKey, requests: list[BatchRequest], now: float) -> dict[str, object]:
+    """Parameters of reserve_in_host_batch. It reads as many candidate hosts as the batch could
+    use up (one per request, plus a few), never more than SCAN_HOSTS."""
+    return {
+        "requests": requests,
+        "min_n": min(r["n"] for r in requests),
+        "models": list(key.models),
+        "model": key.model,
+        "exclude": list(key.exclude),
+        "stale_before": now - key.stale_after_s if key.stale_after_s is not None else -1.0e18,
+        "scan": min(SCAN_HOSTS, len(requests) + 8),
+        "now": now,
+    }

@@ -24,10 +24,12 @@ from graphsvc.placement.model import InfeasibleReason
 from graphsvc.placement.request import PlacementRequest, RequestError, format_request
 from graphsvc.reservations.events import Event, EventBus
 from graphsvc.reservations.fastpath import (
-    SCAN_HOSTS,
+    BatchItem,
+    BatchKey,
     BatchRequest,
     ModelCache,
-    batch_request,
+    batch_item,
+    batch_params,
     fast_path_mode,
     in_host_params,
 )
@@ -197,7 +199,7 @@ class ReservationService:
         self.models = ModelCache()
         self.fast_attempts = 3  # one-statement tries (next candidate each) before the general search
         # Single-host reserves arriving while one is in the store go together (group_commit.py).
-        self.group: GroupCommit[BatchRequest, Reservation | None] | None = (
+        self.group: GroupCommit[BatchItem, Reservation | None] | None = (
             GroupCommit(self._reserve_batch) if group_commit else None
         )
         self.release_group: GroupCommit[str, Reservation | None] | None = (
@@ -405,9 +407,7 @@ class ReservationService:
         if self.group is not None:
             now = self.clock()
             full = {**props, "created_at": now, "expires_at": now + ttl, "gpu_count": request.gpus}
-            item = batch_request(
-                request, mode, models, full, stale_before=None if stale_after is None else now - stale_after
-            )
+            item = batch_item(request, mode, models, full, stale_after_s=stale_after)
             try:
                 made = await self.group.submit(item)
             except StoreConstraintError:
@@ -431,15 +431,21 @@ class ReservationService:
                 return done
         return None
 
-    async def _reserve_batch(self, items: list[BatchRequest]) -> list[Reservation | None]:
-        """One statement for a batch of single-host reserves; the reservations made, in order (None: not taken)."""
-        # Each request reads only as many candidate hosts as the batch could use up, plus a few.
-        scan = min(SCAN_HOSTS, len(items) + 8)
-        items = [{**item, "scan": min(item["scan"], scan)} for item in items]
-        rows = await self.gw.write("reservations/reserve_in_host_batch", {"requests": items, "now": self.clock()})
-        ids = [str(i) for i in rows[0]["ids"]] if rows else []
+    async def _reserve_batch(self, items: list[BatchItem]) -> list[Reservation | None]:
+        """Single-host reserves in one statement per shared key (usually one); the reservations made,
+        in order (None: not taken)."""
+        by_key: dict[BatchKey, list[int]] = {}
+        for n, item in enumerate(items):
+            by_key.setdefault(item.key, []).append(n)
+        ids: list[str] = []
+        for key, members in by_key.items():
+            requests: list[BatchRequest] = [items[n].request for n in members]
+            params = batch_params(key, requests, self.clock())
+            rows = await self.gw.write("reservations/reserve_in_host_batch", params)
+            if rows:
+                ids.extend(str(i) for i in rows[0]["ids"])
         found = {r.id: r for r in await self.get_many(ids=ids)} if ids else {}
-        return [found.get(str(item["props"]["id"])) for item in items]
+        return [found.get(str(item.request["props"]["id"])) for item in items]
 
     async def _release_batch(self, ids: list[str]) -> list[Reservation | None]:
         """One statement for a batch of releases; each released reservation, in order (None: not released here)."""

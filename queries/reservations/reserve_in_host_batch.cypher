@@ -1,43 +1,39 @@
-// Group commit of reserve_in_host: several single-host requests ($requests, in arrival order)
-// matched and taken in one statement (one transaction), each with its own answer. Each request
-// reads its candidates like reserve_in_host (best fit first, at most `scan` hosts); then the
-// requests are served in order, each taking the first candidate group that still has `n`
-// GPUs no earlier request of the batch took (coolest first), so the batch never hands a GPU
-// out twice. Locks as everywhere (all the GPUs of the batch by uuid, then their counters),
-// then each request checks its own GPUs' states: a request whose GPUs another transaction took
-// gets no reservation (it retries on its own), the others commit. Counters move by deltas.
+// Group commit of reserve_in_host: several single-host requests ($requests, in arrival order,
+// sharing the accepted models, excluded hosts and staleness cut-off) matched and taken in one
+// statement (one transaction), each with its own answer. The candidate hosts are read once for
+// the batch (best fit for the smallest request first, at most $scan hosts), their free GPUs of the
+// accepted models grouped by NVLink domain, coolest first, the groups in best-fit order. Then the
+// requests are served in order: each takes the next `n` untaken GPUs of the first group that
+// still has them and whose link class suffices (`link`: 0 none, 1 one NVLink domain, 2 a switched
+// domain: any members form a full mesh), so the batch never hands a GPU out twice and small
+// requests pack together. Locks as everywhere (all the GPUs of the batch by uuid, then their
+// counters), then each request checks its own GPUs' states: one whose GPUs another transaction
+// took gets no reservation (it retries on its own), the others commit. Counters move by deltas.
 // Returns one row: the ids created.
-UNWIND range(0, size($requests) - 1) AS i
-UNWIND range($requests[i].n, 128) AS want
+UNWIND range($min_n, 128) AS want
 MATCH (h:Host)
-WHERE h.free_gpus = want AND NOT h.name IN $requests[i].exclude
-  AND toLower(coalesce(h.gpu_model, '')) CONTAINS $requests[i].model
-  AND coalesce(h.received_at, $now) >= $requests[i].stale_before
-WITH i, h, want
-ORDER BY i, want, h.name
-WITH i, collect(h) AS hosts, collect(want) AS wants
-WITH i, hosts[0..$requests[i].scan] AS hosts, wants[0..$requests[i].scan] AS wants
-UNWIND range(0, size(hosts) - 1) AS j
-WITH i, hosts[j] AS h, wants[j] AS want
+WHERE h.free_gpus = want AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
+  AND coalesce(h.received_at, $now) >= $stale_before
+WITH h, want
+ORDER BY want, h.name
+LIMIT $scan
 MATCH (h)-[:HAS_GPU]->(g:GPU)
-WHERE g.state = 'free' AND g.model IN $requests[i].models
-  AND NOT toLower(coalesce(g.health, 'ok')) IN ['failed', 'degraded']
+WHERE g.state = 'free' AND g.model IN $models AND NOT toLower(coalesce(g.health, 'ok')) IN ['failed', 'degraded']
 OPTIONAL MATCH (g)-[:IN_DOMAIN]->(d:NVLinkDomain)
-WITH i, h, want, d, g
-ORDER BY i, h.name, coalesce(g.temperature_c, 50.0), g.index
-WITH i, h, want, d, collect(g) AS members
-WHERE size(members) >= $requests[i].n
-  AND ($requests[i].mode = 'none'
-       OR (d IS NOT NULL AND ($requests[i].mode = 'any' OR d.kind IN ['nvswitch', 'fabric-clique'])))
-WITH i, h, want, members
-ORDER BY i, want, size(members), h.name
-WITH i, collect(members) AS options
-ORDER BY i
-WITH collect(i) AS asked, collect(options) AS choices
-WITH asked, reduce(picks = [], k IN range(0, size(asked) - 1) |
-  picks + [head([p IN [o IN choices[k] | [x IN o WHERE NOT x IN reduce(u = [], q IN picks | u + q)][0..$requests[asked[k]].n]]
-                 WHERE size(p) = $requests[asked[k]].n] + [[]])]) AS chosen
-WITH [k IN range(0, size(asked) - 1) | [asked[k], chosen[k]]] AS picks
+WITH h, want, d, g
+ORDER BY h.name, coalesce(g.temperature_c, 50.0), g.index
+WITH h, want, d, collect(g) AS members
+WITH h, want, members,
+     CASE WHEN d IS NULL THEN 0 WHEN d.kind IN ['nvswitch', 'fabric-clique'] THEN 2 ELSE 1 END AS link
+ORDER BY want, size(members), h.name
+WITH collect(members) AS groups, collect(link) AS links
+WITH groups, reduce(acc = [[x IN groups | 0], []], k IN range(0, size($requests) - 1) |
+  reduce(a = acc, sel IN [head([j IN range(0, size(groups) - 1)
+                                WHERE links[j] >= $requests[k].link
+                                  AND size(groups[j]) - acc[0][j] >= $requests[k].n] + [-1])] |
+    [[j IN range(0, size(groups) - 1) | CASE WHEN j = sel THEN a[0][j] + $requests[k].n ELSE a[0][j] END],
+     a[1] + [[k, sel, CASE WHEN sel < 0 THEN 0 ELSE a[0][sel] END]]]))[1] AS chosen
+WITH [c IN chosen WHERE c[1] >= 0 | [c[0], groups[c[1]][c[2]..c[2] + $requests[c[0]].n]]] AS picks
 UNWIND picks AS pick
 UNWIND pick[1] AS g
 WITH picks, g

@@ -148,15 +148,16 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     },
     "reservations/reserve_in_host_batch": {
         "now": time.time(),
+        "min_n": 1,
+        "models": sorted({g.model for g in FIRST.gpus}),
+        "model": "",
+        "exclude": [],
+        "stale_before": 0.0,
+        "scan": 11,
         "requests": [
             {
                 "n": n,
-                "exclude": [],
-                "model": "",
-                "models": sorted({g.model for g in FIRST.gpus}),
-                "mode": mode,
-                "scan": 64,
-                "stale_before": 0.0,
+                "link": link,
                 "props": {
                     "id": f"rsv-batch-{n}",
                     "holder": "t",
@@ -167,7 +168,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
                     "idempotency_key": f"rsv-batch-{n}",
                 },
             }
-            for n, mode in [(1, "none"), (2, "full-mesh"), (4, "any")]
+            for n, link in [(1, 0), (2, 2), (4, 1)]
         ],
     },
     "reservations/release_reservation": {"id": "rsv-example", "now": 3.0, "state": "released"},

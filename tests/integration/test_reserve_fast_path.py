@@ -112,11 +112,14 @@ async def test_unknown_model_is_infeasible_not_a_fast_path_miss(gateway: Gateway
     assert one_statement_calls(gateway) == 0  # no model matched: nothing to take
 
 
-def _batch_item(n: int, mode: str, models: list[str], rid: str) -> dict[str, object]:
-    props = {"id": rid, "holder": "b", "state": "active", "created_at": 1.0, "expires_at": 1e12,
-             "gpu_count": n, "idempotency_key": rid}  # fmt: skip
-    return {"n": n, "exclude": [], "model": "", "models": models, "mode": mode, "scan": 64,
-            "stale_before": -1.0, "props": props}  # fmt: skip
+def _batch(asks: list[tuple[int, str]], models: list[str]) -> dict[str, object]:
+    requests = [
+        {"n": n, "link": 0, "props": {"id": rid, "holder": "b", "state": "active", "created_at": 1.0,
+                                      "expires_at": 1e12, "gpu_count": n, "idempotency_key": rid}}
+        for n, rid in asks
+    ]  # fmt: skip
+    return {"requests": requests, "min_n": min(n for n, _ in asks), "models": models, "model": "", "exclude": [],
+            "stale_before": -1.0, "scan": 64, "now": 0.0}  # fmt: skip
 
 
 async def test_one_batch_statement_gives_each_request_its_own_gpus(gateway: Gateway) -> None:
@@ -126,10 +129,7 @@ async def test_one_batch_statement_gives_each_request_its_own_gpus(gateway: Gate
     models = sorted({g.model for h in cluster.hosts for g in h.gpus})
     per_host = len(cluster.hosts[0].gpus)
     asks = [(1, "r1"), (per_host - 1, "r2"), (per_host, "r3"), (per_host, "r4-too-many")]
-    rows = await gateway.write(
-        "reservations/reserve_in_host_batch",
-        {"now": 0.0, "requests": [_batch_item(n, "none", models, rid) for n, rid in asks]},
-    )
+    rows = await gateway.write("reservations/reserve_in_host_batch", _batch(asks, models))
     assert sorted(rows[0]["ids"]) == ["r1", "r2", "r3"]
     svc = ReservationService(gateway)
     made = {r.id: r for r in await svc.get_many(ids=["r1", "r2", "r3"])}
