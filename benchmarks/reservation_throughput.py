@@ -152,15 +152,16 @@ async def main() -> None:
     data = Path(tempfile.mkdtemp(prefix="bench-rsv-"))
     local = None
     try:
-        settings = Settings(data_dir=data, appendfsync="always", insecure_dev=True,
-                            mutation_rate_per_minute=1e9, mutation_burst=1_000_000,
-                            graphql_cost_per_minute=1e12, graphql_cost_burst=10**9)  # fmt: skip
+        limits: dict[str, Any] = {"appendfsync": "always", "insecure_dev": True, "mutation_rate_per_minute": 1e9,
+                                  "mutation_burst": 1_000_000, "graphql_cost_per_minute": 1e12,
+                                  "graphql_cost_burst": 10**9, "query_timeout_s": 120}  # fmt: skip
+        settings = Settings(data_dir=data, **limits)
         if args.store == "neo4j":
             from graphsvc.store.neo4j_local import LocalNeo4j
 
             local = LocalNeo4j(data / "neo4j")
             local.start()
-            settings = settings.model_copy(update={"store": local.uri, "neo4j_password": local.password})
+            settings = Settings(data_dir=data / "unused", store=local.uri, neo4j_password=local.password, **limits)
         results: list[dict[str, Any]] = []
         async with open_store(settings) as gw:
             cluster = build("superpod-h100:sus=1")
