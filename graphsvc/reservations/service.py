@@ -441,7 +441,12 @@ class ReservationService:
         for key, members in by_key.items():
             requests: list[BatchRequest] = [items[n].request for n in members]
             params = batch_params(key, requests, self.clock())
-            rows = await self.gw.write("reservations/reserve_in_host_batch", params)
+            try:
+                rows = await self.gw.write("reservations/reserve_in_host_batch", params)
+            except StoreConstraintError:
+                # An idempotency key raced in this statement (nothing of it was written): its requests
+                # go on alone, where the race is resolved; other statements of the batch stand.
+                continue
             if rows:
                 ids.extend(str(i) for i in rows[0]["ids"])
         found = {r.id: r for r in await self.get_many(ids=ids)} if ids else {}
