@@ -14,10 +14,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
-from dataclasses import dataclass, field
+from dataclasses import MISSING, Field, dataclass, field, fields
 from typing import TypedDict
 
-from graphsvc.placement.request import NVLinkRequirement, Packing, PlacementRequest
+from graphsvc.placement.request import NVLinkRequirement, PlacementRequest
 from graphsvc.store.gateway import Gateway
 
 MAX_HOST_GPUS = 128
@@ -44,21 +44,37 @@ class InHostParams(TypedDict):
     props: dict[str, object]
 
 
+# The request fields the statement evaluates (or that cannot matter on one host). Every other
+# field must keep its default, so a constraint added to PlacementRequest later is never skipped
+# here: such a request goes to the general search until the statement learns it.
+FAST_PATH_FIELDS = frozenset(
+    {"gpus", "model", "nvlink", "gpus_per_host", "max_ib_hops", "same_nvlink_domain", "exclude_hosts", "limit",
+     "prefer_cool", "sites", "cross_site"}
+)  # fmt: skip
+
+
+def _at_default(req: PlacementRequest, f: Field[object]) -> bool:
+    if f.default is not MISSING:
+        return bool(getattr(req, f.name) == f.default)
+    if f.default_factory is not MISSING:
+        return bool(getattr(req, f.name) == f.default_factory())
+    return False
+
+
 def fast_path_mode(req: PlacementRequest) -> str | None:
     """'none', 'any' or 'full-mesh' when one host's free GPUs can answer the request in Cypher.
 
-    Evaluated in the statement: model (exact names), free state, health, excluded hosts,
-    stale hosts, NVLink (one domain; for full mesh a switched one, where any members form a
-    clique). Everything else (memory, temperature, NIC affinity, rails, preferences, spread,
-    per-host splits) goes to the general search.
+    Evaluated in the statement: model (exact names), free state, health, MIG (never offered
+    whole), excluded hosts, stale hosts, NVLink (one domain; for full mesh a switched one, where
+    any members form a clique). Everything else (memory, temperature, NIC affinity, rails,
+    capabilities, exclusivity, preferences, spread, per-host splits, site lists) goes to the
+    general search.
     """
     if req.gpus_per_host not in (None, req.gpus) or req.gpus > MAX_HOST_GPUS:
         return None
-    if req.rail_aligned or req.gpu_nic_affinity or req.min_memory_gib is not None:
+    if req.sites:
         return None
-    if req.max_temperature_c is not None or not req.exclude_unhealthy or req.prefer_hosts:
-        return None
-    if req.packing is not Packing.BEST_FIT:
+    if not all(_at_default(req, f) for f in fields(req) if f.name not in FAST_PATH_FIELDS):
         return None
     if req.nvlink is NVLinkRequirement.FULL_MESH and req.gpus > 1:
         return "full-mesh"

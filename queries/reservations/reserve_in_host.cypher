@@ -17,6 +17,7 @@ ORDER BY want, h.name
 LIMIT $scan
 MATCH (h)-[:HAS_GPU]->(g:GPU)
 WHERE g.state = 'free' AND g.model IN $models AND NOT toLower(coalesce(g.health, 'ok')) IN ['failed', 'degraded']
+  AND NOT coalesce(g.mig_mode, false)
 OPTIONAL MATCH (g)-[:IN_DOMAIN]->(d:NVLinkDomain)
 WITH h, want, d, g
 ORDER BY h.name, coalesce(g.temperature_c, 50.0), g.index

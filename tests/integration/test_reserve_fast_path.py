@@ -36,6 +36,9 @@ def test_which_requests_take_the_one_statement_path() -> None:
     assert fast_path_mode(parse_request("8xH100 mem>=80")) is None
     assert fast_path_mode(parse_request("8xH100 packing=spread")) is None
     assert fast_path_mode(parse_request("8xH100 temp<=70")) is None
+    assert fast_path_mode(parse_request("8xH100 exclusive")) is None  # busy GPUs: judged by the general search
+    assert fast_path_mode(parse_request("8xH100 fp8")) is None
+    assert fast_path_mode(parse_request("8xH100 prefer=a")) is None
 
 
 def test_slots_are_stable_per_request_and_differ_across_requests() -> None:
