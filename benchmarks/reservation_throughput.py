@@ -1,15 +1,22 @@
-"""Benchmark: reservations per second and latency with 16 concurrent clients (not a test).
+"""Benchmark: reservations per second and latency with concurrent clients (not a test).
 
-Loads one DGX H100 SuperPOD scalable unit (31 hosts, 248 GPUs) into a fresh embedded
-store with the production durability setting (appendfsync always), then 16 clients each
-loop: reserve (a placement request, through GraphQL in-process) and release. Also runs the
-explicit-GPU path. Writes docs/benchmarks/reservations.json.
+Loads one DGX H100 SuperPOD scalable unit (31 hosts, 248 GPUs) into a fresh store with its
+production durability (FalkorDB appendfsync always; Neo4j flushes its log on commit), then N
+clients each loop: reserve (a placement request: 1, 2, 4 or 8 H100 full mesh) and release,
+through GraphQL or the REST fast path, in-process. Reports reservations/s, reserve p50/p99,
+store round trips per cycle and reserve statements per reservation (from the gateway's
+per-query statistics). The mutation rate limit and the GraphQL cost budget are opened for
+the benchmark (they are per token, and every client here is the one dev principal).
 
-    python benchmarks/reservation_throughput.py
+    python benchmarks/reservation_throughput.py --clients 1,16,64 --cycles 20 --api graphql,rest
+    python benchmarks/reservation_throughput.py --store neo4j --clients 16 --cycles 10
+
+Writes docs/benchmarks/reservations.json (or --out).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import random
@@ -26,13 +33,13 @@ from graphsvc.api.app import create_app
 from graphsvc.ingest.service import ingest_fabric, ingest_host
 from graphsvc.settings import Settings
 from graphsvc.store.factory import open_store
+from graphsvc.store.gateway import Gateway
 from graphsvc.synthetic.clusters import build
 
 ROOT = Path(__file__).resolve().parents[1]
-CLIENTS = 16
-PER_CLIENT = 40
 RESERVE = """mutation($input: ReserveInput!) { reserve(input: $input) { __typename ... on Reservation { id } } }"""
 RELEASE = """mutation($id: String!) { release(id: $id) { __typename } }"""
+RESERVE_STATEMENTS = ("reserve_gpus", "reserve_in_host", "reserve_in_host_batch", "preempt_and_reserve")
 
 
 def pct(values: list[float], q: float) -> float:
@@ -40,68 +47,151 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-async def run(client: httpx.AsyncClient, make_input: Any) -> dict[str, Any]:
+def calls(gw: Gateway) -> dict[str, int]:
+    return {name: stat.calls for name, stat in gw.stats.items()}
+
+
+async def cycle(client: httpx.AsyncClient, api: str, holder: str, gpus: int) -> tuple[str, float]:
+    """One reserve (timed) and, if it got GPUs, its release."""
+    t = time.perf_counter()
+    if api == "rest":
+        body = {"holder": holder, "ttlSeconds": 600, "request": f"{gpus}xH100 nvlink=full-mesh"}
+        out = (await client.post("/v1/reservations", json=body)).json()
+        kind, rid = out["kind"], out.get("id")
+    else:
+        request = {"gpus": gpus, "model": "H100", "nvlink": "FULL_MESH"}
+        variables = {"input": {"holder": holder, "ttlSeconds": 600, "request": request}}
+        out = (await client.post("/graphql", json={"query": RESERVE, "variables": variables})).json()
+        res = out["data"]["reserve"]
+        kind, rid = res["__typename"], res.get("id")
+    ms = (time.perf_counter() - t) * 1000
+    if kind == "Reservation":
+        if api == "rest":
+            await client.post(f"/v1/reservations/{rid}/release")
+        else:
+            await client.post("/graphql", json={"query": RELEASE, "variables": {"id": rid}})
+    return kind, ms
+
+
+async def run(client: httpx.AsyncClient, gw: Gateway, api: str, clients: int, cycles: int) -> dict[str, Any]:
     latencies: list[float] = []
     outcomes: dict[str, int] = {}
+    before = calls(gw)
 
     async def worker(n: int) -> None:
         rng = random.Random(n)
-        for _ in range(PER_CLIENT):
-            t = time.perf_counter()
-            resp = await client.post("/graphql", json={"query": RESERVE, "variables": {"input": make_input(n, rng)}})
-            latencies.append((time.perf_counter() - t) * 1000)
-            out = resp.json()["data"]["reserve"]
-            outcomes[out["__typename"]] = outcomes.get(out["__typename"], 0) + 1
-            if out["__typename"] == "Reservation":
-                await client.post("/graphql", json={"query": RELEASE, "variables": {"id": out["id"]}})
+        for _ in range(cycles):
+            kind, ms = await cycle(client, api, f"c{n}", rng.choice([1, 2, 4, 8]))
+            latencies.append(ms)
+            outcomes[kind] = outcomes.get(kind, 0) + 1
 
     started = time.perf_counter()
-    await asyncio.gather(*(worker(n) for n in range(CLIENTS)))
+    await asyncio.gather(*(worker(n) for n in range(clients)))
     elapsed = time.perf_counter() - started
+    after = calls(gw)
+    delta = {k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0)}
+    made = outcomes.get("Reservation", 0)
+    reserve_statements = sum(v for k, v in delta.items() if k.split("/")[-1] in RESERVE_STATEMENTS)
     return {
+        "api": api,
+        "clients": clients,
         "attempts": len(latencies),
         "outcomes": outcomes,
-        "reservations_per_s": round(outcomes.get("Reservation", 0) / elapsed, 1),
-        "reserve_p50_ms": round(statistics.median(latencies), 2),
-        "reserve_p99_ms": round(pct(latencies, 0.99), 2),
-        "elapsed_s": round(elapsed, 2),
+        "reservations_per_s": round(made / elapsed, 1),
+        "reserve_p50_ms": round(statistics.median(latencies), 1),
+        "reserve_p99_ms": round(pct(latencies, 0.99), 1),
+        "store_calls_per_cycle": round(sum(delta.values()) / max(1, len(latencies)), 2),
+        "reserve_statements_per_reservation": round(reserve_statements / max(1, made), 2),
+        "statements": delta,
     }
 
 
+async def raw(gw: Gateway, batch: int, rounds: int) -> dict[str, Any]:
+    """The ceiling: the two batch statements straight through the gateway (no service, no HTTP)."""
+    rows = await gw.read("placement_gpu_models", {})
+    models = [str(r["model"]) for r in rows if r.get("model") and "H100" in str(r["model"])]
+    rng = random.Random(1)
+    made = 0
+    ms: list[float] = []
+    started = time.perf_counter()
+    for k in range(rounds):
+        items: list[dict[str, Any]] = []
+        for i in range(batch):
+            n = rng.choice([1, 2, 4, 8])
+            rid = f"raw{batch}-{k}-{i}"
+            props = {"id": rid, "holder": "raw", "state": "active", "created_at": 0.0, "expires_at": 1e12,
+                     "gpu_count": n, "idempotency_key": rid}  # fmt: skip
+            items.append({"n": n, "link": 2, "props": props})
+        params = {"requests": items, "min_n": min(i["n"] for i in items), "models": models, "model": "h100",
+                  "exclude": [], "stale_before": -1e18, "scan": min(64, batch + 8), "now": time.time()}  # fmt: skip
+        t = time.perf_counter()
+        out = await gw.write("reservations/reserve_in_host_batch", params)
+        ids = list(out[0]["ids"]) if out else []
+        await gw.write("reservations/release_batch", {"ids": ids, "now": time.time(), "state": "released"})
+        ms.append((time.perf_counter() - t) * 1000)
+        made += len(ids)
+    elapsed = time.perf_counter() - started
+    return {"api": "raw statements", "batch": batch, "rounds": rounds, "reservations": made,
+            "reservations_per_s": round(made / elapsed, 1), "batch_cycle_p50_ms": round(statistics.median(ms), 1),
+            "batch_cycle_p99_ms": round(pct(ms, 0.99), 1)}  # fmt: skip
+
+
+def _write(path: str, text: str) -> None:
+    Path(path).write_text(text)
+
+
 async def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--store", default="falkordb", choices=["falkordb", "neo4j"])
+    ap.add_argument("--clients", default="1,16,64", help="comma-separated client counts")
+    ap.add_argument("--cycles", type=int, default=20, help="reserve+release cycles per client")
+    ap.add_argument("--api", default="graphql,rest", help="graphql, rest or both")
+    ap.add_argument("--raw", default="1,16", help="batch sizes for the raw-statement ceiling ('' skips it)")
+    ap.add_argument("--out", default=str(ROOT / "docs" / "benchmarks" / "reservations.json"))
+    args = ap.parse_args()
     data = Path(tempfile.mkdtemp(prefix="bench-rsv-"))
+    local = None
     try:
-        settings = Settings(data_dir=data, appendfsync="always")
+        limits: dict[str, Any] = {"appendfsync": "always", "insecure_dev": True, "mutation_rate_per_minute": 1e9,
+                                  "mutation_burst": 1_000_000, "graphql_cost_per_minute": 1e12,
+                                  "graphql_cost_burst": 10**9, "query_timeout_s": 120}  # fmt: skip
+        settings = Settings(data_dir=data, **limits)
+        if args.store == "neo4j":
+            from graphsvc.store.neo4j_local import LocalNeo4j
+
+            local = LocalNeo4j(data / "neo4j")
+            local.start()
+            settings = Settings(data_dir=data / "unused", store=local.uri, neo4j_password=local.password, **limits)
+        results: list[dict[str, Any]] = []
         async with open_store(settings) as gw:
             cluster = build("superpod-h100:sus=1")
             for h in cluster.hosts:
                 await ingest_host(gw, h)
             await ingest_fabric(gw, cluster.fabric())
-            uuids = [g.uuid for h in cluster.hosts for g in h.gpus]
-            app = create_app(settings.model_copy(update={"insecure_dev": True}), gateway=gw)
-            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://b", timeout=60) as c:
-                placed = await run(
-                    c,
-                    lambda n, rng: {
-                        "holder": f"c{n}",
-                        "ttlSeconds": 600,
-                        "request": {"gpus": rng.choice([1, 2, 4, 8]), "model": "H100", "nvlink": "FULL_MESH"},
-                    },
-                )
-                exact = await run(
-                    c, lambda n, rng: {"holder": f"c{n}", "ttlSeconds": 600, "gpus": rng.sample(uuids, 4)}
-                )
+            app = create_app(settings, gateway=gw)
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://b", timeout=120) as c:
+                await run(c, gw, "graphql", 2, 3)  # warm-up: plans the statements, fills caches
+                for size in (int(x) for x in args.raw.split(",") if x):
+                    ceiling = await raw(gw, size, max(2, args.cycles * 16 // size))
+                    print(json.dumps(ceiling), flush=True)
+                    results.append(ceiling)
+                for api in (a for a in args.api.split(",") if a):
+                    for n in (int(x) for x in args.clients.split(",")):
+                        result = await run(c, gw, api, n, args.cycles)
+                        print(json.dumps({k: v for k, v in result.items() if k != "statements"}), flush=True)
+                        results.append(result)
         report = {
-            "clients": CLIENTS,
+            "store": args.store,
             "cluster": "1 DGX H100 SuperPOD SU: 31 hosts, 248 GPUs",
-            "durability": "appendfsync always (every acknowledged reservation is on disk)",
-            "placement request (1/2/4/8 H100 full mesh) then release": placed,
-            "explicit 4 random GPUs then release": exact,
+            "durability": "production (FalkorDB appendfsync always; Neo4j log flushed on commit)",
+            "workload": "reserve 1/2/4/8 H100 full mesh (random per cycle), then release",
+            "runs": results,
         }
-        out = ROOT / "docs" / "benchmarks" / "reservations.json"
-        out.write_text(json.dumps(report, indent=1))
-        print(json.dumps(report, indent=1))
+        _write(args.out, json.dumps(report, indent=1))
     finally:
+        if local is not None:
+            local.stop()
         shutil.rmtree(data, ignore_errors=True)
 
 

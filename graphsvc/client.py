@@ -200,8 +200,11 @@ class GraphsvcClient:
         priority: int = 0,
         preemptible: bool = False,
         labels: list[str] | None = None,
+        explain: bool = True,
     ) -> Reservation:
+        """`explain`: an InfeasibleError carries the service's full diagnosis (costs it several searches)."""
         payload: dict[str, Any] = {
+            "explain": explain,
             "holder": holder,
             "ttlSeconds": ttl_s,
             "idempotencyKey": idempotency_key,

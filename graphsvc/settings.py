@@ -58,8 +58,13 @@ class Settings(BaseSettings):
     tokens: str | None = Field(default=None, description="The same JSON inline (hashes only, never tokens)")
     tls_certfile: Path | None = None
     tls_keyfile: Path | None = None
-    mutation_rate_per_minute: float = Field(default=1200.0, gt=0)
-    mutation_burst: int = Field(default=200, ge=1)
+    mutation_rate_per_minute: float = Field(
+        default=120_000.0,
+        gt=0,
+        description="Mutations (GraphQL and REST) a token may make a minute: 2,000/s, "
+        "one scheduler's reserve+release at 1,000 jobs/s (docs/deploy.md)",
+    )
+    mutation_burst: int = Field(default=2000, ge=1, description="Mutations a token may make at once")
     graphql_max_cost: int = Field(default=1000, ge=1, description="Most cost units one GraphQL operation may have")
     graphql_cost_per_minute: float = Field(default=120_000.0, gt=0, description="Cost units a token earns a minute")
     graphql_cost_burst: int = Field(default=20_000, ge=1, description="Cost units a token may spend at once")

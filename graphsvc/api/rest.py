@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 from topo_facts import FabricFacts, HostFacts, HostMetrics
 
 from graphsvc.api.errors import ERROR_RESPONSES
+from graphsvc.api.rest_reservations import router as fast_path_router
 from graphsvc.api.strict_routes import StrictJSONRoute
 from graphsvc.ingest.clock import future_skew_problem
 from graphsvc.ingest.service import (
@@ -130,3 +131,7 @@ async def healthz(request: Request, gw: GatewayDep) -> Health:
         gpus_by_model=by_model,
         stale_hosts=stale_hosts,
     )
+
+
+# The REST fast path for place/reserve/release (graphsvc/api/rest_reservations.py).
+router.include_router(fast_path_router)

@@ -15,14 +15,25 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from graphsvc.placement.engine import PlacementEngine
+from graphsvc.placement.engine import PlacementEngine, unknown_model
 from graphsvc.placement.model import InfeasibleReason
 from graphsvc.placement.request import PlacementRequest, RequestError, format_request
 from graphsvc.reservations.events import Event, EventBus
+from graphsvc.reservations.fastpath import (
+    BatchItem,
+    BatchKey,
+    BatchRequest,
+    ModelCache,
+    batch_item,
+    batch_params,
+    fast_path_mode,
+    in_host_params,
+)
+from graphsvc.reservations.group_commit import GroupCommit
 from graphsvc.store.errors import StoreConstraintError
 from graphsvc.store.gateway import Gateway
 
@@ -176,6 +187,7 @@ class ReservationService:
         max_ttl_s: int = 7 * 24 * 3600,
         max_attempts: int = 5,
         events: EventBus | None = None,
+        group_commit: bool = True,
     ) -> None:
         self.gw = gateway
         self.clock = clock
@@ -184,6 +196,15 @@ class ReservationService:
         self.max_attempts = max_attempts
         self.events = events or EventBus()
         self.engine = PlacementEngine(gateway, clock=clock)
+        self.models = ModelCache()
+        self.fast_attempts = 3  # one-statement tries (next candidate each) before the general search
+        # Single-host reserves arriving while one is in the store go together (group_commit.py).
+        self.group: GroupCommit[BatchItem, Reservation | None] | None = (
+            GroupCommit(self._reserve_batch) if group_commit else None
+        )
+        self.release_group: GroupCommit[str, Reservation | None] | None = (
+            GroupCommit(self._release_batch) if group_commit else None
+        )
 
     # ---- reading ----------------------------------------------------------------------
 
@@ -224,7 +245,12 @@ class ReservationService:
         labels: Sequence[str] = (),
         allow_preemption: bool = False,
         owner: str | None = None,
+        explain: bool = False,
     ) -> ReserveOutcome:
+        """`explain`: an Infeasible answer carries the full diagnosis (each constraint that alone
+        blocks it, the largest count that fits); without it, the cheap reasons only (unknown model,
+        or one line), since the diagnosis costs several searches and a scheduler retrying later
+        rarely reads it. `placement` always explains."""
         try:
             ttl = self._ttl(ttl_s)
             _check_text("holder", holder, 256)
@@ -271,10 +297,13 @@ class ReservationService:
             return await self._reserve_exact(list(gpus), props, ttl, idempotency_key, holder)
         assert request is not None
         props["request"] = format_request(request)
+        fast = await self._reserve_in_host(request, props, ttl, idempotency_key, holder)
+        if fast is not None:
+            return fast
         # Lapsed leases free their GPUs now, not at the reaper's next run: the candidate
         # search reads free counters, which only a reaped reservation gives back.
         await self.expire_due()
-        placed = await self._reserve_placed(request, props, ttl, idempotency_key, holder)
+        placed = await self._reserve_placed(request, props, ttl, idempotency_key, holder, explain)
         if allow_preemption and isinstance(placed, (Conflict, Infeasible)):
             preempted = await self._reserve_preempting(request, props, ttl)
             if preempted is not None:
@@ -364,12 +393,86 @@ class ReservationService:
         rows = await self.gw.write("reservations/reserve_gpus", {"uuids": uuids, "props": props, "now": now})
         return bool(rows)
 
+    async def _reserve_in_host(
+        self, request: PlacementRequest, props: dict[str, Any], ttl: int, key: str | None, holder: str
+    ) -> ReserveOutcome | None:
+        """Match and take in one statement (fastpath.py); None: not that shape, or no host had it."""
+        mode = fast_path_mode(request)
+        if mode is None:
+            return None
+        models = await self.models.accepted(self.gw, request)
+        if not models:
+            return None
+        stale_after = self.engine.stale_after_s
+        if self.group is not None:
+            now = self.clock()
+            full = {**props, "created_at": now, "expires_at": now + ttl, "gpu_count": request.gpus}
+            item = batch_item(request, mode, models, full, stale_after_s=stale_after)
+            try:
+                made = await self.group.submit(item)
+            except StoreConstraintError:
+                made = None  # an idempotency key raced in this batch: the single path below sorts it out
+            if made is not None:
+                await self.events.publish(Event("reservation.created", made.id, made.holder, self.clock()))
+                return made
+        for attempt in range(self.fast_attempts):
+
+            async def write(attempt: int = attempt) -> bool:
+                now = self.clock()
+                full = {**props, "created_at": now, "expires_at": now + ttl, "gpu_count": request.gpus}
+                params = in_host_params(
+                    request, mode, models, full, seed=key or str(props["id"]), attempt=attempt, now=now,
+                    stale_before=None if stale_after is None else now - stale_after,
+                )  # fmt: skip
+                return bool(await self.gw.write("reservations/reserve_in_host", params))
+
+            done = await self._attempt_with(write, props, key, holder)
+            if done is not None:
+                return done
+        return None
+
+    async def _reserve_batch(self, items: list[BatchItem]) -> list[Reservation | None]:
+        """Single-host reserves in one statement per shared key (usually one); the reservations made,
+        in order (None: not taken)."""
+        by_key: dict[BatchKey, list[int]] = {}
+        for n, item in enumerate(items):
+            by_key.setdefault(item.key, []).append(n)
+        ids: list[str] = []
+        for key, members in by_key.items():
+            requests: list[BatchRequest] = [items[n].request for n in members]
+            params = batch_params(key, requests, self.clock())
+            try:
+                rows = await self.gw.write("reservations/reserve_in_host_batch", params)
+            except StoreConstraintError:
+                # An idempotency key raced in this statement (nothing of it was written): its requests
+                # go on alone, where the race is resolved; other statements of the batch stand.
+                continue
+            if rows:
+                ids.extend(str(i) for i in rows[0]["ids"])
+        found = {r.id: r for r in await self.get_many(ids=ids)} if ids else {}
+        return [found.get(str(item.request["props"]["id"])) for item in items]
+
+    async def _release_batch(self, ids: list[str]) -> list[Reservation | None]:
+        """One statement for a batch of releases; each released reservation, in order (None: not released here)."""
+        rows = await self.gw.write(
+            "reservations/release_batch", {"ids": sorted(set(ids)), "now": self.clock(), "state": "released"}
+        )
+        ended = {str(i) for i in rows[0]["ids"]} if rows else set()
+        found = {r.id: r for r in await self.get_many(ids=sorted(ended))} if ended else {}
+        first = {i: n for n, i in reversed(list(enumerate(ids)))}  # a duplicate answers on its own (no 2nd event)
+        return [found.get(i) if i in ended and first[i] == n else None for n, i in enumerate(ids)]
+
     async def _attempt(
         self, uuids: list[str], props: dict[str, Any], ttl: int, key: str | None, holder: str
     ) -> ReserveOutcome | None:
         """One write; the reservation, or None when a GPU was taken (or the key raced in)."""
+        return await self._attempt_with(lambda: self._write(uuids, props, ttl), props, key, holder)
+
+    async def _attempt_with(
+        self, write: Callable[[], Awaitable[bool]], props: dict[str, Any], key: str | None, holder: str
+    ) -> ReserveOutcome | None:
         try:
-            ok = await self._write(uuids, props, ttl)
+            ok = await write()
         except StoreConstraintError:
             if key is not None:
                 existing = await self.get_many(keys=[key])
@@ -394,16 +497,23 @@ class ReservationService:
         return done if done is not None else await self._conflict(uuids)
 
     async def _reserve_placed(
-        self, request: PlacementRequest, props: dict[str, Any], ttl: int, key: str | None, holder: str
+        self,
+        request: PlacementRequest,
+        props: dict[str, Any],
+        ttl: int,
+        key: str | None,
+        holder: str,
+        explain: bool = True,
     ) -> ReserveOutcome:
         tried = 0
         last: list[str] = []
         for _round in range(2):  # a second look if every candidate was taken under us
-            result = await self.engine.place(request.with_(limit=min(20, max(request.limit, self.max_attempts))))
+            ask = request.with_(limit=min(20, max(request.limit, self.max_attempts)))
+            result = await self.engine.place(ask, explain_infeasible=explain)
             if not result.candidates:
                 if tried:
                     break
-                return Infeasible(result.infeasible)
+                return Infeasible(result.infeasible if explain else await self._cheap_reasons(request))
             for candidate in result.candidates:
                 if tried >= self.max_attempts * 2:
                     break
@@ -413,6 +523,20 @@ class ReservationService:
                 if done is not None:
                     return done
         return await self._conflict(last, f"every candidate ({tried} tried) was taken by concurrent reservations")
+
+    async def _cheap_reasons(self, request: PlacementRequest) -> list[InfeasibleReason]:
+        """Why nothing fits, without the diagnosis's extra searches: an unknown model, or one line."""
+        unknown = await unknown_model(self.gw, request)
+        if unknown:
+            return unknown
+        text = format_request(request)
+        return [
+            InfeasibleReason(
+                "placement",
+                f"nothing free fits {text!r} now; reserve with explain (or ask placement) for which constraint "
+                "blocks it and the nearest request that fits",
+            )
+        ]
 
     async def _conflict(self, uuids: list[str], message: str | None = None) -> Conflict:
         rows = await self.gw.read("reservations/gpu_holders", {"uuids": uuids, "now": self.clock()})
@@ -450,6 +574,11 @@ class ReservationService:
         """Idempotent: releasing an ended reservation returns it as it is."""
         if not _printable(reservation_id):
             return NotFound(reservation_id, "no such reservation")
+        if self.release_group is not None and state == "released":
+            released = await self.release_group.submit(reservation_id)
+            if released is not None:
+                await self.events.publish(Event("reservation.released", released.id, released.holder, self.clock()))
+                return released
         rows = await self.gw.write(
             "reservations/release_reservation", {"id": reservation_id, "now": self.clock(), "state": state}
         )

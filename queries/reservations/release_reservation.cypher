@@ -14,10 +14,8 @@ SET r:Reservation
 WITH r, [x IN gpus WHERE x.reservation = r.id] AS owned
 WHERE r.state = 'active' AND size(owned) > 0
 SET r.state = $state, r.ended_at = $now
+WITH r, owned, [x IN owned WHERE x.state <> 'free'] AS moved
 FOREACH (x IN owned | SET x.state = 'free', x.reservation = NULL, x.lease_expires_at = NULL)
-WITH r, owned
-UNWIND owned AS g
-MATCH (h:Host)-[:HAS_GPU]->(g)
-WITH r.id AS carry, collect(DISTINCT h) AS hosts
-//@include recount_tail
+WITH r.id AS carry, moved, 1 AS sign
+//@include delta_tail
 RETURN carry AS id

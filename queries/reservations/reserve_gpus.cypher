@@ -13,18 +13,17 @@ WITH collect(g) AS gpus, null AS keep
 //@include lock_counters
 WITH gpus
 WHERE size(gpus) = size($uuids) AND all(x IN gpus WHERE x.state = 'free' OR coalesce(x.lease_expires_at, 0.0) < $now)
+WITH gpus, [x IN gpus WHERE x.state = 'free'] AS moved
 CREATE (r:Reservation)
 SET r += $props
 FOREACH (x IN gpus |
   SET x.state = 'reserved', x.reservation = $props.id, x.lease_expires_at = $props.expires_at
   MERGE (r)-[:HOLDS]->(x))
-WITH r, gpus
+WITH r, gpus, moved
 UNWIND gpus AS x
 OPTIONAL MATCH (old:Reservation)-[stale:HOLDS]->(x)
 WHERE old.id <> $props.id
 DELETE stale
-WITH DISTINCT r, x
-MATCH (h:Host)-[:HAS_GPU]->(x)
-WITH r.id AS carry, collect(DISTINCT h) AS hosts
-//@include recount_tail
+WITH DISTINCT r.id AS carry, moved, -1 AS sign
+//@include delta_tail
 RETURN carry AS id

@@ -96,6 +96,11 @@ class ReserveInput:
     allow_preemption: bool = strawberry.field(
         default=False, description="May end lower-priority preemptible reservations if nothing else fits"
     )
+    explain: bool = strawberry.field(
+        default=False,
+        description="On Infeasible, the full diagnosis (each blocking constraint, the nearest request that "
+        "fits); without it one cheap reason. The diagnosis costs several searches.",
+    )
 
 
 @strawberry.input
@@ -174,6 +179,7 @@ class ReservationMutations:
             preemptible=input.preemptible,
             labels=input.labels,
             allow_preemption=input.allow_preemption,
+            explain=input.explain,
         )
         if isinstance(out, svc.Reservation):
             return to_graphql(out)

@@ -14,10 +14,8 @@ from graphql.error import GraphQLError
 from strawberry.extensions import (
     DisableIntrospection,
     MaskErrors,
-    MaxAliasesLimiter,
     MaxTokensLimiter,
     ParserCache,
-    QueryDepthLimiter,
     ValidationCache,
 )
 from strawberry.tools import merge_types
@@ -42,6 +40,7 @@ from graphsvc.api.graphql.explorer import (
 )
 from graphsvc.api.graphql.impact import ImpactQuery
 from graphsvc.api.graphql.inputs import GPUFilter, HostFilter, PlacementRequestInput
+from graphsvc.api.graphql.limiter_rules import limit_rules
 from graphsvc.api.graphql.operator import OperatorMutations
 from graphsvc.api.graphql.placement import place
 from graphsvc.api.graphql.reservations import (
@@ -68,8 +67,6 @@ from graphsvc.store.errors import UnrepresentableParameter
 
 log = logging.getLogger("graphsvc.graphql")
 
-MAX_DEPTH = 10
-MAX_ALIASES = 15
 MAX_TOKENS = 2000
 
 
@@ -198,8 +195,7 @@ def make_schema(*, dev: bool) -> strawberry.Schema:
 
 
 _EXTENSIONS = [
-    lambda: QueryDepthLimiter(max_depth=MAX_DEPTH),
-    lambda: MaxAliasesLimiter(max_alias_count=MAX_ALIASES),
+    limit_rules,  # depth and alias rules built once, so ValidationCache hits (limiter_rules.py)
     lambda: MaxTokensLimiter(max_token_count=MAX_TOKENS),
     lambda: MaskErrors(should_mask_error=_mask),
     StoreErrors,  # after MaskErrors: store outages become typed errors before the masking sees them

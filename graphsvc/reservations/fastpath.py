@@ -1,0 +1,197 @@
+"""The one-statement reserve for the common shape: all GPUs on one host.
+
+`reservations/reserve_in_host.cypher` finds the candidates and takes one in a single
+statement (no read-then-write race, two store round trips per reservation instead of ten).
+This module decides which requests it can answer exactly as the general search would allow
+(everything it checks in Cypher is listed in `fast_path_mode`), and where among equally good
+candidates a request starts (`slot`), so concurrent reserves spread over hosts instead of all
+racing for the best fit. A request it cannot take falls back to the general path, which still
+answers every shape; nothing here changes what a valid answer is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from dataclasses import MISSING, Field, dataclass, field, fields
+from typing import TypedDict
+
+from graphsvc.placement.request import NVLinkRequirement, PlacementRequest
+from graphsvc.store.gateway import Gateway
+
+MAX_HOST_GPUS = 128
+TOP_K = 8  # equally good candidates a request may land on
+SCAN_HOSTS = 64  # hosts one statement looks at before it gives up (then the general path runs)
+MODELS_TTL_S = 10.0
+
+
+class InHostParams(TypedDict):
+    """The parameters of reserve_in_host (the reservation's properties travel in `props`)."""
+
+    first_size: int
+    last_size: int
+    exclude: list[str]
+    model: str
+    models: list[str]
+    mode: str
+    n: int
+    k: int
+    scan: int
+    slot: int
+    now: float
+    stale_before: float
+    props: dict[str, object]
+
+
+# The request fields the statement evaluates (or that cannot matter on one host). Every other
+# field must keep its default, so a constraint added to PlacementRequest later is never skipped
+# here: such a request goes to the general search until the statement learns it.
+FAST_PATH_FIELDS = frozenset(
+    {"gpus", "model", "nvlink", "gpus_per_host", "max_ib_hops", "same_nvlink_domain", "exclude_hosts", "limit",
+     "prefer_cool", "sites", "cross_site"}
+)  # fmt: skip
+
+
+def _at_default(req: PlacementRequest, f: Field[object]) -> bool:
+    if f.default is not MISSING:
+        return bool(getattr(req, f.name) == f.default)
+    if f.default_factory is not MISSING:
+        return bool(getattr(req, f.name) == f.default_factory())
+    return False
+
+
+def fast_path_mode(req: PlacementRequest) -> str | None:
+    """'none', 'any' or 'full-mesh' when one host's free GPUs can answer the request in Cypher.
+
+    Evaluated in the statement: model (exact names), free state, health, MIG (never offered
+    whole), excluded hosts, stale hosts, NVLink (one domain; for full mesh a switched one, where
+    any members form a clique). Everything else (memory, temperature, NIC affinity, rails,
+    capabilities, exclusivity, preferences, spread, per-host splits, site lists) goes to the
+    general search.
+    """
+    if req.gpus_per_host not in (None, req.gpus) or req.gpus > MAX_HOST_GPUS:
+        return None
+    if req.sites:
+        return None
+    if not all(_at_default(req, f) for f in fields(req) if f.name not in FAST_PATH_FIELDS):
+        return None
+    if req.nvlink is NVLinkRequirement.FULL_MESH and req.gpus > 1:
+        return "full-mesh"
+    if (req.nvlink is NVLinkRequirement.ANY or req.same_nvlink_domain) and req.gpus > 1:
+        return "any"
+    return "none"
+
+
+def slot(seed: str, attempt: int) -> int:
+    """Where among the top candidates this request starts: stable per request, spread across requests."""
+    return int.from_bytes(hashlib.blake2b(seed.encode(), digest_size=4).digest(), "big") + attempt
+
+
+@dataclass
+class ModelCache:
+    """The GPU model names in the graph (topology: changes rarely), refreshed every few seconds.
+
+    A model added since the last refresh only means the fast path misses it once: the general
+    search then answers.
+    """
+
+    ttl_s: float = MODELS_TTL_S
+    models: list[str] = field(default_factory=list)
+    read_at: float = float("-inf")
+    reading: asyncio.Task[list[str]] | None = None  # one read in flight, shared by every waiter
+
+    async def accepted(self, gw: Gateway, req: PlacementRequest) -> list[str]:
+        if time.monotonic() - self.read_at > self.ttl_s:
+            if self.reading is None or self.reading.done():
+                self.reading = asyncio.create_task(self._read(gw))
+            self.models = await asyncio.shield(self.reading)
+        match = req.model_match
+        return [m for m in self.models if match is None or match.matches(m)]
+
+    async def _read(self, gw: Gateway) -> list[str]:
+        rows = await gw.read("placement_gpu_models", {})
+        self.read_at = time.monotonic()
+        return [str(r["model"]) for r in rows if r.get("model")]
+
+
+def in_host_params(
+    req: PlacementRequest,
+    mode: str,
+    models: list[str],
+    props: dict[str, object],
+    *,
+    seed: str,
+    attempt: int,
+    now: float,
+    stale_before: float | None,
+) -> InHostParams:
+    return InHostParams(
+        first_size=req.gpus,
+        last_size=MAX_HOST_GPUS,
+        exclude=list(req.exclude_hosts),
+        model=req.model_match.prefilter if req.model_match is not None else "",
+        models=models,
+        mode=mode,
+        n=req.gpus,
+        k=TOP_K,
+        scan=SCAN_HOSTS,
+        slot=slot(seed, attempt) % TOP_K,
+        now=now,
+        stale_before=stale_before if stale_before is not None else -1.0e18,
+        props=props,
+    )
+
+
+class BatchRequest(TypedDict):
+    """One request of reserve_in_host_batch (an element of its `$requests`)."""
+
+    n: int
+    link: int  # 0: any GPUs, 1: one NVLink domain, 2: a switched domain (full mesh)
+    props: dict[str, object]
+
+
+@dataclass(frozen=True)
+class BatchKey:
+    """What the requests of one batch statement share: the candidate hosts are read once for them."""
+
+    models: tuple[str, ...]
+    model: str
+    exclude: tuple[str, ...]
+    stale_after_s: float | None
+
+
+@dataclass(frozen=True)
+class BatchItem:
+    key: BatchKey
+    request: BatchRequest
+
+
+LINK = {"none": 0, "any": 1, "full-mesh": 2}
+
+
+def batch_item(
+    req: PlacementRequest, mode: str, models: list[str], props: dict[str, object], *, stale_after_s: float | None
+) -> BatchItem:
+    key = BatchKey(
+        models=tuple(models),
+        model=req.model_match.prefilter if req.model_match is not None else "",
+        exclude=tuple(sorted(req.exclude_hosts)),
+        stale_after_s=stale_after_s,
+    )
+    return BatchItem(key, BatchRequest(n=req.gpus, link=LINK[mode], props=props))
+
+
+def batch_params(key: BatchKey, requests: list[BatchRequest], now: float) -> dict[str, object]:
+    """Parameters of reserve_in_host_batch. It reads as many candidate hosts as the batch could
+    use up (one per request, plus a few), never more than SCAN_HOSTS."""
+    return {
+        "requests": requests,
+        "min_n": min(r["n"] for r in requests),
+        "models": list(key.models),
+        "model": key.model,
+        "exclude": list(key.exclude),
+        "stale_before": now - key.stale_after_s if key.stale_after_s is not None else -1.0e18,
+        "scan": min(SCAN_HOSTS, len(requests) + 8),
+        "now": now,
+    }

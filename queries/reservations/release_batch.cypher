@@ -1,0 +1,27 @@
+// Group commit of release_reservation: ends the live reservations among $ids and frees the GPUs
+// each still holds, in one statement (one transaction). The same lock order as every write: all
+// their GPUs by uuid, the counters those feed, then the reservations by id; only then are states
+// read. Counters move by deltas. Returns one row with the ids it ended; an id not among them
+// (already ended, unknown, or holding nothing any more) is answered by release_reservation and
+// end_empty_reservation on their own.
+MATCH (r:Reservation)-[:HOLDS]->(g:GPU)
+WHERE r.id IN $ids
+WITH DISTINCT g
+ORDER BY g.uuid
+SET g:GPU
+WITH collect(g) AS gpus, null AS keep
+//@include lock_counters
+MATCH (r:Reservation)
+WHERE r.id IN $ids
+WITH gpus, r
+ORDER BY r.id
+SET r:Reservation
+WITH r, [x IN gpus WHERE x.reservation = r.id] AS owned
+WHERE r.state = 'active' AND size(owned) > 0
+SET r.state = $state, r.ended_at = $now
+WITH r, owned, [x IN owned WHERE x.state <> 'free'] AS moved
+FOREACH (x IN owned | SET x.state = 'free', x.reservation = NULL, x.lease_expires_at = NULL)
+WITH collect(r.id) AS carry, collect(moved) AS freed
+WITH carry, reduce(m = [], s IN freed | m + s) AS moved, 1 AS sign
+//@include delta_tail
+RETURN carry AS ids

@@ -1,0 +1,64 @@
+// Group commit of reserve_in_host: several single-host requests ($requests, in arrival order,
+// sharing the accepted models, excluded hosts and staleness cut-off) matched and taken in one
+// statement (one transaction), each with its own answer. The candidate hosts are read once for
+// the batch (best fit for the smallest request first, at most $scan hosts), their free GPUs of the
+// accepted models grouped by NVLink domain, coolest first, the groups in best-fit order. Then the
+// requests are served in order: each takes the next `n` untaken GPUs of the first group that
+// still has them and whose link class suffices (`link`: 0 none, 1 one NVLink domain, 2 a switched
+// domain: any members form a full mesh), so the batch never hands a GPU out twice and small
+// requests pack together. Locks as everywhere (all the GPUs of the batch by uuid, then their
+// counters), then each request checks its own GPUs' states: one whose GPUs another transaction
+// took gets no reservation (it retries on its own), the others commit. Counters move by deltas.
+// Returns one row: the ids created.
+UNWIND range($min_n, 128) AS want
+MATCH (h:Host)
+WHERE h.free_gpus = want AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
+  AND coalesce(h.received_at, $now) >= $stale_before
+WITH h, want
+ORDER BY want, h.name
+LIMIT $scan
+MATCH (h)-[:HAS_GPU]->(g:GPU)
+WHERE g.state = 'free' AND g.model IN $models AND NOT toLower(coalesce(g.health, 'ok')) IN ['failed', 'degraded']
+  AND NOT coalesce(g.mig_mode, false)
+OPTIONAL MATCH (g)-[:IN_DOMAIN]->(d:NVLinkDomain)
+WITH h, want, d, g
+ORDER BY h.name, coalesce(g.temperature_c, 50.0), g.index
+WITH h, want, d, collect(g) AS members
+WITH h, want, members,
+     CASE WHEN d IS NULL THEN 0 WHEN d.kind IN ['nvswitch', 'fabric-clique'] THEN 2 ELSE 1 END AS link
+ORDER BY want, size(members), h.name
+WITH collect(members) AS groups, collect(link) AS links
+WITH groups, reduce(acc = [[x IN groups | 0], []], k IN range(0, size($requests) - 1) |
+  reduce(a = acc, sel IN [head([j IN range(0, size(groups) - 1)
+                                WHERE links[j] >= $requests[k].link
+                                  AND size(groups[j]) - acc[0][j] >= $requests[k].n] + [-1])] |
+    [[j IN range(0, size(groups) - 1) | CASE WHEN j = sel THEN a[0][j] + $requests[k].n ELSE a[0][j] END],
+     a[1] + [[k, sel, CASE WHEN sel < 0 THEN 0 ELSE a[0][sel] END]]]))[1] AS chosen
+WITH [c IN chosen WHERE c[1] >= 0 | [c[0], groups[c[1]][c[2]..c[2] + $requests[c[0]].n]]] AS picks
+UNWIND picks AS pick
+UNWIND pick[1] AS g
+WITH picks, g
+ORDER BY g.uuid
+SET g:GPU
+WITH collect(g) AS gpus, picks AS keep
+//@include lock_counters
+WITH keep AS picks
+UNWIND picks AS pick
+WITH pick[0] AS i, pick[1] AS gpus
+WHERE size(gpus) > 0 AND all(x IN gpus WHERE x.state = 'free')
+WITH $requests[i].props AS props, gpus
+CREATE (r:Reservation)
+SET r += props, r.gpu_count = size(gpus)
+FOREACH (x IN gpus |
+  SET x.state = 'reserved', x.reservation = props.id, x.lease_expires_at = props.expires_at
+  MERGE (r)-[:HOLDS]->(x))
+WITH r, gpus
+UNWIND gpus AS x
+OPTIONAL MATCH (old:Reservation)-[stale:HOLDS]->(x)
+WHERE old.id <> r.id
+DELETE stale
+WITH DISTINCT r, gpus
+WITH collect(r.id) AS carry, collect(gpus) AS taken
+WITH carry, reduce(m = [], s IN taken | m + s) AS moved, -1 AS sign
+//@include delta_tail
+RETURN carry AS ids

@@ -1,0 +1,180 @@
+"""The one-statement reserve (match and take) on both stores: what it takes, the counters it
+moves by deltas, how concurrent requests spread, and that other shapes still get the general search."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from graphsvc.placement.request import parse_request
+from graphsvc.reservations.fastpath import fast_path_mode, slot
+from graphsvc.reservations.service import Conflict, Infeasible, Reservation, ReservationService
+from graphsvc.store.gateway import Gateway
+from tests.cluster_helpers import load
+from tests.integration.test_reservations import invariants
+
+TTL = 600
+
+
+async def counters_agree(gw: Gateway) -> None:
+    assert await gw.read("counter_drift") == []
+
+
+def one_statement_calls(gw: Gateway) -> int:
+    """Calls of the match-and-take statement, alone or group-committed."""
+    names = ("reservations/reserve_in_host", "reservations/reserve_in_host_batch")
+    return sum(gw.stats[n].calls for n in names if n in gw.stats)
+
+
+def test_which_requests_take_the_one_statement_path() -> None:
+    assert fast_path_mode(parse_request("8xH100 nvlink=full-mesh")) == "full-mesh"
+    assert fast_path_mode(parse_request("4xH100 nvlink=any")) == "any"
+    assert fast_path_mode(parse_request("1xH100 nvlink=full-mesh")) == "none"  # one GPU: no pair
+    assert fast_path_mode(parse_request("3xL40S")) == "none"
+    assert fast_path_mode(parse_request("16xH100 per-host=8")) is None
+    assert fast_path_mode(parse_request("8xH100 mem>=80")) is None
+    assert fast_path_mode(parse_request("8xH100 packing=spread")) is None
+    assert fast_path_mode(parse_request("8xH100 temp<=70")) is None
+    assert fast_path_mode(parse_request("8xH100 exclusive")) is None  # busy GPUs: judged by the general search
+    assert fast_path_mode(parse_request("8xH100 fp8")) is None
+    assert fast_path_mode(parse_request("8xH100 prefer=a")) is None
+
+
+def test_slots_are_stable_per_request_and_differ_across_requests() -> None:
+    assert slot("k1", 0) == slot("k1", 0)
+    assert slot("k1", 1) == slot("k1", 0) + 1
+    assert len({slot(f"rsv-{i}", 0) % 8 for i in range(64)}) > 1
+
+
+@pytest.mark.parametrize("group_commit", [True, False])
+async def test_one_host_request_takes_a_full_mesh_on_one_host_and_moves_the_counters(
+    gateway: Gateway, group_commit: bool
+) -> None:
+    await load(gateway, "superpod-h100:sus=1")
+    svc = ReservationService(gateway, group_commit=group_commit)
+    out = await svc.reserve(holder="a", request=parse_request("4xH100 nvlink=full-mesh"), ttl_s=TTL)
+    assert isinstance(out, Reservation), out
+    assert len(out.gpus) == 4 and len({g.host for g in out.gpus}) == 1
+    assert one_statement_calls(gateway) == 1
+    assert "reservations/reserve_gpus" not in gateway.stats  # the general path did not run
+    await counters_agree(gateway)
+    await svc.release(out.id)
+    await counters_agree(gateway)
+
+
+async def test_best_fit_host_is_preferred(gateway: Gateway) -> None:
+    """A host already partly used (fewer free GPUs, still enough) is taken before empty ones."""
+    cluster = await load(gateway, "superpod-h100:sus=1")
+    svc = ReservationService(gateway)
+    first = await svc.reserve(holder="a", gpus=[g.uuid for g in cluster.hosts[3].gpus[:4]], ttl_s=TTL)
+    assert isinstance(first, Reservation)
+    out = await svc.reserve(holder="b", request=parse_request("4xH100 nvlink=full-mesh"), ttl_s=TTL)
+    assert isinstance(out, Reservation)
+    assert {g.host for g in out.gpus} == {cluster.hosts[3].hostname}
+    await counters_agree(gateway)
+
+
+async def test_concurrent_reserves_spread_and_never_share_a_gpu(gateway: Gateway) -> None:
+    """Without group commit: sixteen single statements race, spread by their slots, retry the next."""
+    await load(gateway, "superpod-h100:sus=1")
+    svc = ReservationService(gateway, group_commit=False)
+    outs = await asyncio.gather(
+        *(svc.reserve(holder=f"c{i}", request=parse_request("8xH100 nvlink=full-mesh"), ttl_s=TTL) for i in range(16))
+    )
+    made = [o for o in outs if isinstance(o, Reservation)]
+    assert len(made) == 16
+    uuids = [g.uuid for o in made for g in o.gpus]
+    assert len(uuids) == len(set(uuids)) == 128
+    await invariants(gateway, 0.0)
+    await counters_agree(gateway)
+    # Spread: the one-statement path answered most of them (a lost race retries the next candidate).
+    assert gateway.stats["reservations/reserve_in_host"].calls >= 16
+    for o in made:
+        await svc.release(o.id)
+    await counters_agree(gateway)
+
+
+async def test_full_mesh_on_direct_attached_nvlink_falls_back_to_the_general_search(gateway: Gateway) -> None:
+    """DGX-1 cube-mesh: no switched domain, so the statement finds nothing and the clique search answers."""
+    await load(gateway, "dgx1:hosts=1")
+    svc = ReservationService(gateway)
+    out = await svc.reserve(holder="a", request=parse_request("4xV100 nvlink=full-mesh"), ttl_s=TTL)
+    assert isinstance(out, (Reservation, Infeasible, Conflict)), out
+    assert one_statement_calls(gateway) >= 1
+    if isinstance(out, Reservation):
+        assert "reservations/reserve_gpus" in gateway.stats
+    await counters_agree(gateway)
+
+
+async def test_unknown_model_is_infeasible_not_a_fast_path_miss(gateway: Gateway) -> None:
+    await load(gateway, "l40s:hosts=2")
+    svc = ReservationService(gateway)
+    out = await svc.reserve(holder="a", request=parse_request("2xH100"), ttl_s=TTL)
+    assert isinstance(out, Infeasible)
+    assert one_statement_calls(gateway) == 0  # no model matched: nothing to take
+
+
+def _batch(asks: list[tuple[int, str]], models: list[str]) -> dict[str, object]:
+    requests = [
+        {"n": n, "link": 0, "props": {"id": rid, "holder": "b", "state": "active", "created_at": 1.0,
+                                      "expires_at": 1e12, "gpu_count": n, "idempotency_key": rid}}
+        for n, rid in asks
+    ]  # fmt: skip
+    return {"requests": requests, "min_n": min(n for n, _ in asks), "models": models, "model": "", "exclude": [],
+            "stale_before": -1.0, "scan": 64, "now": 0.0}  # fmt: skip
+
+
+async def test_one_batch_statement_gives_each_request_its_own_gpus(gateway: Gateway) -> None:
+    """Requests of one batch that want the same best-fit host never share a GPU; one that cannot
+    be served gets no reservation while the others commit."""
+    cluster = await load(gateway, "l40s:hosts=2")
+    models = sorted({g.model for h in cluster.hosts for g in h.gpus})
+    per_host = len(cluster.hosts[0].gpus)
+    asks = [(1, "r1"), (per_host - 1, "r2"), (per_host, "r3"), (per_host, "r4-too-many")]
+    rows = await gateway.write("reservations/reserve_in_host_batch", _batch(asks, models))
+    assert sorted(rows[0]["ids"]) == ["r1", "r2", "r3"]
+    svc = ReservationService(gateway)
+    made = {r.id: r for r in await svc.get_many(ids=["r1", "r2", "r3"])}
+    uuids = [g.uuid for r in made.values() for g in r.gpus]
+    assert len(uuids) == len(set(uuids)) == 2 * per_host
+    assert {len(r.gpus) for r in made.values()} == {1, per_host - 1, per_host}
+    assert len({g.host for g in made["r1"].gpus + made["r2"].gpus}) == 1  # best fit: r2 fills r1's host
+    await invariants(gateway, 0.0)
+    await counters_agree(gateway)
+
+
+async def test_concurrent_reserves_are_group_committed(gateway: Gateway) -> None:
+    await load(gateway, "superpod-h100:sus=1")
+    svc = ReservationService(gateway)
+    assert svc.group is not None
+    outs = await asyncio.gather(
+        *(svc.reserve(holder=f"c{i}", request=parse_request("2xH100 nvlink=full-mesh"), ttl_s=TTL) for i in range(24))
+    )
+    assert all(isinstance(o, Reservation) for o in outs)
+    assert svc.group.items == 24 and svc.group.batches < 24  # several requests per statement
+    await invariants(gateway, 0.0)
+    await counters_agree(gateway)
+    ids = [o.id for o in outs if isinstance(o, Reservation)]
+    released = await asyncio.gather(*(svc.release(i) for i in [*ids, ids[0]]))  # one released twice at once
+    assert all(isinstance(r, Reservation) and r.state == "released" for r in released)
+    assert svc.release_group is not None and svc.release_group.batches < 25
+    await counters_agree(gateway)
+    taken = [g.uuid for o in outs if isinstance(o, Reservation) for g in o.gpus]
+    assert not await gateway.read("reservations/gpu_holders", {"uuids": taken, "now": 0.0})  # all free again
+
+
+async def test_reserve_explains_an_infeasible_request_only_when_asked(gateway: Gateway) -> None:
+    await load(gateway, "l40s:hosts=2")
+    svc = ReservationService(gateway)
+
+    def calls() -> int:
+        return sum(s.calls for s in gateway.stats.values())
+
+    start = calls()
+    cheap = await svc.reserve(holder="a", request=parse_request("2xL40S nvlink=any"), ttl_s=TTL)
+    assert isinstance(cheap, Infeasible) and [r.constraint for r in cheap.reasons] == ["placement"]
+    middle = calls()
+    full = await svc.reserve(holder="a", request=parse_request("2xL40S nvlink=any"), ttl_s=TTL, explain=True)
+    assert isinstance(full, Infeasible) and full.reasons[0].constraint == "nvlink"
+    assert calls() - middle > middle - start  # the diagnosis searched again

@@ -1,0 +1,68 @@
+"""The REST fast path (POST /v1/place, /v1/reservations, /v1/reservations/{id}/release) on both
+stores: the same outcomes, roles, ownership and mutation rate limit as the GraphQL mutations."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+
+from graphsvc.api.app import create_app
+from graphsvc.security.auth import Role, new_token
+from graphsvc.settings import Settings
+from graphsvc.store.gateway import Gateway
+from tests.cluster_helpers import load
+
+
+async def test_place_reserve_release_round_trip(client: httpx.AsyncClient, gateway: Gateway) -> None:
+    await load(gateway, "superpod-h100:sus=1")
+    placed = (await client.post("/v1/place", json={"request": "8xH100 nvlink=full-mesh"})).json()
+    assert placed["candidates"] and len(placed["candidates"][0]["gpus"]) == 8
+    body = {"holder": "job-1", "request": "8xH100 nvlink=full-mesh", "idempotencyKey": "k1", "ttlSeconds": 60}
+    made = (await client.post("/v1/reservations", json=body)).json()
+    assert made["kind"] == "Reservation" and len(made["gpus"]) == 8
+    again = (await client.post("/v1/reservations", json=body)).json()
+    assert again["id"] == made["id"]  # idempotent, as through GraphQL
+    taken = (await client.post("/v1/reservations", json={"holder": "job-2", "gpus": [made["gpus"][0]["uuid"]]})).json()
+    assert taken["kind"] == "Conflict" and taken["conflictGpus"] == [made["gpus"][0]["uuid"]]
+    released = (await client.post(f"/v1/reservations/{made['id']}/release")).json()
+    assert released["kind"] == "Reservation" and released["state"] == "released"
+    missing = (await client.post("/v1/reservations/rsv-nope/release")).json()
+    assert missing["kind"] == "NotFound"
+
+
+async def test_typed_answers_for_bad_and_impossible_requests(client: httpx.AsyncClient, gateway: Gateway) -> None:
+    await load(gateway, "l40s:hosts=1")
+    bad = (await client.post("/v1/reservations", json={"holder": "j", "request": "8xL40S wat=1"})).json()
+    assert bad["kind"] == "ValidationError"
+    huge = (await client.post("/v1/reservations", json={"holder": "j", "request": "64xL40S"})).json()
+    assert huge["kind"] == "Infeasible" and huge["reasons"]
+    neither = (await client.post("/v1/reservations", json={"holder": "j"})).json()
+    assert neither["kind"] == "ValidationError" and neither["field"] == "input"
+    unparsable = await client.post("/v1/place", json={"request": "x"})
+    assert unparsable.status_code == 200 and unparsable.json()["infeasible"]
+
+
+async def test_roles_ownership_and_the_rate_limit(gateway: Gateway) -> None:
+    await load(gateway, "l40s:hosts=2")
+    entries, tokens = [], {}
+    for name, role in [("sched-1", Role.SCHEDULER), ("sched-2", Role.SCHEDULER), ("col", Role.COLLECTOR)]:
+        token, entry = new_token(name, role, ["*"] if role is Role.COLLECTOR else [])
+        tokens[name] = {"authorization": f"Bearer {token}"}
+        entries.append(entry)
+    settings = Settings(tokens=json.dumps(entries), mutation_rate_per_minute=1, mutation_burst=2)
+    app = create_app(settings, gateway=gateway)
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+        anonymous = await c.post("/v1/reservations", json={"holder": "j", "request": "1xL40S"})
+        assert anonymous.status_code == 401
+        collector = await c.post("/v1/reservations", json={"holder": "j", "request": "1xL40S"}, headers=tokens["col"])
+        assert collector.status_code == 403
+        made = await c.post("/v1/reservations", json={"holder": "j", "request": "1xL40S"}, headers=tokens["sched-1"])
+        assert made.json()["kind"] == "Reservation"
+        other = await c.post(f"/v1/reservations/{made.json()['id']}/release", headers=tokens["sched-2"])
+        assert other.status_code == 403
+        mine = await c.post(f"/v1/reservations/{made.json()['id']}/release", headers=tokens["sched-1"])
+        assert mine.json()["kind"] == "Reservation"
+        limited = await c.post("/v1/reservations", json={"holder": "j", "request": "1xL40S"}, headers=tokens["sched-1"])
+        assert limited.status_code == 429  # a burst of 2: reserve and release spent it
