@@ -14,10 +14,11 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Event:
-    kind: str  # reservation.created|renewed|released|expired|preempted, host.stale|recovered
+    kind: str  # reservation.created|renewed|released|expired|preempted|resized|..., host.stale|recovered
     subject: str  # reservation id or host name
     holder: str
     at: float
+    detail: str = ""  # what changed, for the elastic events (JSON for a rank -> GPU map)
 
 
 class EventBus:
