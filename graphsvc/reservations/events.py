@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -25,6 +28,9 @@ class EventBus:
     def __init__(self, queue_size: int = 1000) -> None:
         self._subscribers: set[asyncio.Queue[Event]] = set()
         self.queue_size = queue_size
+        # In-process reactions (the elastic module completes a preemption when its victims
+        # release); awaited after the subscribers are fed; a failing one is logged, not raised.
+        self.observers: list[Callable[[Event], Awaitable[None]]] = []
 
     async def publish(self, event: Event) -> None:
         for queue in list(self._subscribers):
@@ -34,6 +40,11 @@ class EventBus:
                 queue.put_nowait(Event("subscriber.lagged", "", "", event.at))
             with contextlib.suppress(asyncio.QueueFull):
                 queue.put_nowait(event)
+        for observer in list(self.observers):
+            try:
+                await observer(event)
+            except Exception:
+                log.exception("event observer failed on %s", event.kind)
 
     async def subscribe(self) -> AsyncIterator[Event]:
         queue: asyncio.Queue[Event] = asyncio.Queue(maxsize=self.queue_size)

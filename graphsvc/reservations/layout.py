@@ -143,7 +143,7 @@ def plan_grow(current: Sequence[Slot], pool: Sequence[Slot], add: int, *, keep_l
     in_domain = [s for s in pool if s.domain in domains] if domains else []
     domain_room = len(in_domain) >= add
     aligned = rail_aligned(current)
-    tiers: list[tuple[str, list[Slot]]] = []
+    tiers: list[tuple[str, Sequence[Slot]]] = []
     if domains:
         tiers.append(("inside its NVLink domain", in_domain))
     tiers.append(("under its leaf switches", pool))
@@ -213,22 +213,50 @@ def replacement_plan(
 ) -> tuple[dict[str, str], bool] | None:
     """Replacement GPUs for `failed` ones: failed uuid -> new uuid, and whether the layout held.
 
-    The healthy rest of the job is the layout to keep; a replacement on the failed GPU's own
-    rail is preferred (a whole failed host is replaced by a host with the same free rails).
+    A failed GPU is replaced on its own rail and leaf, in its NVLink domain where there is
+    room; a host whose GPUs of the job all failed is replaced by one other host with those
+    rails free (best fit: the fewest other free GPUs), so the job stays rail-aligned. The
+    layout is kept when every replacement has the failed GPU's rail and leaf.
     """
     failed_ids = {s.uuid for s in failed}
-    healthy = [s for s in current if s.uuid not in failed_ids]
-    base = healthy or list(current)
-    plan = plan_grow(base, pool, len(failed), keep_layout=False)
-    if plan is None:
-        return None
-    by_uuid = {s.uuid: s for s in pool}
-    new = [by_uuid[u] for u in plan.uuids]
+    job_hosts = {s.host for s in current if s.uuid not in failed_ids}
+    spare = {s.uuid: s for s in pool if s.uuid not in failed_ids}
     mapping: dict[str, str] = {}
-    spare = list(new)
-    for old in sorted(failed, key=lambda s: (s.host, s.index)):
-        same_rail = next((s for s in spare if s.rail == old.rail and old.rail is not None), None)
-        pick = same_rail or spare[0]
-        spare.remove(pick)
-        mapping[old.uuid] = pick.uuid
-    return mapping, plan.layout_kept
+    by_host = _by_host(failed)
+    for host in sorted(by_host):
+        group = by_host[host]
+        whole = not any(s.host == host and s.uuid not in failed_ids for s in current)
+        if whole and len(group) > 1:
+            free = _by_host(s for s in spare.values() if s.host not in job_hosts and s.host != host)
+            fits: list[tuple[int, str, list[Slot]]] = []
+            for h, slots in free.items():
+                found = [next((x for x in slots if x.rail == g.rail and x.leaf == g.leaf), None) for g in group]
+                chosen = [x for x in found if x is not None]
+                if len(chosen) == len(group):
+                    fits.append((len(slots), h, chosen))
+            if fits:
+                _n, _h, picks = min(fits, key=lambda f: (f[0], f[1]))
+                for old, new in zip(group, picks, strict=True):
+                    mapping[old.uuid] = new.uuid
+                    del spare[new.uuid]
+                continue
+        for old in group:
+            if not spare:
+                return None
+            pick = min(
+                spare.values(),
+                key=lambda x: (
+                    x.rail != old.rail,
+                    x.leaf != old.leaf,
+                    x.domain != old.domain,
+                    x.host not in job_hosts,
+                    x.host,
+                    x.index,
+                ),
+            )
+            mapping[old.uuid] = pick.uuid
+            del spare[pick.uuid]
+    olds = {s.uuid: s for s in failed}
+    news = {s.uuid: s for s in pool}
+    kept = all(news[n].rail == olds[o].rail and news[n].leaf == olds[o].leaf for o, n in mapping.items())
+    return mapping, kept

@@ -187,10 +187,8 @@ class ElasticService:
         plan: GrowPlan | None = plan_grow(live.slots, pool, gpus - len(have), keep_layout=keep_layout)
         if plan is None:
             why = "keeping its layout (same NVLink domain, leaves and rails)" if keep_layout else "near it"
-            return Infeasible(
-                [InfeasibleReason("resize", f"{gpus - len(have)} more GPU(s) are not free {why}",
-                                  None if not keep_layout else "keepLayout: false")]  # fmt: skip
-            )
+            hint = "keepLayout: false" if keep_layout else None
+            return Infeasible([InfeasibleReason("resize", f"{gpus - len(have)} more GPU(s) are not free {why}", hint)])
         return plan.uuids, [], plan.layout_kept, plan.reason
 
     async def commit(

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Coroutine
+from typing import Any
 
 from graphsvc.placement.request import parse_request
 from graphsvc.reservations.events import Event
-from graphsvc.reservations.resize import ElasticService, Resized
+from graphsvc.reservations.resize import ElasticService, Live, Resized
 from graphsvc.reservations.service import Conflict, Infeasible, Invalid, LeaseExpired, Reservation, ReservationService
 from graphsvc.store.gateway import Gateway
 from tests.cluster_helpers import load
@@ -59,17 +61,17 @@ async def test_shrink_by_service_choice_and_by_rank(gateway: Gateway) -> None:
     assert isinstance(shrunk, Resized), shrunk
     assert len({g.host for g in shrunk.reservation.gpus}) == 1  # a whole host went back
     ranks = await elastic.live(made.id)
-    assert not isinstance(ranks, (LeaseExpired,)) and hasattr(ranks, "rank_order")
-    order = ranks.rank_order  # type: ignore[union-attr]
+    assert isinstance(ranks, Live)
+    order = ranks.rank_order
     dropped = await elastic.resize(made.id, remove_ranks=[7, 6])
     assert isinstance(dropped, Resized) and sorted(dropped.removed) == sorted(order[6:8])
     after = await elastic.live(made.id)
-    assert after.rank_order == order[:6]  # type: ignore[union-attr]
+    assert isinstance(after, Live) and after.rank_order == order[:6]
     assert isinstance(await elastic.resize(made.id, remove_ranks=[9]), Invalid)
     assert isinstance(await elastic.resize(made.id, gpus=0), Invalid)
     await consistent(gateway, clock.now)
     released = await svc.release(made.id)
-    assert released.state == "released"  # type: ignore[union-attr]
+    assert isinstance(released, Reservation) and released.state == "released"
     await consistent(gateway, clock.now)
 
 
@@ -108,7 +110,7 @@ async def test_resize_racing_reserve_and_preemption(gateway: Gateway) -> None:
         assert isinstance(made, Reservation)
         jobs.append(made.id)
     for round_ in range(3):
-        ops = []
+        ops: list[Coroutine[Any, Any, object]] = []
         for rid in jobs:
             ops.append(elastic.resize(rid, gpus=rng.choice([2, 6, 8])))
         for i in range(4):
@@ -116,7 +118,9 @@ async def test_resize_racing_reserve_and_preemption(gateway: Gateway) -> None:
         ops.append(svc.reserve(holder=f"hi{round_}", request=parse_request("24xGB200"), ttl_s=600, priority=5,
                                allow_preemption=True))  # fmt: skip
         outcomes = await asyncio.gather(*ops)
-        assert all(isinstance(o, (Resized, Reservation, Conflict, Infeasible, LeaseExpired)) for o in outcomes), outcomes
+        assert all(isinstance(o, (Resized, Reservation, Conflict, Infeasible, LeaseExpired)) for o in outcomes), (
+            outcomes
+        )
         await consistent(gateway, clock.now)
         for o in outcomes[len(jobs) :]:
             if isinstance(o, Reservation):

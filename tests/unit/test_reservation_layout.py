@@ -18,7 +18,13 @@ def host(name: str, indices: range | list[int], domain: str | None = None, leaf_
         # half a host grows into the other half of the same host (same NVLink domain)
         (host("a", range(4)), host("a", range(4, 8)) + host("b", range(8)), 4, {"a"}, True),
         # two half hosts grow by 4: two more rails on each, still aligned
-        (host("a", range(2)) + host("b", range(2)), host("a", range(2, 8)) + host("b", range(2, 8)), 4, {"a", "b"}, True),
+        (
+            host("a", range(2)) + host("b", range(2)),
+            host("a", range(2, 8)) + host("b", range(2, 8)),
+            4,
+            {"a", "b"},
+            True,
+        ),
         # a full host grows by a host: the emptiest-fitting other host, same rails and leaves
         (host("a", range(8)), host("b", range(8)) + host("c", range(8)), 8, {"b"}, True),
         # a full host grows by a host, but only hosts on other leaves are free: not kept
