@@ -41,13 +41,15 @@ class ReplacementService:
         self.rs = elastic.rs
         self.stale_after_s = stale_after_s
 
-    async def check(self, *, apply: bool | None = None, limit: int = 100) -> list[Replacement]:
+    async def check(self, *, apply: bool | None = None, only: str = "", limit: int = 100) -> list[Replacement]:
         """Every live reservation with a failed or stale GPU: propose (and, when the reservation
         allows it or `apply` says so, reserve) replacements. `apply=False` only proposes."""
         now = self.rs.clock()
         stale = self.stale_after_s if self.stale_after_s is not None else self.rs.engine.stale_after_s
         cutoff = now - stale if stale is not None else -1.0
-        rows = await self.rs.gw.read("reservations/failed_holdings", {"now": now, "cutoff": cutoff, "limit": limit})
+        rows = await self.rs.gw.read(
+            "reservations/failed_holdings", {"now": now, "cutoff": cutoff, "limit": limit, "id": only}
+        )
         out = []
         for r in rows:
             auto = AUTO_LABEL in (r.get("labels") or [])

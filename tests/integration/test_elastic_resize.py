@@ -134,3 +134,25 @@ def _recorder(into: list[Event], publish):  # type: ignore[no-untyped-def]
         await publish(event)
 
     return record
+
+
+async def test_the_service_says_whether_the_next_phase_fits(gateway: Gateway) -> None:
+    from graphsvc.reservations.phases import PhaseFit, next_phase, set_phases
+
+    await load(gateway, "superpod-h100:sus=1")
+    svc = ReservationService(gateway)
+    elastic = ElasticService(svc)
+    made = await svc.reserve(holder="job", request=parse_request("8xH100"), ttl_s=600)
+    assert isinstance(made, Reservation)
+    plan = ["warmup=8xH100", "main=16xH100", "longctx=4096xH100", "eval=8xH100"]
+    assert await set_phases(elastic, made.id, "warmup", plan) is None
+    assert isinstance(await set_phases(elastic, made.id, "nope", plan), Invalid)
+    assert isinstance(await set_phases(elastic, made.id, "warmup", ["bad"]), Invalid)
+    fit = await next_phase(elastic, made.id)
+    assert isinstance(fit, PhaseFit) and fit.fits and fit.next_phase == "main" and len(fit.add) == 8
+    assert fit.layout_kept
+    grown = await elastic.resize(made.id, gpus=16)
+    assert isinstance(grown, Resized) and sorted(grown.added) == sorted(fit.add)  # where it said
+    assert await set_phases(elastic, made.id, "main", plan) is None
+    fit = await next_phase(elastic, made.id)
+    assert isinstance(fit, PhaseFit) and not fit.fits and fit.next_phase == "longctx"
