@@ -102,6 +102,28 @@ class ElasticService:
         slots = [slot_of(by_uuid[g.uuid]) for g in held if g.uuid in by_uuid]
         return Live(res, props, ordered(slots, props.get("rank_order")))
 
+    async def notices(self, reservation_id: str) -> dict[str, Any] | NotFound:
+        """What a lease holder should know besides its lease: a preemption coming (by whom, when),
+        its rank order (after a resize or a replacement), its phase and last reported checkpoint."""
+        if not _printable(reservation_id):
+            return NotFound(reservation_id, "no such reservation")
+        rows = await self.gw.read("reservations/reservation_get", {"ids": [reservation_id], "keys": []})
+        if not rows:
+            return NotFound(reservation_id, f"no reservation {reservation_id!r}")
+        props: dict[str, Any] = dict(rows[0]["reservation"])
+        res = _reservation(rows[0])
+        held = [g for g in res.gpus if g.held]
+        pos = {u: i for i, u in enumerate(props.get("rank_order") or [])}
+        ranked = sorted(held, key=lambda g: (pos.get(g.uuid, len(pos)), g.host, g.index))
+        return {
+            "id": res.id, "state": res.state, "rank_order": [g.uuid for g in ranked],
+            "phase": props.get("phase"), "phases": list(props.get("phases") or []),
+            "last_checkpoint_at": props.get("last_checkpoint_at"),
+            "checkpoint_every_s": props.get("checkpoint_every_s"),
+            "preempt_by": props.get("preempt_by") if res.state == "active" else None,
+            "preempt_at": props.get("preempt_at") if res.state == "active" else None,
+        }  # fmt: skip
+
     def loader(self, now: float) -> HostLoader:
         stale = self.rs.engine.stale_after_s
         return HostLoader(self.gw, now, stale_before=None if stale is None else now - stale)

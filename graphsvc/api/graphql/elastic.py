@@ -222,10 +222,39 @@ async def next_phase(info: Info, id: str) -> PhaseFitResult:
     return LeaseExpired(id=out.id, expired_at=out.expired_at, message=out.message)
 
 
+@strawberry.type(description="What a lease holder should act on besides its lease.")
+class ElasticState:
+    id: str
+    state: str
+    rank_order: list[str] = strawberry.field(description="GPU uuids by rank (changes with resize and replacement)")
+    phase: str | None
+    phases: list[str]
+    last_checkpoint_at: float | None
+    checkpoint_every_seconds: float | None
+    preempt_by: str | None = strawberry.field(description="The reservation that will take its GPUs, if any")
+    preempt_at: float | None = strawberry.field(description="When: checkpoint and release before then")
+
+
+async def elastic_state(info: Info, id: str) -> ElasticState | None:
+    """Null if unknown."""
+    info.context.require(*READERS)
+    out = await elastic_for(info.context.reservations).resize.notices(id)
+    if isinstance(out, svc.NotFound):
+        return None
+    return ElasticState(
+        id=out["id"], state=out["state"], rank_order=out["rank_order"], phase=out["phase"], phases=out["phases"],
+        last_checkpoint_at=out["last_checkpoint_at"], checkpoint_every_seconds=out["checkpoint_every_s"],
+        preempt_by=out["preempt_by"], preempt_at=out["preempt_at"],
+    )  # fmt: skip
+
+
 @strawberry.type(name="Query")
 class ElasticQuery:
     next_phase: PhaseFitResult = strawberry.field(
         resolver=next_phase, description="Whether a reservation's next planned phase fits in place, and where."
+    )
+    elastic_state: ElasticState | None = strawberry.field(
+        resolver=elastic_state, description="Preemption notice, rank order, phase and checkpoint of a reservation."
     )
 
 
