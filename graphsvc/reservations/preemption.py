@@ -98,6 +98,7 @@ class GracefulPreemption:
         labels: Sequence[str] = (),
         preemptible: bool = False,
         owner: str | None = None,
+        policy: str = "checkpoint",
     ) -> PreemptOutcome:
         """Reserve for `request`, preempting lower-priority work after `grace_s` if it must."""
         try:
@@ -116,7 +117,7 @@ class GracefulPreemption:
             return placed
         last = Infeasible([])
         for _ in range(self.rs.max_attempts):
-            plan = await self.rs.preemption_plan(request, priority, grace_s=grace_s)
+            plan = await self.rs.preemption_plan(request, priority, grace_s=grace_s, policy=policy)
             if not plan.feasible:
                 return placed if isinstance(placed, Infeasible) else last
             if not plan.victims:
