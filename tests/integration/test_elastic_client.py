@@ -58,3 +58,23 @@ def test_lease_holder_resizes_checkpoints_and_yields_to_a_preemption(service: Se
         taken = httpx.post(f"{service.url}/graphql", json={"query": STATE, "variables": variables})
         got = taken.json()["data"]["reservation"]
         assert got["state"] == "active" and len(got["gpus"]) == 8  # moved on release, not at the deadline
+
+
+def test_cli_resize_next_phase_replace_and_preempt(service: ServiceProcess, capsys: pytest.CaptureFixture[str]) -> None:
+    from graphsvc.cli import main
+
+    with GraphsvcClient(service.url) as gs:
+        r = gs.reserve("4xH100", holder="cli-job", ttl_s=600)
+        try:
+            assert main(["resize", r.id, "--gpus", "8", "--server", service.url]) == 0
+            assert "layout kept" in capsys.readouterr().out
+            assert main(["resize", r.id, "--remove-ranks", "7", "-o", "json", "--server", service.url]) == 0
+            assert '"Resized"' in capsys.readouterr().out
+            assert main(["next-phase", r.id, "--server", service.url]) == 0
+            assert "no later phase" in capsys.readouterr().out
+            assert main(["replace", r.id, "--propose", "--server", service.url]) == 2  # nothing failed
+            capsys.readouterr()
+            code = main(["preempt", "4096xH100", "--holder", "x", "--priority", "5", "--server", service.url])
+            assert code == 2 and "infeasible" in capsys.readouterr().out
+        finally:
+            gs.release(r.id)
