@@ -14,16 +14,28 @@ from graphsvc.reservations.resize import ElasticService
 from graphsvc.reservations.service import ReservationService
 
 
+SWEEP_EVERY_TICKS = 12  # the orphan sweep reads every reserved GPU: once a minute at the 5 s default
+
+
 @dataclass
 class Elastic:
     resize: ElasticService
     preemption: GracefulPreemption
     replacement: ReplacementService
+    ticks: int = 0
 
     async def tick(self) -> None:
-        """The lease job's share: complete due preemptions, replace failed GPUs."""
+        """The lease job's share: complete due preemptions, replace failed GPUs, and now and
+        then free GPUs left marked for an ended reservation (see free_orphaned_gpus)."""
         await self.preemption.tick()
         await self.replacement.check()
+        self.ticks += 1
+        if self.ticks % SWEEP_EVERY_TICKS == 1:
+            await self.sweep()
+
+    async def sweep(self) -> list[str]:
+        rows = await self.resize.gw.write("reservations/free_orphaned_gpus", {"limit": 10_000})
+        return [u for r in rows for u in r["freed"]]
 
 
 _BY_SERVICE: weakref.WeakKeyDictionary[ReservationService, Elastic] = weakref.WeakKeyDictionary()

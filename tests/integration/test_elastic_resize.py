@@ -156,3 +156,23 @@ async def test_the_service_says_whether_the_next_phase_fits(gateway: Gateway) ->
     assert await set_phases(elastic, made.id, "main", plan) is None
     fit = await next_phase(elastic, made.id)
     assert isinstance(fit, PhaseFit) and not fit.fits and fit.next_phase == "longctx"
+
+
+async def test_the_sweep_frees_gpus_left_marked_for_an_ended_reservation(gateway: Gateway) -> None:
+    """What a release that read its GPUs just before a grow committed would leave (Neo4j)."""
+    from graphsvc.reservations.elastic import elastic_for
+    from tests.stores import adhoc
+
+    await load(gateway, "l40s:hosts=1")
+    svc = ReservationService(gateway)
+    made = await svc.reserve(holder="job", request=parse_request("2xL40S"), ttl_s=600)
+    assert isinstance(made, Reservation)
+    await svc.release(made.id)
+    stray = made.gpus[0].uuid
+    leave = adhoc("orphan", "MATCH (g:GPU {uuid: $u}) SET g.state = 'reserved', g.reservation = $r")
+    await gateway.backend.run(leave, {"u": stray, "r": made.id}, write=True, timeout_s=60)
+    assert await gateway.read("reservations/orphaned_gpus") != []
+    assert await elastic_for(svc).sweep() == [stray]
+    assert await gateway.read("reservations/orphaned_gpus") == []
+    assert await gateway.read("counter_drift") == []
+    assert await elastic_for(svc).sweep() == []
