@@ -13,7 +13,6 @@ from graphsvc.reservations.replacement import ReplacementService
 from graphsvc.reservations.resize import ElasticService
 from graphsvc.reservations.service import ReservationService
 
-
 SWEEP_EVERY_TICKS = 12  # the orphan sweep reads every reserved GPU: once a minute at the 5 s default
 
 
