@@ -6,7 +6,9 @@ keep their layout. Trace model (seeded, synthetic; documented in docs/benchmarks
   runs an exponential time (mean `mean_run_s`) and checkpoints every 10, 30, 60 or 120
   minutes from its start; it reports its checkpoints with its renewals.
 * A share of them (`elastic_share`) is elastic: at a random point of its run it grows to twice
-  its size (a new phase), and later shrinks back.
+  its size (a new phase), and later shrinks back. Grows are asked with `keepLayout: false`, so
+  that they happen wherever GPUs are free near the job and the share that kept the layout
+  (same NVLink domain, leaves and rails) is measured rather than enforced.
 * Every `urgent_every_s` an urgent job arrives that needs a large block of one NVLink domain
   (`urgent_gpus`, priority 10, not preemptible) for two hours; it preempts at once
   (grace 0, so the two policies are compared on the same footing).
@@ -184,7 +186,9 @@ async def replay(gw: Gateway, trace: list[TraceJob], policy: str, *, model: str 
             rid = live[job.name][0]
             out.resizes += 1
             target = job.gpus * 2 if kind == "grow" else job.gpus
-            done = await elastic.resize.resize(rid, gpus=target)
+            # grows take the best GPUs near the job even where the layout breaks, so that the
+            # share that kept it is measured (the service's default refuses those instead)
+            done = await elastic.resize.resize(rid, gpus=target, keep_layout=False)
             if isinstance(done, Resized):
                 size[job.name] = target
                 out.resizes_done += 1
