@@ -139,3 +139,24 @@ async def test_bad_progress_reports_are_validation_errors(gateway: Gateway) -> N
     assert isinstance(await preemption.renew(made.id, 60, checkpoint_every_s=60), Invalid)
     assert isinstance(await preemption.renew(made.id, 60, last_checkpoint_at=float("nan")), Invalid)
     assert isinstance(await preemption.renew(made.id, 60, last_checkpoint_at=1.0, checkpoint_every_s=0), Invalid)
+
+
+async def test_elastic_properties_are_declared_in_the_schema(gateway: Gateway) -> None:
+    from graphsvc.reservations.phases import set_phases
+    from graphsvc.store.schema import graph_schema
+    from tests.integration.test_schema_conformance import PY_TYPES
+
+    clock = Clock()
+    svc = ReservationService(gateway, clock=clock)
+    _big, small = await two_racks(gateway, clock, svc)
+    elastic = elastic_for(svc)
+    assert await set_phases(elastic.resize, small[0], "a", ["a=8xGB200", "b=4xGB200"]) is None
+    await elastic.resize.resize(small[0], gpus=4)
+    out = await elastic.preemption.preempt(holder="urgent", request=BIG, priority=9, grace_s=60, ttl_s=3600)
+    assert isinstance(out, Pending)
+    node = graph_schema().nodes["Reservation"]
+    for row in await gateway.read("export_nodes", {"limit": 1_000_000}):
+        if row["labels"] == ["Reservation"]:
+            for prop, value in row["props"].items():
+                assert prop in node.properties, f"Reservation.{prop} is not declared"
+                assert isinstance(value, PY_TYPES[node.properties[prop]]), f"Reservation.{prop}={value!r}"
