@@ -48,12 +48,13 @@ async def main() -> None:
     for r in rows:
         print(json.dumps(r))
     print()
-    print("| policy | urgent placed | preemptions | victims | lost GPU-hours | resizes done / asked | "
-          "layout kept (all / grows) |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|")
+    print("| run | urgent placed | preemptions | victims | lost GPU-hours | paired plans: checkpoint / priority "
+          "(GPU-hours, n) | resizes done / asked | layout kept (all / grows) |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['policy']} | {r['urgent_placed']} | {r['preemptions']} | {r['victims']} | "
-              f"{r['lost_gpu_hours']} | {r['resizes_done']} / {r['resizes']} | "
+              f"{r['lost_gpu_hours']} | {r['paired_lost_checkpoint']} / {r['paired_lost_priority']} "
+              f"({r['paired_plans']}) | {r['resizes_done']} / {r['resizes']} | "
               f"{r['layout_kept_share']:.0%} / {r['grow_layout_kept_share']:.0%} |")  # fmt: skip
 
 

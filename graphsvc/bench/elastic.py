@@ -17,6 +17,8 @@ keep their layout. Trace model (seeded, synthetic; documented in docs/benchmarks
 
 The same trace is replayed once per policy on a fresh graph: `checkpoint` (least lost work)
 and `priority` (fewest victims, lowest priorities: the rule before checkpoint awareness).
+The two runs diverge after their first different choice, so each run also asks, at every
+urgent arrival, what both policies' plans would lose on that same state (`paired_*`).
 """
 
 from __future__ import annotations
@@ -98,13 +100,18 @@ class ReplayResult:
     resizes_layout_kept: int = 0
     grows_done: int = 0
     grows_layout_kept: int = 0
+    # paired: at every urgent arrival, both policies' plans on the same state (GPU-hours)
+    paired_plans: int = 0
+    paired_lost_checkpoint: float = 0.0
+    paired_lost_priority: float = 0.0
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         share = self.resizes_layout_kept / self.resizes_done if self.resizes_done else 0.0
         grow_share = self.grows_layout_kept / self.grows_done if self.grows_done else 0.0
         fields = {k: v for k, v in self.__dict__.items() if k != "notes"}
-        fields["lost_gpu_hours"] = round(self.lost_gpu_hours, 2)
+        for k in ("lost_gpu_hours", "paired_lost_checkpoint", "paired_lost_priority"):
+            fields[k] = round(fields[k], 2)
         return {**fields, "layout_kept_share": round(share, 3), "grow_layout_kept_share": round(grow_share, 3)}
 
 
@@ -137,6 +144,11 @@ async def replay(gw: Gateway, trace: list[TraceJob], policy: str, *, model: str 
         if kind == "arrive":
             request = parse_request(f"{job.gpus}x{model} nvlink=full-mesh")
             if job.urgent:
+                plans = [await svc.preemption_plan(request, 10, policy=p) for p in ("checkpoint", "priority")]
+                if all(pl.feasible and pl.victims for pl in plans):
+                    out.paired_plans += 1
+                    out.paired_lost_checkpoint += plans[0].lost_gpu_seconds / 3600
+                    out.paired_lost_priority += plans[1].lost_gpu_seconds / 3600
                 urgent = await elastic.preemption.preempt(
                     holder=job.name, request=request, priority=10, grace_s=0, ttl_s=WEEK, policy=policy
                 )

@@ -23,4 +23,6 @@ async def test_replay_runs_and_leaves_the_graph_consistent(gateway: Gateway) -> 
     result = await replay(gateway, trace, "checkpoint")
     assert result.placed > 0 and result.urgent_placed > 0 and result.resizes > 0
     assert result.resizes_layout_kept <= result.resizes_done <= result.resizes
+    # on the same state, the least-lost-work plan never loses more than the fewest-victims one
+    assert result.paired_lost_checkpoint <= result.paired_lost_priority + 1e-6
     await consistent(gateway, 0.0)  # every reservation still active is whole
