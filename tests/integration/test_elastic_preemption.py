@@ -78,6 +78,8 @@ async def test_victims_get_a_grace_period_then_the_gpus_move(gateway: Gateway) -
     warned = sorted(e.subject for e in events if e.kind == "reservation.preempting")
     assert warned == sorted(small) and '"graceSeconds": 120' in events[0].detail
     assert await states(svc, small) == {r: "active" for r in small}
+    again = await svc.preemption_plan(BIG, priority=9)  # promised victims are not offered twice
+    assert again.feasible and not {v.reservation for v in again.victims} & set(small)
     await consistent(gateway, clock.now)
     clock.now += 60
     assert await preemption.tick() == []  # still in the grace period
