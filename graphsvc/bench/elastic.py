@@ -145,10 +145,6 @@ async def replay(gw: Gateway, trace: list[TraceJob], policy: str, *, model: str 
             request = parse_request(f"{job.gpus}x{model} nvlink=full-mesh")
             if job.urgent:
                 plans = [await svc.preemption_plan(request, 10, policy=p) for p in ("checkpoint", "priority")]
-                if all(pl.feasible and pl.victims for pl in plans):
-                    out.paired_plans += 1
-                    out.paired_lost_checkpoint += plans[0].lost_gpu_seconds / 3600
-                    out.paired_lost_priority += plans[1].lost_gpu_seconds / 3600
                 urgent = await elastic.preemption.preempt(
                     holder=job.name, request=request, priority=10, grace_s=0, ttl_s=WEEK, policy=policy
                 )
@@ -161,6 +157,10 @@ async def replay(gw: Gateway, trace: list[TraceJob], policy: str, *, model: str 
                 ended = [r for r in await svc.get_many(ids=list(by_reservation)) if r.state == "preempted"]
                 if ended:
                     out.preemptions += 1
+                    if all(pl.feasible and pl.victims for pl in plans):  # counted only where it preempted
+                        out.paired_plans += 1
+                        out.paired_lost_checkpoint += plans[0].lost_gpu_seconds / 3600
+                        out.paired_lost_priority += plans[1].lost_gpu_seconds / 3600
                 for r in ended:
                     name = by_reservation.pop(r.id)
                     _, victim, start = live.pop(name)
