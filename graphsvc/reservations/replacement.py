@@ -40,6 +40,9 @@ class ReplacementService:
         self.elastic = elastic
         self.rs = elastic.rs
         self.stale_after_s = stale_after_s
+        # what was already proposed or reported: the lease job looks every few seconds, the
+        # holder hears once per set of failed GPUs
+        self.told: set[tuple[str, frozenset[str]]] = set()
 
     async def check(self, *, apply: bool | None = None, only: str = "", limit: int = 100) -> list[Replacement]:
         """Every live reservation with a failed or stale GPU: propose (and, when the reservation
@@ -72,19 +75,25 @@ class ReplacementService:
             now = self.rs.clock()
             if found is None:
                 reason = f"no free GPUs near the job can replace {len(lost)} failed GPU(s)"
-                await self.rs.events.publish(
-                    Event("reservation.replacement_unavailable", reservation_id, holder, now, reason)
-                )
+                key = (reservation_id, frozenset(s.uuid for s in lost))
+                if key not in self.told:
+                    self.told.add(key)
+                    await self.rs.events.publish(
+                        Event("reservation.replacement_unavailable", reservation_id, holder, now, reason)
+                    )
                 return Replacement(reservation_id, holder, [s.uuid for s in lost], {}, {}, False, False, reason)
             mapping, kept = found
+            seen = (reservation_id, frozenset(mapping))
             order = live.rank_order
             ranks = {order.index(old): new for old, new in mapping.items()}
             detail = json.dumps({"ranks": {str(k): v for k, v in sorted(ranks.items())}, "failed": sorted(mapping)})
             reason = f"{len(mapping)} replacement GPU(s), layout {'kept' if kept else 'NOT kept'}"
             if not apply:
-                await self.rs.events.publish(
-                    Event("reservation.replacement_proposed", reservation_id, holder, now, detail)
-                )
+                if seen not in self.told:
+                    self.told.add(seen)
+                    await self.rs.events.publish(
+                        Event("reservation.replacement_proposed", reservation_id, holder, now, detail)
+                    )
                 return Replacement(reservation_id, holder, sorted(mapping), ranks, mapping, kept, False, reason)
             # the new GPUs take the failed ones' ranks: commit with the rank order rewritten
             done = await self._commit(live, mapping, kept, reason, detail)

@@ -73,6 +73,7 @@ async def test_a_stale_host_is_proposed_not_taken_without_consent(gateway: Gatew
     assert len(proposals) == 1 and not proposals[0].applied and proposals[0].layout_kept
     assert sorted(proposals[0].ranks) == list(range(8, 16))  # the second host's ranks
     assert [e.kind for e in events] == ["reservation.replacement_proposed"]
+    assert len(await replacement.check()) == 1 and len(events) == 1  # proposed again, told once
     unchanged = await elastic.resize.live(made.id)
     assert isinstance(unchanged, Live) and unchanged.rank_order == before.rank_order
     applied = await replacement.check(apply=True)
