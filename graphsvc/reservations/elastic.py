@@ -14,6 +14,7 @@ from graphsvc.reservations.resize import ElasticService
 from graphsvc.reservations.service import ReservationService
 
 SWEEP_EVERY_TICKS = 12  # the orphan sweep reads every reserved GPU: once a minute at the 5 s default
+REPLACE_EVERY_TICKS = 6  # the failed-GPU check reads every live reservation's GPUs: every 30 s
 
 
 @dataclass
@@ -27,8 +28,9 @@ class Elastic:
         """The lease job's share: complete due preemptions, replace failed GPUs, and now and
         then free GPUs left marked for an ended reservation (see free_orphaned_gpus)."""
         await self.preemption.tick()
-        await self.replacement.check()
         self.ticks += 1
+        if self.ticks % REPLACE_EVERY_TICKS == 1:
+            await self.replacement.check()
         if self.ticks % SWEEP_EVERY_TICKS == 1:
             await self.sweep()
 
