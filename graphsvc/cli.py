@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from graphsvc import elastic_cli  # standard library only at import time
 from graphsvc.exports import drift_cli  # standard library only, like graphsvc.exports.names
 from graphsvc.exports.names import EXPORT_FORMATS
 from graphsvc.sites import cli as sites_cli  # standard library only at import
@@ -274,6 +275,7 @@ def _parser() -> argparse.ArgumentParser:
 
     drift_cli.add_parser(sub)  # `graphsvc drift FORMAT FILE` (graphsvc/exports/drift_cli.py)
     sites_cli.add_parsers(sub, _client_options)  # `graphsvc sites | prices | compare-sites` (graphsvc/sites/cli.py)
+    elastic_cli.add_parsers(sub, _ttl)  # resize, preempt, next-phase, replace (graphsvc/elastic_cli.py)
     return parser
 
 
@@ -327,6 +329,8 @@ def _run(args: argparse.Namespace) -> int:
         return _release(args.server, args.id, as_json=args.output == "json")
     if args.command in ("sites", "prices", "compare-sites"):
         return sites_cli.run(args)
+    if args.command in elastic_cli.COMMANDS:
+        return elastic_cli.run(args)
     import asyncio  # only from here on: the client commands above need no event loop
 
     if args.command == "serve":

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -281,3 +282,176 @@ class GraphsvcClient:
                 log.warning("releasing %s failed (its lease will expire): %s", reservation.id, exc)
         if lost:
             raise LeaseLostError(str(lost[0]))
+
+
+# ---- jobs that change: resize, checkpoints, preemption notices -----------------------------
+
+ELASTIC_STATE = """query($id: String!) { elasticState(id: $id) { state rankOrder preemptBy preemptAt } }"""
+RENEW_PROGRESS = """mutation($id: String!, $ttl: Int, $at: Float, $every: Float) {
+  renew(id: $id, ttlSeconds: $ttl, lastCheckpointAt: $at, checkpointEverySeconds: $every) { __typename
+  ... on LeaseExpired { message } ... on NotFound { message } ... on ValidationError { field message } } }"""
+RESIZE = """mutation($id: String!, $gpus: Int, $remove: [String!], $ranks: [Int!], $keep: Boolean!) {
+  resize(id: $id, gpus: $gpus, remove: $remove, removeRanks: $ranks, keepLayout: $keep) { __typename
+  ... on Resized { added removed layoutKept reason rankOrder }
+  ... on Conflict { message gpus { uuid } holders { gpuUuid reservation holder } }
+  ... on Infeasible { reasons { constraint message nearestFeasible } }
+  ... on ValidationError { field message } ... on NotFound { message } ... on LeaseExpired { message } } }"""
+
+
+@dataclass(frozen=True)
+class PreemptionNotice:
+    """Another job will take these GPUs at `deadline`: checkpoint, then release (or be ended)."""
+
+    reservation: str
+    by: str
+    deadline: float
+
+
+@dataclass(frozen=True)
+class ResizeNotice:
+    """The reservation's GPUs changed (a resize, or a failed GPU replaced): the new rank order."""
+
+    reservation: str
+    rank_order: list[str]
+
+
+@dataclass(frozen=True)
+class ResizeResult:
+    added: list[str]
+    removed: list[str]
+    layout_kept: bool
+    reason: str
+    rank_order: list[str]
+
+
+class ElasticLease:
+    """A held reservation that can change: renewals carry the job's last checkpoint, and every
+    renewal also looks for notices (a preemption with its deadline, a new rank order) and hands
+    them to the job's callbacks, on the lease thread."""
+
+    def __init__(
+        self,
+        client: GraphsvcClient,
+        reservation: Reservation,
+        *,
+        on_preempt: Callable[[PreemptionNotice], None] | None = None,
+        on_resize: Callable[[ResizeNotice], None] | None = None,
+    ) -> None:
+        self.client = client
+        self.reservation = reservation
+        self.on_preempt = on_preempt
+        self.on_resize = on_resize
+        self.last_checkpoint_at: float | None = None
+        self.checkpoint_every_s: float | None = None
+        self.rank_order: list[str] = [g.uuid for g in reservation.gpus]
+        self.notice: PreemptionNotice | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def id(self) -> str:
+        return self.reservation.id
+
+    def checkpointed(self, at: float | None = None, *, every_s: float | None = None) -> None:
+        """The job saved a checkpoint (now, or at `at`); sent with the next renewal."""
+        with self._lock:
+            self.last_checkpoint_at = time.time() if at is None else at
+            if every_s is not None:
+                self.checkpoint_every_s = every_s
+
+    def renew(self, ttl_s: int | None) -> None:
+        with self._lock:
+            at, every = self.last_checkpoint_at, self.checkpoint_every_s
+        out = self.client._graphql(RENEW_PROGRESS, {"id": self.id, "ttl": ttl_s, "at": at, "every": every})["renew"]
+        kind = out["__typename"]
+        if kind == "ValidationError":
+            raise ValidationError(out["field"], out["message"])
+        if kind != "Reservation":
+            raise LeaseLostError(f"{self.id}: {out['message']}")
+        self.poll()
+
+    def poll(self) -> None:
+        """Look for notices now (renewals do this too)."""
+        state = self.client._graphql(ELASTIC_STATE, {"id": self.id})["elasticState"]
+        if state is None:
+            return
+        if state["preemptBy"] and self.notice is None:
+            self.notice = PreemptionNotice(self.id, state["preemptBy"], float(state["preemptAt"]))
+            if self.on_preempt is not None:
+                self.on_preempt(self.notice)
+        order = list(state["rankOrder"])
+        if order and order != self.rank_order:
+            self.rank_order = order
+            if self.on_resize is not None:
+                self.on_resize(ResizeNotice(self.id, order))
+
+    def resize(
+        self,
+        gpus: int | None = None,
+        *,
+        remove: list[str] | None = None,
+        remove_ranks: list[int] | None = None,
+        keep_layout: bool = True,
+    ) -> ResizeResult:
+        variables = {"id": self.id, "gpus": gpus, "remove": remove, "ranks": remove_ranks, "keep": keep_layout}
+        out = self.client._graphql(RESIZE, variables)["resize"]
+        kind = out["__typename"]
+        if kind == "Resized":
+            self.rank_order = list(out["rankOrder"])
+            return ResizeResult(out["added"], out["removed"], out["layoutKept"], out["reason"], self.rank_order)
+        if kind == "Conflict":
+            raise ConflictError(out["message"], [g["uuid"] for g in out["gpus"]], out["holders"])
+        if kind == "Infeasible":
+            raise InfeasibleError(out["reasons"])
+        if kind == "ValidationError":
+            raise ValidationError(out["field"], out["message"])
+        raise LeaseLostError(f"{self.id}: {out['message']}")
+
+
+def elastic_hold(
+    client: GraphsvcClient,
+    request: str | None = None,
+    *,
+    holder: str,
+    ttl_s: int = 60,
+    renew_every_s: float | None = None,
+    on_preempt: Callable[[PreemptionNotice], None] | None = None,
+    on_resize: Callable[[ResizeNotice], None] | None = None,
+    **reserve_args: Any,
+) -> AbstractContextManager[ElasticLease]:
+    """Like `GraphsvcClient.hold`, for a job that resizes, checkpoints and may be preempted."""
+
+    @contextmanager
+    def run() -> Iterator[ElasticLease]:
+        lease = ElasticLease(
+            client, client.reserve(request, holder=holder, ttl_s=ttl_s, **reserve_args),
+            on_preempt=on_preempt, on_resize=on_resize,
+        )  # fmt: skip
+        stop = threading.Event()
+        lost: list[BaseException] = []
+        interval = renew_every_s if renew_every_s is not None else max(0.2, ttl_s / 3)
+
+        def keep_alive() -> None:
+            while not stop.wait(interval):
+                try:
+                    lease.renew(ttl_s)
+                except LeaseLostError as exc:
+                    lost.append(exc)
+                    return
+                except GraphsvcError as exc:
+                    log.warning("renewing %s failed, will retry: %s", lease.id, exc)
+
+        thread = threading.Thread(target=keep_alive, name=f"lease-{lease.id}", daemon=True)
+        thread.start()
+        try:
+            yield lease
+        finally:
+            stop.set()
+            thread.join(timeout=interval + 5)
+            try:
+                client.release(lease.id)
+            except GraphsvcError as exc:
+                log.warning("releasing %s failed (its lease will expire): %s", lease.id, exc)
+        if lost and lease.notice is None:
+            raise LeaseLostError(str(lost[0]))
+
+    return run()

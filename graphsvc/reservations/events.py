@@ -8,22 +8,29 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class Event:
-    kind: str  # reservation.created|renewed|released|expired|preempted, host.stale|recovered
+    kind: str  # reservation.created|renewed|released|expired|preempted|resized|..., host.stale|recovered
     subject: str  # reservation id or host name
     holder: str
     at: float
+    detail: str = ""  # what changed, for the elastic events (JSON for a rank -> GPU map)
 
 
 class EventBus:
     def __init__(self, queue_size: int = 1000) -> None:
         self._subscribers: set[asyncio.Queue[Event]] = set()
         self.queue_size = queue_size
+        # In-process reactions (the elastic module completes a preemption when its victims
+        # release); awaited after the subscribers are fed; a failing one is logged, not raised.
+        self.observers: list[Callable[[Event], Awaitable[None]]] = []
 
     async def publish(self, event: Event) -> None:
         for queue in list(self._subscribers):
@@ -33,6 +40,11 @@ class EventBus:
                 queue.put_nowait(Event("subscriber.lagged", "", "", event.at))
             with contextlib.suppress(asyncio.QueueFull):
                 queue.put_nowait(event)
+        for observer in list(self.observers):
+            try:
+                await observer(event)
+            except Exception:
+                log.exception("event observer failed on %s", event.kind)
 
     async def subscribe(self) -> AsyncIterator[Event]:
         queue: asyncio.Queue[Event] = asyncio.Queue(maxsize=self.queue_size)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
+from graphsvc.reservations.elastic import elastic_for
 from graphsvc.reservations.events import Event
 from graphsvc.reservations.service import ReservationService
 from graphsvc.store.errors import StoreUnavailableError
@@ -40,6 +41,7 @@ class LeaseKeeper:
         try:
             await self.service.expire_due()
             await self.check_hosts()
+            await elastic_for(self.service).tick()  # due preemptions, failed-GPU replacement
         except StoreUnavailableError as exc:
             STORE_OUTAGES.failure(f"lease job skipped, store unavailable: {exc}")
         except Exception:

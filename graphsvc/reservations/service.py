@@ -22,6 +22,7 @@ from typing import Any
 from graphsvc.placement.engine import PlacementEngine, unknown_model
 from graphsvc.placement.model import InfeasibleReason
 from graphsvc.placement.request import PlacementRequest, RequestError, format_request
+from graphsvc.reservations import checkpoints
 from graphsvc.reservations.events import Event, EventBus
 from graphsvc.reservations.fastpath import (
     BatchItem,
@@ -116,6 +117,7 @@ class Victim:
     holder: str
     priority: int
     gpus: list[str]
+    lost_gpu_seconds: float = 0.0  # work since its last checkpoint plus a restart, if preempted now
 
 
 @dataclass
@@ -129,6 +131,7 @@ class PreemptionPlan:
     fragmentation_before: int
     fragmentation_after: int
     reason: str
+    lost_gpu_seconds: float = 0.0  # summed over the victims (graphsvc.reservations.checkpoints)
 
 
 @dataclass
@@ -312,41 +315,56 @@ class ReservationService:
 
     # ---- preemption -------------------------------------------------------------------
 
-    async def preemption_plan(self, request: PlacementRequest, priority: int) -> PreemptionPlan:
+    async def preemption_plan(
+        self, request: PlacementRequest, priority: int, *, policy: str = "checkpoint", grace_s: float = 0.0
+    ) -> PreemptionPlan:
+        """Which victims to end: by default the set that loses the least work since its
+        checkpoints (`checkpoints.py`); `policy="priority"` is the older fewest-victims rule."""
         try:
             request = request.validated()
         except RequestError as err:
             return PreemptionPlan(False, [], [], [], 0, 0, f"invalid request: {err}")
         rows = await self.gw.read("reservations/preemptible_holdings", {"priority": priority})
-        victims = {r["reservation"]: Victim(r["reservation"], r["holder"], int(r["priority"] or 0), list(r["gpus"]))
+        moment = self.clock() + grace_s
+        cost = {r["reservation"]: checkpoints.lost_gpu_seconds(_progress(r), moment) for r in rows}
+        victims = {r["reservation"]: Victim(r["reservation"], r["holder"], int(r["priority"] or 0), list(r["gpus"]),
+                                            cost[r["reservation"]])
                    for r in rows}  # fmt: skip
         owner = {g: v.reservation for v in victims.values() for g in v.gpus}
         hosts = tuple(sorted({h for r in rows for h in r["hosts"]}))
         result = await self.engine.place(
             request.with_(limit=20), explain_infeasible=False, virtual_free=frozenset(owner), extra_hosts=hosts
         )
-        best = None
-        for c in result.candidates:
-            displaced = sorted({owner[g.uuid] for g in c.gpus if g.uuid in owner})
-            key = (len(displaced), sum(victims[v].priority for v in displaced), -c.score)
-            if best is None or key < best[0]:
-                best = (key, c, displaced)
-        if best is None:
+        options = []
+        for i, c in enumerate(result.candidates):
+            displaced = tuple(sorted({owner[g.uuid] for g in c.gpus if g.uuid in owner}))
+            options.append(checkpoints.Option(i, displaced, sum(victims[v].priority for v in displaced), c.score))
+        chosen = checkpoints.choose(options, cost, policy=policy)
+        if chosen is None:
             return PreemptionPlan(False, [], [], [], 0, 0, "no placement fits even if every lower-priority "
                                   "preemptible reservation were ended")  # fmt: skip
-        _, c, displaced = best
-        names = ", ".join(f"{v} ({victims[v].holder}, priority {victims[v].priority})" for v in displaced)
+        option, lost = chosen
+        c, chosen_victims = result.candidates[option.key], list(option.victims)
+        names = ", ".join(f"{v} ({victims[v].holder}, priority {victims[v].priority})" for v in chosen_victims)
         reason = (
-            f"ends {len(displaced)} preemptible reservation(s): {names}. " if displaced else "needs no preemption. "
+            f"ends {len(chosen_victims)} preemptible reservation(s): {names}. "
+            if chosen_victims
+            else "needs no preemption. "
         ) + c.reason
+        if chosen_victims and policy != "priority":
+            others = sorted({round(sum(cost[v] for v in o.victims) / 3600, 2) for o in options if o.victims})
+            reason += (f" Chosen for the least lost work: {lost / 3600:.2f} GPU-hours since the victims' last "
+                       f"checkpoints, restarts included (the {len(options)} options considered lose "
+                       f"{', '.join(str(x) for x in others[:5])} GPU-hours).")  # fmt: skip
         return PreemptionPlan(
             True,
             sorted(g.uuid for g in c.gpus),
             [h.name for h in c.hosts],
-            [victims[v] for v in displaced],
+            [victims[v] for v in chosen_victims],
             c.fragmentation_before,
             c.fragmentation_after,
             reason,
+            lost,
         )
 
     async def _reserve_preempting(
@@ -616,6 +634,15 @@ class ReservationService:
                 await self.events.publish(Event("reservation.expired", rid, holder, now))
             log.info("lease reaper: %d reservation(s) expired", len(expired))
         return expired
+
+
+def _progress(row: dict[str, Any]) -> checkpoints.Progress:
+    return checkpoints.Progress(
+        gpus=len(row["gpus"]),
+        created_at=float(row.get("created_at") or 0.0),
+        last_checkpoint_at=row.get("last_checkpoint_at"),
+        checkpoint_every_s=row.get("checkpoint_every_s"),
+    )
 
 
 def _printable(text: str) -> bool:

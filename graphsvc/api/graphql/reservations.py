@@ -11,6 +11,7 @@ from graphsvc.api.graphql.context import READERS, Forbidden, Info
 from graphsvc.api.graphql.inputs import PlacementRequestInput
 from graphsvc.api.graphql.types import GPU, HostRef, InfeasibleReason
 from graphsvc.reservations import service as svc
+from graphsvc.reservations.elastic import elastic_for
 from graphsvc.security.auth import Role
 
 
@@ -117,6 +118,9 @@ class ReservationEvent:
     subject: str = strawberry.field(description="The reservation id or host name")
     holder: str
     at: float
+    detail: str = strawberry.field(
+        default="", description="What changed (elastic events; JSON for preempting and replaced: deadline, rank map)"
+    )
 
 
 def to_graphql(r: svc.Reservation) -> Reservation:
@@ -196,11 +200,23 @@ class ReservationMutations:
             )
         return ValidationError(field=out.field, message=out.message)
 
-    @strawberry.mutation(description="Extend a live lease.")
-    async def renew(self, info: Info, id: str, ttl_seconds: int | None = None) -> RenewResult:
+    @strawberry.mutation(description="Extend a live lease; optionally report progress (what preempting it would cost).")
+    async def renew(
+        self,
+        info: Info,
+        id: str,
+        ttl_seconds: int | None = None,
+        last_checkpoint_at: float | None = None,
+        checkpoint_every_seconds: float | None = None,
+    ) -> RenewResult:
         await _own(info, id)
         info.context.limit_mutations()
-        out = await info.context.reservations.renew(id, ttl_seconds)
+        if last_checkpoint_at is None and checkpoint_every_seconds is None:
+            out = await info.context.reservations.renew(id, ttl_seconds)
+        else:
+            out = await elastic_for(info.context.reservations).preemption.renew(
+                id, ttl_seconds, last_checkpoint_at=last_checkpoint_at, checkpoint_every_s=checkpoint_every_seconds
+            )
         if isinstance(out, svc.Reservation):
             return to_graphql(out)
         if isinstance(out, svc.LeaseExpired):
@@ -225,6 +241,9 @@ class PreemptionVictim:
     holder: str
     priority: int
     gpus: list[str]
+    lost_gpu_hours: float = strawberry.field(
+        default=0.0, description="GPU-hours it loses since its last checkpoint, its restart included"
+    )
 
 
 @strawberry.type(description="What a preempting reservation would take; nothing is changed by asking.")
@@ -236,6 +255,7 @@ class PreemptionPlan:
     largest_free_block_before: int
     largest_free_block_after: int
     reason: str
+    lost_gpu_hours: float = strawberry.field(default=0.0, description="Summed over the victims")
 
 
 async def preemption_plan(info: Info, request: PlacementRequestInput, priority: int) -> PreemptionPlan:
@@ -244,8 +264,10 @@ async def preemption_plan(info: Info, request: PlacementRequestInput, priority: 
         feasible=plan.feasible,
         gpus=plan.gpus,
         hosts=plan.hosts,
-        victims=[PreemptionVictim(reservation=v.reservation, holder=v.holder, priority=v.priority, gpus=v.gpus)
+        victims=[PreemptionVictim(reservation=v.reservation, holder=v.holder, priority=v.priority, gpus=v.gpus,
+                                  lost_gpu_hours=v.lost_gpu_seconds / 3600)
                  for v in plan.victims],
+        lost_gpu_hours=plan.lost_gpu_seconds / 3600,
         largest_free_block_before=plan.fragmentation_before,
         largest_free_block_after=plan.fragmentation_after,
         reason=plan.reason,
@@ -272,4 +294,6 @@ class Subscription:
         info.context.require(*READERS)
         async for event in info.context.reservations.events.subscribe():
             if holder is None or event.holder == holder or event.kind.startswith(("host.", "subscriber.")):
-                yield ReservationEvent(kind=event.kind, subject=event.subject, holder=event.holder, at=event.at)
+                yield ReservationEvent(
+                    kind=event.kind, subject=event.subject, holder=event.holder, at=event.at, detail=event.detail
+                )

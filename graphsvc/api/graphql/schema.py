@@ -28,6 +28,7 @@ from graphsvc.api.graphql.context import READERS, Forbidden, Info, RateLimited
 from graphsvc.api.graphql.cost import QueryCostLimit
 from graphsvc.api.graphql.drift import DriftFormat, DriftResult
 from graphsvc.api.graphql.drift import drift as drift_resolver
+from graphsvc.api.graphql.elastic import ElasticMutations, ElasticQuery
 from graphsvc.api.graphql.explorer import (
     CabledHost,
     GPUGrid,
@@ -187,8 +188,8 @@ def make_schema(*, dev: bool) -> strawberry.Schema:
     """The schema; outside development mode introspection is off (GraphiQL too, in the router)."""
     extras = [] if dev else [DisableIntrospection]
     return Schema(
-        query=merge_types("Query", (Query, ShapedQuery, ImpactQuery, SitesQuery)),
-        mutation=merge_types("Mutation", (ReservationMutations, OperatorMutations, SitesMutations)),
+        query=merge_types("Query", (Query, ShapedQuery, ImpactQuery, SitesQuery, ElasticQuery)),
+        mutation=merge_types("Mutation", (ReservationMutations, OperatorMutations, SitesMutations, ElasticMutations)),
         subscription=Subscription,
         extensions=[*_EXTENSIONS, *extras],
     )

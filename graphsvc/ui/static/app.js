@@ -528,7 +528,7 @@ async function reservations() {
     ${rows.map((r) => `<tr data-id="${esc(r.id)}" class="${r.state === "active" ? "active" : "ended"}"><td class="nowrap">${esc(r.id)}</td><td>${esc(r.holder)}</td><td>${esc(r.state)}</td>
       <td>${r.gpus.length} · ${where(r)}</td><td>${r.priority}${r.preemptible ? " (preemptible)" : ""}</td>
       <td class="nowrap">${r.state === "active" ? `${stamp(r.expiresAt)} · <span class="countdown" data-at="${r.expiresAt}">${countdown(r.expiresAt)}</span>` : `ended ${stamp(r.endedAt ?? r.expiresAt)}`}</td>
-      <td class="nowrap">${r.state === "active" ? `<button class="renew" data-id="${esc(r.id)}">+1h</button> <button class="release" data-id="${esc(r.id)}">release</button>` : ""}</td></tr>`).join("")}</table>`;
+      <td class="nowrap">${r.state === "active" ? `<button class="renew" data-id="${esc(r.id)}">+1h</button> <button class="release" data-id="${esc(r.id)}">release</button> <input class="size" type="number" min="1" max="4096" value="${r.gpus.length}" data-id="${esc(r.id)}" title="new size: grows keeping the layout, or frees the GPUs that leave the largest free block"> <button class="resize" data-id="${esc(r.id)}">resize</button>` : ""}</td></tr>`).join("")}</table>`;
   $$("th.sort", view).forEach((th) => th.addEventListener("click", () => {
     sortBy = { key: th.dataset.sort, dir: sortBy.key === th.dataset.sort ? -sortBy.dir : 1 };
     reservations();
@@ -544,6 +544,15 @@ async function reservations() {
     const out = (await gql(`mutation($id: String!) { release(id: $id) { __typename ... on Reservation { id gpus { uuid } } ... on NotFound { message } } }`, { id: b.dataset.id })).release;
     invalidate();
     banner(out.__typename === "Reservation" ? `Released ${esc(out.id)}: ${out.gpus.length} GPUs free again.` : esc(out.message || out.__typename), out.__typename === "Reservation" ? "ok" : "error");
+    await reservations();
+  }));
+  $$("button.resize", view).forEach((b) => b.addEventListener("click", async () => {
+    // elastic reservations (docs/reservations.md): one atomic change, typed refusals in the banner
+    const size = Number($(`input.size[data-id="${CSS.escape(b.dataset.id)}"]`, view).value);
+    const out = (await gql(`mutation($id: String!, $n: Int!) { resize(id: $id, gpus: $n) { __typename ... on Resized { added removed layoutKept reason reservation { id gpus { uuid } } } ... on Infeasible { reasons { message } } ... on ValidationError { message } ... on NotFound { message } ... on LeaseExpired { message } ... on Conflict { message } } }`, { id: b.dataset.id, n: size })).resize;
+    invalidate();
+    if (out.__typename === "Resized") banner(`Resized ${esc(out.reservation.id)} to ${out.reservation.gpus.length} GPUs (+${out.added.length} −${out.removed.length}), ${out.layoutKept ? "layout kept" : "layout NOT kept"}: ${esc(out.reason)}.`, "ok");
+    else banner(esc(out.message || (out.reasons || []).map((r) => r.message).join("; ") || out.__typename), "error");
     await reservations();
   }));
   $$("button.renew", view).forEach((b) => b.addEventListener("click", async () => {

@@ -1,0 +1,76 @@
+"""Phase plans: a job says its phases and their shapes; the service says whether the next fits.
+
+A training run moves through phases of known sizes (a small warm-up, the main run, a
+larger long-context phase, a small evaluation). With the plan on the reservation
+(`phases`: "label=request" strings, `phase`: the current label), the service can answer,
+before the job asks to grow, whether the next phase will fit in place and on which GPUs
+(the same layout-keeping choice `resize` would make now; nothing is held for it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from graphsvc.placement.request import RequestError, parse_request
+from graphsvc.reservations.layout import plan_grow
+from graphsvc.reservations.resize import ElasticService, Live
+from graphsvc.reservations.service import Invalid, LeaseExpired, NotFound
+
+MAX_PHASES = 64
+
+
+@dataclass
+class PhaseFit:
+    phase: str | None  # the current label
+    next_phase: str | None  # None: the plan has no later phase
+    request: str | None
+    fits: bool
+    gpus_now: int
+    gpus_next: int
+    add: list[str] = field(default_factory=list)  # where it would grow, if it grows
+    layout_kept: bool = True
+    reason: str = ""
+
+
+def parse_phase(text: str) -> tuple[str, int, str]:
+    """'label=request' -> (label, GPU count, request text)."""
+    label, eq, request = text.partition("=")
+    if not eq or not label or len(label) > 64 or any(ord(c) < 0x20 for c in text):
+        raise RequestError("phases", f"{text[:80]!r}: expected label=request, e.g. warmup=8xH100")
+    return label, parse_request(request).validated().gpus, request
+
+
+async def set_phases(elastic: ElasticService, reservation_id: str, phase: str, phases: list[str]) -> Invalid | None:
+    if len(phases) > MAX_PHASES:
+        return Invalid("phases", f"at most {MAX_PHASES} phases")
+    try:
+        labels = [parse_phase(p)[0] for p in phases]
+    except RequestError as err:
+        return Invalid(err.field, err.message)
+    if phase not in labels:
+        return Invalid("phase", f"{phase!r} is not one of the plan's phases")
+    rows = await elastic.gw.write("reservations/set_phases", {"id": reservation_id, "phase": phase, "phases": phases})
+    return None if rows else Invalid("id", "no live reservation with this id")
+
+
+async def next_phase(elastic: ElasticService, reservation_id: str) -> PhaseFit | NotFound | LeaseExpired:
+    live = await elastic.live(reservation_id)
+    if not isinstance(live, Live):
+        return live
+    phase = live.props.get("phase")
+    plan = [parse_phase(p) for p in live.props.get("phases") or []]
+    now = len(live.slots)
+    labels = [p[0] for p in plan]
+    at = labels.index(phase) if phase in labels else -1
+    if at + 1 >= len(plan):
+        return PhaseFit(phase, None, None, True, now, now, reason="no later phase in the plan")
+    label, want, request = plan[at + 1]
+    if want <= now:
+        return PhaseFit(phase, label, request, True, now, want, reason="shrinks in place (or stays)")
+    pool, _ = await elastic.pool(live, elastic.rs.clock())
+    grow = plan_grow(live.slots, pool, want - now, keep_layout=False)
+    if grow is None:
+        return PhaseFit(
+            phase, label, request, False, now, want, reason=f"{want - now} more GPU(s) are not free near it"
+        )
+    return PhaseFit(phase, label, request, True, now, want, grow.uuids, grow.layout_kept, grow.reason)

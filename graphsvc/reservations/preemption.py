@@ -1,0 +1,219 @@
+"""Preemption with a grace period: victims are told, may checkpoint, then their GPUs move.
+
+Ending a training job without warning throws away everything since its last checkpoint.
+`preempt` chooses the victims that lose the least work (`checkpoints.py`), then, instead of
+ending them at once, writes the preempting reservation as `pending` and tells each victim
+(`reservation.preempting`, with the deadline) in one statement (`begin_preemption.cypher`).
+The GPUs move in one statement (`complete_preemption.cypher`) when the grace period ends or
+as soon as every victim has released: the victims still live are preempted, their GPUs
+freed and the pending reservation takes its GPUs, with the counters, or nothing changes. A
+crash between the two statements leaves a pending reservation and warned victims, nothing
+half-moved; the lease job completes it after a restart. If the GPUs were taken meanwhile
+(a victim released early and someone else reserved its GPUs), the preemption fails
+visibly (`reservation.preemption_failed`) and the victims are no longer promised.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from graphsvc.placement.request import PlacementRequest, RequestError, format_request
+from graphsvc.reservations.events import Event
+from graphsvc.reservations.service import (
+    Infeasible,
+    Invalid,
+    LeaseExpired,
+    NotFound,
+    PreemptionPlan,
+    Reservation,
+    ReservationService,
+    _check_text,
+)
+
+log = logging.getLogger(__name__)
+
+MAX_GRACE_S = 3600
+MAX_CHECKPOINT_EVERY_S = 7 * 24 * 3600
+
+
+@dataclass
+class Pending:
+    """A preemption waiting for its grace period: who is warned, and when the GPUs move."""
+
+    reservation: Reservation
+    plan: PreemptionPlan
+    grace_ends_at: float
+
+
+PreemptOutcome = Reservation | Pending | Infeasible | Invalid
+
+
+class GracefulPreemption:
+    def __init__(self, reservations: ReservationService) -> None:
+        self.rs = reservations
+        self.gw = reservations.gw
+
+    # ---- progress reports -------------------------------------------------------------
+
+    async def renew(
+        self,
+        reservation_id: str,
+        ttl_s: int | None = None,
+        *,
+        last_checkpoint_at: float | None = None,
+        checkpoint_every_s: float | None = None,
+    ) -> Reservation | LeaseExpired | NotFound | Invalid:
+        """Renew, and record the holder's progress (what its preemption would cost)."""
+        if last_checkpoint_at is None and checkpoint_every_s is not None:
+            return Invalid("checkpointEverySeconds", "give lastCheckpointAt with it")
+        if last_checkpoint_at is not None and (not math.isfinite(last_checkpoint_at) or last_checkpoint_at < 0):
+            return Invalid("lastCheckpointAt", "must be a finite time in seconds since the epoch")
+        if checkpoint_every_s is not None and not 1 <= checkpoint_every_s <= MAX_CHECKPOINT_EVERY_S:
+            return Invalid("checkpointEverySeconds", f"must be between 1 and {MAX_CHECKPOINT_EVERY_S}")
+        out = await self.rs.renew(reservation_id, ttl_s)
+        if isinstance(out, Reservation) and last_checkpoint_at is not None:
+            await self.gw.write(
+                "reservations/record_checkpoint",
+                {"id": reservation_id, "last_checkpoint_at": min(last_checkpoint_at, self.rs.clock()),
+                 "checkpoint_every_s": checkpoint_every_s},
+            )  # fmt: skip
+        return out
+
+    # ---- preempting -------------------------------------------------------------------
+
+    async def preempt(
+        self,
+        *,
+        holder: str,
+        request: PlacementRequest,
+        priority: int,
+        grace_s: int,
+        ttl_s: int | None = None,
+        labels: Sequence[str] = (),
+        preemptible: bool = False,
+        owner: str | None = None,
+        policy: str = "checkpoint",
+    ) -> PreemptOutcome:
+        """Reserve for `request`, preempting lower-priority work after `grace_s` if it must."""
+        try:
+            _check_text("holder", holder, 256)
+            if not 0 <= grace_s <= MAX_GRACE_S:
+                raise RequestError("graceSeconds", f"must be between 0 and {MAX_GRACE_S}")
+            ttl = self.rs._ttl(ttl_s)
+            request = request.validated()
+        except RequestError as err:
+            return Invalid(err.field, err.message)
+        placed = await self.rs.reserve(
+            holder=holder, request=request, ttl_s=ttl, priority=priority, labels=labels,
+            preemptible=preemptible, owner=owner,
+        )  # fmt: skip
+        if isinstance(placed, (Reservation, Invalid)):
+            return placed
+        last = Infeasible([])
+        for _ in range(self.rs.max_attempts):
+            plan = await self.rs.preemption_plan(request, priority, grace_s=grace_s, policy=policy)
+            if not plan.feasible:
+                return placed if isinstance(placed, Infeasible) else last
+            if not plan.victims:
+                exact = await self.rs.reserve(
+                    holder=holder, gpus=plan.gpus, ttl_s=ttl, priority=priority, labels=labels,
+                    preemptible=preemptible, owner=owner,
+                )  # fmt: skip
+                if isinstance(exact, Reservation):
+                    return exact
+                continue
+            pending = await self._begin(plan, holder, request, priority, grace_s, ttl, labels, preemptible, owner)
+            if pending is None:
+                continue  # a victim ended or was promised to another preemption: plan again
+            if grace_s == 0:
+                done = await self.complete(pending.reservation.id)
+                return done if isinstance(done, Reservation) else pending
+            return pending
+        return last
+
+    async def _begin(
+        self,
+        plan: PreemptionPlan,
+        holder: str,
+        request: PlacementRequest,
+        priority: int,
+        grace_s: int,
+        ttl: int,
+        labels: Sequence[str],
+        preemptible: bool,
+        owner: str | None,
+    ) -> Pending | None:
+        now = self.rs.clock()
+        ends = now + grace_s
+        rid = f"rsv-{uuid.uuid4().hex[:20]}"
+        props: dict[str, Any] = {
+            "id": rid, "holder": holder, "state": "pending", "priority": priority, "preemptible": preemptible,
+            "labels": list(labels), "idempotency_key": rid, "gpu_count": 0, "owner": owner or holder,
+            "request": format_request(request), "created_at": now, "expires_at": ends + ttl, "ttl_s": ttl,
+            "grace_ends_at": ends, "pending_gpus": plan.gpus, "pending_victims": [v.reservation for v in plan.victims],
+            "pending_lost_gpu_seconds": plan.lost_gpu_seconds,
+        }  # fmt: skip
+        rows = await self.gw.write(
+            "reservations/begin_preemption", {"victims": props["pending_victims"], "props": props}
+        )
+        if not rows:
+            return None
+        for v in plan.victims:
+            detail = json.dumps({"by": rid, "graceEndsAt": ends, "graceSeconds": grace_s})
+            await self.rs.events.publish(Event("reservation.preempting", v.reservation, v.holder, now, detail))
+        created = await self.rs.get(rid)
+        assert created is not None
+        await self.rs.events.publish(Event("reservation.pending", rid, holder, now, plan.reason))
+        return Pending(created, plan, ends)
+
+    async def complete(self, pending_id: str) -> Reservation | NotFound | Invalid:
+        """Move the GPUs now (grace over, or the victims released): all of it, or fail the preemption."""
+        rows = await self.gw.read("reservations/reservation_get", {"ids": [pending_id], "keys": []})
+        if not rows:
+            return NotFound(pending_id, f"no reservation {pending_id!r}")
+        props = rows[0]["reservation"]
+        if props.get("state") != "pending":
+            return Invalid("id", f"the reservation is {props.get('state')}, not pending")
+        now = self.rs.clock()
+        params = {
+            "id": pending_id, "uuids": list(props["pending_gpus"]), "victims": list(props["pending_victims"]),
+            "now": now, "expires_at": now + float(props.get("ttl_s") or self.rs.default_ttl_s),
+        }  # fmt: skip
+        done = await self.gw.write("reservations/complete_preemption", params)
+        if not done:  # a victim grew under the read: read once more
+            done = await self.gw.write("reservations/complete_preemption", params)
+        if not done:
+            await self.gw.write("reservations/fail_preemption", {"id": pending_id, "now": now})
+            failed = await self.rs.get(pending_id)
+            holder = failed.holder if failed is not None else ""
+            await self.rs.events.publish(Event("reservation.preemption_failed", pending_id, holder, now))
+            return Invalid("id", "the GPUs were taken meanwhile; the preemption failed, reserve again")
+        preempted = set(done[0]["preempted"])
+        found = {r.id: r for r in await self.rs.get_many(ids=[pending_id, *preempted])}
+        for vid in sorted(preempted):
+            holder = found[vid].holder if vid in found else ""
+            await self.rs.events.publish(Event("reservation.preempted", vid, holder, now, pending_id))
+        created = found[pending_id]
+        await self.rs.events.publish(Event("reservation.created", created.id, created.holder, now))
+        return created
+
+    async def tick(self) -> list[str]:
+        """Complete every pending preemption whose grace is over or whose victims all ended."""
+        rows = await self.gw.read("reservations/pending_ready", {"now": self.rs.clock(), "limit": 100})
+        completed = []
+        for r in rows:
+            out = await self.complete(r["id"])
+            if isinstance(out, Reservation):
+                completed.append(out.id)
+        return completed
+
+    async def on_event(self, event: Event) -> None:
+        """A victim released or expired during its grace: move the GPUs now, not at the deadline."""
+        if event.kind in ("reservation.released", "reservation.expired"):
+            await self.tick()

@@ -1,0 +1,28 @@
+// Frees GPUs still marked reserved for a reservation that has ended (at most $limit), with the
+// counters. On Neo4j a release, expiry or preemption reads a reservation's GPUs before it locks
+// them, so a grow that commits in between leaves the added GPUs marked for the ended
+// reservation; this sweep (the lease job's, every minute) gives them back. An ended
+// reservation never becomes live again, so locking the GPUs (then their counters) is enough.
+MATCH (g:GPU)
+WHERE g.state = 'reserved' AND g.reservation IS NOT NULL
+OPTIONAL MATCH (r:Reservation {id: g.reservation})
+WITH g, r
+WHERE r IS NULL OR r.state <> 'active'
+WITH g
+ORDER BY g.uuid
+LIMIT $limit
+SET g:GPU
+WITH collect(g) AS gpus, null AS keep
+//@include lock_counters
+UNWIND (CASE WHEN size(gpus) = 0 THEN [null] ELSE gpus END) AS g
+OPTIONAL MATCH (r:Reservation {id: g.reservation})
+WITH g, r
+WHERE g IS NOT NULL AND g.state = 'reserved' AND (r IS NULL OR r.state <> 'active')
+OPTIONAL MATCH (r)-[link:HOLDS]->(g)
+DELETE link
+SET g.state = 'free', g.reservation = NULL, g.lease_expires_at = NULL
+WITH DISTINCT g
+MATCH (h:Host)-[:HAS_GPU]->(g)
+WITH collect(g.uuid) AS carry, collect(DISTINCT h) AS hosts
+//@include recount_tail
+RETURN carry AS freed

@@ -1,0 +1,8 @@
+// A live reservation's current phase label and its plan of phases ("label=request" strings).
+// Touches only the reservation (no GPU or counter changes), locked before it is read.
+MATCH (r:Reservation {id: $id})
+SET r:Reservation
+WITH r
+WHERE r.state = 'active'
+SET r.phase = $phase, r.phases = $phases
+RETURN r.id AS id

@@ -1,0 +1,164 @@
+"""Checkpoint-aware preemption with a grace period, on both stores, with an injected clock."""
+
+from __future__ import annotations
+
+from graphsvc.placement.request import parse_request
+from graphsvc.reservations.elastic import elastic_for
+from graphsvc.reservations.events import Event
+from graphsvc.reservations.preemption import Pending
+from graphsvc.reservations.service import Invalid, Reservation, ReservationService
+from graphsvc.store.gateway import Gateway
+from graphsvc.synthetic.clusters import SyntheticCluster
+from tests.cluster_helpers import load
+from tests.integration.test_elastic_resize import consistent
+from tests.integration.test_reservations import Clock
+
+HOUR = 3600.0
+BIG = parse_request("64xGB200 nvlink=full-mesh")
+
+
+async def rack_gpus(gw: Gateway, cluster: SyntheticCluster, rack: str) -> list[str]:
+    hosts = [h.hostname for h in cluster.hosts if f"-{rack}-" in h.hostname]
+    rows = await gw.read("placement_host_gpus", {"hosts": hosts})
+    return sorted(r["uuid"] for r in rows if (r.get("health") or "ok") not in ("failed", "degraded"))
+
+
+async def states(svc: ReservationService, ids: list[str]) -> dict[str, str]:
+    return {r.id: r.state for r in await svc.get_many(ids=ids)}
+
+
+async def two_racks(gw: Gateway, clock: Clock, svc: ReservationService) -> tuple[list[str], list[str]]:
+    """Rack 1: two 32-GPU jobs that never checkpointed in 10 h. Rack 2: eight 8-GPU jobs that
+    checkpointed a minute ago. Neither rack has 64 GPUs free."""
+    cluster = await load(gw, "nvl72:racks=2")
+    preemption = elastic_for(svc).preemption
+    big, small = [], []
+    r1, r2 = await rack_gpus(gw, cluster, "rack01"), await rack_gpus(gw, cluster, "rack02")
+    for i in range(2):
+        made = await svc.reserve(holder=f"big{i}", gpus=r1[32 * i : 32 * i + 32], ttl_s=86400, preemptible=True)
+        assert isinstance(made, Reservation), made
+        big.append(made.id)
+    for i in range(8):
+        made = await svc.reserve(holder=f"small{i}", gpus=r2[8 * i : 8 * i + 8], ttl_s=86400, preemptible=True)
+        assert isinstance(made, Reservation), made
+        small.append(made.id)
+    clock.now += 10 * HOUR
+    for rid in small:
+        renewed = await preemption.renew(rid, 86400, last_checkpoint_at=clock.now - 60, checkpoint_every_s=1800)
+        assert isinstance(renewed, Reservation), renewed
+    return big, small
+
+
+async def test_plan_picks_the_least_lost_work_and_says_so(gateway: Gateway) -> None:
+    clock = Clock()
+    svc = ReservationService(gateway, clock=clock)
+    big, small = await two_racks(gateway, clock, svc)
+    plan = await svc.preemption_plan(BIG, priority=9)
+    assert plan.feasible and sorted(v.reservation for v in plan.victims) == sorted(small)
+    assert "least lost work" in plan.reason
+    assert plan.lost_gpu_seconds == 64 * (60 + 300)
+    by_priority = await svc.preemption_plan(BIG, priority=9, policy="priority")
+    assert sorted(v.reservation for v in by_priority.victims) == sorted(big)  # fewest victims
+    assert by_priority.lost_gpu_seconds > 100 * plan.lost_gpu_seconds
+
+
+async def test_victims_get_a_grace_period_then_the_gpus_move(gateway: Gateway) -> None:
+    clock = Clock()
+    svc = ReservationService(gateway, clock=clock)
+    _big, small = await two_racks(gateway, clock, svc)
+    events: list[Event] = []
+
+    async def record(e: Event) -> None:
+        events.append(e)
+
+    svc.events.observers.append(record)
+    preemption = elastic_for(svc).preemption
+    out = await preemption.preempt(holder="urgent", request=BIG, priority=9, grace_s=120, ttl_s=3600)
+    assert isinstance(out, Pending), out
+    warned = sorted(e.subject for e in events if e.kind == "reservation.preempting")
+    assert warned == sorted(small) and '"graceSeconds": 120' in events[0].detail
+    assert await states(svc, small) == {r: "active" for r in small}
+    again = await svc.preemption_plan(BIG, priority=9)  # promised victims are not offered twice
+    assert again.feasible and not {v.reservation for v in again.victims} & set(small)
+    await consistent(gateway, clock.now)
+    clock.now += 60
+    assert await preemption.tick() == []  # still in the grace period
+    released = await svc.release(small[0])  # one victim checkpoints and leaves early
+    assert isinstance(released, Reservation)
+    assert await states(svc, [out.reservation.id]) == {out.reservation.id: "pending"}
+    clock.now += 61
+    assert await preemption.tick() == [out.reservation.id]
+    moved = await svc.get(out.reservation.id)
+    assert moved is not None and moved.state == "active" and len([g for g in moved.gpus if g.held]) == 64
+    ended = await states(svc, small)
+    assert ended[small[0]] == "released" and all(ended[r] == "preempted" for r in small[1:])
+    assert sorted(e.subject for e in events if e.kind == "reservation.preempted") == sorted(small[1:])
+    await consistent(gateway, clock.now)
+
+
+async def test_the_gpus_move_as_soon_as_every_victim_released(gateway: Gateway) -> None:
+    clock = Clock()
+    svc = ReservationService(gateway, clock=clock)
+    _big, small = await two_racks(gateway, clock, svc)
+    preemption = elastic_for(svc).preemption
+    out = await preemption.preempt(holder="urgent", request=BIG, priority=9, grace_s=600, ttl_s=3600)
+    assert isinstance(out, Pending)
+    for rid in small:
+        await svc.release(rid)
+    moved = await svc.get(out.reservation.id)
+    assert moved is not None and moved.state == "active"  # no wait for the deadline
+    await consistent(gateway, clock.now)
+
+
+async def test_a_preemption_whose_gpus_were_taken_fails_visibly(gateway: Gateway) -> None:
+    clock = Clock()
+    svc = ReservationService(gateway, clock=clock)
+    _big, small = await two_racks(gateway, clock, svc)
+    preemption = elastic_for(svc).preemption
+    out = await preemption.preempt(holder="urgent", request=BIG, priority=9, grace_s=600, ttl_s=3600)
+    assert isinstance(out, Pending)
+    first = await svc.get(small[0])
+    assert first is not None
+    await svc.release(small[0])
+    grab = await svc.reserve(holder="sneaky", gpus=[g.uuid for g in first.gpus], ttl_s=3600)
+    assert isinstance(grab, Reservation)
+    clock.now += 601
+    assert await preemption.tick() == []
+    failed = await svc.get(out.reservation.id)
+    assert failed is not None and failed.state == "failed"
+    assert set((await states(svc, small[1:])).values()) == {"active"}
+    again = await preemption.preempt(holder="urgent2", request=BIG, priority=9, grace_s=0, ttl_s=3600)
+    assert isinstance(again, Reservation)  # the victims are free to be chosen again; grace 0 moves at once
+    await consistent(gateway, clock.now)
+
+
+async def test_bad_progress_reports_are_validation_errors(gateway: Gateway) -> None:
+    await load(gateway, "l40s:hosts=1")
+    svc = ReservationService(gateway)
+    made = await svc.reserve(holder="j", request=parse_request("1xL40S"), ttl_s=60)
+    assert isinstance(made, Reservation)
+    preemption = elastic_for(svc).preemption
+    assert isinstance(await preemption.renew(made.id, 60, checkpoint_every_s=60), Invalid)
+    assert isinstance(await preemption.renew(made.id, 60, last_checkpoint_at=float("nan")), Invalid)
+    assert isinstance(await preemption.renew(made.id, 60, last_checkpoint_at=1.0, checkpoint_every_s=0), Invalid)
+
+
+async def test_elastic_properties_are_declared_in_the_schema(gateway: Gateway) -> None:
+    from graphsvc.reservations.phases import set_phases
+    from graphsvc.store.schema import graph_schema
+    from tests.integration.test_schema_conformance import PY_TYPES
+
+    clock = Clock()
+    svc = ReservationService(gateway, clock=clock)
+    _big, small = await two_racks(gateway, clock, svc)
+    elastic = elastic_for(svc)
+    assert await set_phases(elastic.resize, small[0], "a", ["a=8xGB200", "b=4xGB200"]) is None
+    await elastic.resize.resize(small[0], gpus=4)
+    out = await elastic.preemption.preempt(holder="urgent", request=BIG, priority=9, grace_s=60, ttl_s=3600)
+    assert isinstance(out, Pending)
+    node = graph_schema().nodes["Reservation"]
+    for row in await gateway.read("export_nodes", {"limit": 1_000_000}):
+        if row["labels"] == ["Reservation"]:
+            for prop, value in row["props"].items():
+                assert prop in node.properties, f"Reservation.{prop} is not declared"
+                assert isinstance(value, PY_TYPES[node.properties[prop]]), f"Reservation.{prop}={value!r}"
