@@ -36,9 +36,13 @@ def service(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
 def test_lease_holder_resizes_checkpoints_and_yields_to_a_preemption(service: ServiceProcess) -> None:
     notices: list[PreemptionNotice] = []
     resizes: list[ResizeNotice] = []
+    # Start on a board whose 8 GPUs are all healthy, so that growing to 8 stays on it (best fit
+    # would otherwise pick a board with a failed GPU, and the grow would spill onto a second host).
+    partial = [h.hostname for h in build(PROFILE).hosts if any(g.health.value != "ok" for g in h.gpus)]
+    request = "4xH100" + (f" exclude={','.join(partial)}" if partial else "")
     with GraphsvcClient(service.url) as gs:
         with elastic_hold(
-            gs, "4xH100", holder="trainer", ttl_s=600, renew_every_s=300, preemptible=True,
+            gs, request, holder="trainer", ttl_s=600, renew_every_s=300, preemptible=True,
             on_preempt=notices.append, on_resize=resizes.append,
         ) as lease:  # fmt: skip
             lease.checkpointed(every_s=900)
