@@ -12,7 +12,7 @@ FOREACH (x IN CASE WHEN dh IS NULL THEN [] ELSE [dh] END | SET x.free_gpus = coa
 WITH carry, sign, moved, dh, dk
 OPTIONAL MATCH (dh)-[:HAS_NIC]->(:NIC)-[:UPLINK]->(dleaf:Switch)
 WITH DISTINCT carry, sign, moved, dh, dk, dleaf
-WITH carry, sign, moved, dleaf, sum(dk) AS lk
+WITH carry, sign, moved, dleaf, toInteger(sum(dk)) AS lk
 FOREACH (x IN CASE WHEN dleaf IS NULL THEN [] ELSE [dleaf] END | SET x.free_gpus = coalesce(x.free_gpus, 0) + sign * lk)
 WITH DISTINCT carry, sign, moved
 UNWIND (CASE WHEN size(moved) = 0 THEN [null] ELSE moved END) AS dx
