@@ -16,7 +16,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, G
 from starlette.types import ASGIApp, Receive, Scope, Send
 from strawberry.extensions import SchemaExtension
 
-from graphsvc.store.gateway import Gateway
+from graphsvc.services import Services
 
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -53,20 +53,18 @@ class Metrics:
     def observe_query(self, name: str, seconds: float) -> None:
         self.query_seconds.labels(name).observe(seconds)
 
-    async def refresh(self, gw: Gateway, stale_after_s: float) -> None:
+    async def refresh(self, services: Services) -> None:
+        counts = await services.metrics()
         now = time.time()
         self.free_gpus.clear()
-        for row in await gw.read("cluster_summary"):
-            if row["state"] == "free":
-                self.free_gpus.labels(row["model"]).inc(int(row["gpus"]))
+        for model, free in counts.free_by_model.items():
+            self.free_gpus.labels(model).set(free)
         self.domain_free.clear()
-        for row in await gw.read("metrics_domains"):
-            self.domain_free.labels(row["domain"], row["model"]).set(int(row["free"]))
-        live = (await gw.read("reservations/live_count", {"now": now}))[0]
-        self.live_reservations.set(int(live["reservations"] or 0))
-        self.reserved_gpus.set(int(live["gpus"] or 0))
-        stale = (await gw.read("stale_hosts_count", {"cutoff": now - stale_after_s}))[0]
-        self.stale_hosts.set(int(stale["stale"]))
+        for d in counts.domains:
+            self.domain_free.labels(d.domain, d.model).set(d.free)
+        self.live_reservations.set(counts.live_reservations)
+        self.reserved_gpus.set(counts.reserved_gpus)
+        self.stale_hosts.set(counts.stale_hosts)
         for fmt, pulled in self._export_pulls.items():
             self.export_age.labels(fmt).set(max(0.0, now - pulled))
 
@@ -118,7 +116,7 @@ def metrics_router() -> APIRouter:
     @router.get("/metrics", include_in_schema=False)
     async def metrics_endpoint(request: Request) -> Response:
         metrics: Metrics = request.app.state.metrics
-        await metrics.refresh(request.app.state.gateway, request.app.state.settings.stale_after_s)
+        await metrics.refresh(request.app.state.services)
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     return router

@@ -228,7 +228,7 @@ async def test_subscription_streams_events(client: httpx.AsyncClient, gateway: G
 
     cluster = await load(gateway, "l40s:hosts=1")
     svc: ReservationService = app.state.reservations
-    ctx = Context(gateway=gateway, engine=svc.engine, settings=app.state.settings, reservations=svc)
+    ctx = Context(services=app.state.services)
     stream = await schema.subscribe('subscription { events(holder: "sub") { kind subject holder } }', context_value=ctx)
     got: list[dict[str, Any]] = []
 
