@@ -1,5 +1,9 @@
 // The named hosts with their devices (one row per host that exists, by name): the one read
 // graphsvc.read.hosts assembles every host view from (GraphQL, REST, NCCL, gres, DRA).
+// @read
+// @param hosts list<string>
+// @row name string, cluster string?, rack string?, scalable_unit string?, collected_at float?
+// @row received_at float?, collector_version string?, cpu_model string?, gpus list<map>, nics list<map>
 UNWIND $hosts AS wanted
 MATCH (h:Host {name: wanted})
 OPTIONAL MATCH (r:Rack)-[:HAS_HOST]->(h)

@@ -1,5 +1,8 @@
 // The named hosts' NUMA nodes and PCIe switches, and which switch each GPU (by uuid) and NIC
 // (by name) hangs off; one row per host that exists.
+// @read
+// @param hosts list<string>
+// @row host string, numa list<map>, switches list<map>, attachments list<map>
 UNWIND $hosts AS wanted
 MATCH (h:Host {name: wanted})
 OPTIONAL MATCH (h)-[:HAS_NUMA]->(n:NUMANode)
