@@ -25,6 +25,11 @@ class ErrorKind(StrEnum):
     TIMEOUT = "timeout"  # the store stopped a query that ran too long; retry later
 
 
+# What a caller is told about an outage, whatever the transport.
+UNAVAILABLE = "the graph store is unavailable; retry later"
+TIMED_OUT = "the graph store timed out; retry later"
+
+
 class DomainError(Exception):
     """Base of every failure the domain expects."""
 

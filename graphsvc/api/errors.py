@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from graphsvc.api.strict_json import safe_text
-from graphsvc.errors import DomainError, ErrorKind, Rejected, report_outage
+from graphsvc.errors import TIMED_OUT, UNAVAILABLE, DomainError, ErrorKind, Rejected, report_outage
 
 log = logging.getLogger("graphsvc.api")
 
@@ -42,8 +42,6 @@ STATUS: dict[ErrorKind, int] = {
     ErrorKind.UNAVAILABLE: 503,
     ErrorKind.TIMEOUT: 503,
 }
-UNAVAILABLE = "the graph store is unavailable; retry later"
-TIMED_OUT = "the graph store timed out; retry later"
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorBody, "description": "Not JSON as RFC 8259 defines it (NaN, a lone surrogate, deep nesting)"},

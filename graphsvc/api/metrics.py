@@ -8,13 +8,10 @@ the store when Prometheus scrapes, so they are never staler than the scrape.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from starlette.types import ASGIApp, Receive, Scope, Send
-from strawberry.extensions import SchemaExtension
 
 from graphsvc.services import Services
 
@@ -87,27 +84,6 @@ class RequestTimer:
             route = scope.get("route")
             path = getattr(route, "path", None) or "unmatched"
             self.metrics.request_seconds.labels(f"{scope['method']} {path}").observe(time.perf_counter() - started)
-
-
-class GraphQLTimer(SchemaExtension):
-    """Labels GraphQL latency with the operation's root fields (placement, reserve, ...)."""
-
-    def on_operation(self) -> Iterator[None]:
-        started = time.perf_counter()
-        yield
-        metrics = getattr(self.execution_context.context, "metrics", None)
-        if isinstance(metrics, Metrics):
-            fields = _root_fields(self.execution_context)
-            metrics.request_seconds.labels(f"graphql {fields}").observe(time.perf_counter() - started)
-
-
-def _root_fields(ctx: Any) -> str:
-    try:
-        op = ctx.graphql_document.definitions[0]
-        names = sorted({sel.name.value for sel in op.selection_set.selections if hasattr(sel, "name")})
-        return ",".join(names)[:100] or "unknown"
-    except (AttributeError, IndexError, TypeError):
-        return "invalid"
 
 
 def metrics_router() -> APIRouter:

@@ -53,6 +53,7 @@ from graphsvc.api.graphql.reservations import (
 from graphsvc.api.graphql.shaped import ShapedQuery
 from graphsvc.api.graphql.sites import SitesMutations, SitesQuery
 from graphsvc.api.graphql.store_errors import StoreErrors, should_log
+from graphsvc.api.graphql.timing import GraphQLTimer
 from graphsvc.api.graphql.types import (
     ClusterSummary,
     Fabric,
@@ -62,7 +63,6 @@ from graphsvc.api.graphql.types import (
     HostConnection,
     PlacementResult,
 )
-from graphsvc.api.metrics import GraphQLTimer
 from graphsvc.errors import DomainError
 
 log = logging.getLogger("graphsvc.graphql")

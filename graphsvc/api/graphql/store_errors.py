@@ -14,8 +14,7 @@ from collections.abc import Iterator
 from graphql.error import GraphQLError
 from strawberry.extensions import SchemaExtension
 
-from graphsvc.api.errors import TIMED_OUT, UNAVAILABLE
-from graphsvc.errors import TimedOut, Unavailable, report_outage
+from graphsvc.errors import TIMED_OUT, UNAVAILABLE, TimedOut, Unavailable, report_outage
 
 
 def typed(error: GraphQLError) -> GraphQLError:
