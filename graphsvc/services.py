@@ -2,7 +2,7 @@
 
 `graphsvc.api` (REST, GraphQL, metrics, exports over HTTP) holds a `Services` and never the
 store: what it reads comes from the read models (`graphsvc.read`), the explorer's reads
-(`graphsvc.explorer`), the exports (`graphsvc.exports.render`), and what it changes goes
+(`graphsvc.read.explorer`), the exports (`graphsvc.exports.render`), and what it changes goes
 through the ingest and reservation services. `running` opens the store for a served process
 and runs the lease keeper beside it.
 """
@@ -14,7 +14,6 @@ from contextlib import asynccontextmanager
 
 from topo_facts import FabricFacts, HostFacts, HostMetrics
 
-from graphsvc import explorer
 from graphsvc.exports import drift_check
 from graphsvc.exports.render import ExportFormat, Rendered, render
 from graphsvc.ingest import freshness
@@ -30,7 +29,7 @@ from graphsvc.placement import impact
 from graphsvc.placement.impact_service import assess
 from graphsvc.placement.shape import JobShape
 from graphsvc.placement.shaped_service import ShapedResult, place_shaped
-from graphsvc.read import health
+from graphsvc.read import explorer, health
 from graphsvc.read.browse import Browse
 from graphsvc.read.health import HealthCounts, MetricsCounts
 from graphsvc.read.hosts import HostReader
@@ -106,7 +105,7 @@ class Services:
     async def drift(self, kind: str, deployed: str, cluster: str) -> drift_check.DriftResult:
         return await drift_check.check(self._gw, kind, deployed, cluster)
 
-    async def search(self, text: str, first: int) -> list[explorer.Hit]:
+    async def search(self, text: str, first: int) -> list[explorer.SearchHit]:
         return await explorer.search(self._gw, text, first)
 
     async def gpu_grid(self, after: str | None, first: int) -> explorer.GridPage:

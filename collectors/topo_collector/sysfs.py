@@ -35,7 +35,6 @@ class PciDevice:
         return self.class_code >> 8 == PCI_CLASS_BRIDGE_PCI
 
 
-
 @dataclass(frozen=True)
 class NetDevice:
     name: str

@@ -102,5 +102,5 @@ class PlacementRequestInput:
         )
 
 
-wrap(browse.HostFilter, kind=strawberry.input)
-wrap(browse.GPUFilter, kind=strawberry.input, min_memory_gib="=minMemoryGiB:")
+wrap(browse.HostFilter, make=strawberry.input)
+wrap(browse.GPUFilter, make=strawberry.input, fields={"min_memory_gib": "=minMemoryGiB:"})

@@ -35,8 +35,6 @@ from graphsvc.api.graphql.explorer import (
     SearchHit,
     cabled_hosts,
     gpu_grid,
-    leaf_loads,
-    search_hits,
 )
 from graphsvc.api.graphql.impact import ImpactQuery
 from graphsvc.api.graphql.inputs import GPUFilter, HostFilter, PlacementRequestInput
@@ -94,7 +92,7 @@ class Query:
     @strawberry.field(description="Hosts, switches and GPUs by partial or approximate name, best first (first <= 100).")
     async def search(self, info: Info, text: str, first: int = 20) -> list[SearchHit]:
         info.context.require(*READERS)
-        return search_hits(await info.context.services.search(text, first))
+        return await info.context.services.search(text, first)
 
     @strawberry.field(description="Every GPU's drawing state as plain rows, by uuid (first <= 5000), for the overview.")
     async def gpu_grid(self, info: Info, first: int = 5000, after: str | None = None) -> GPUGrid:
@@ -104,7 +102,7 @@ class Query:
     @strawberry.field(description="Per leaf switch: GPUs whose nearest NIC is cabled to it, and how many are free.")
     async def leaf_load(self, info: Info, cluster: str = "default") -> list[LeafLoad]:
         info.context.require(*READERS)
-        return leaf_loads(await info.context.services.leaf_load(cluster))
+        return await info.context.services.leaf_load(cluster)
 
     @strawberry.field(description="The hosts with a NIC cabled to this switch, by name.")
     async def leaf_hosts(self, info: Info, leaf: str) -> list[CabledHost]:

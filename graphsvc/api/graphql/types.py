@@ -8,7 +8,7 @@ ones that add something for GraphQL: `GPU` (deprecated aliases, a derived vendor
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import strawberry
@@ -63,12 +63,13 @@ def wrap(
     *,
     name: str | None = None,
     description: str | None = None,
-    kind: Callable[..., Any] = strawberry.type,
-    **fields: str,
+    make: Callable[..., Any] = strawberry.type,
+    fields: Mapping[str, str] | None = None,
 ) -> None:
-    """Expose a read model's dataclass as a GraphQL type (or, with kind=strawberry.input, an
+    """Expose a read model's dataclass as a GraphQL type (or, with make=strawberry.input, an
     input) as it is. `fields` gives a field a description, or "=graphqlName: description"."""
-    kind(cls, name=name, description=description)
+    make(cls, name=name, description=description)
+    fields = fields or {}
     for f in cls.__strawberry_definition__.fields:
         if f.python_name in fields:
             text = fields[f.python_name]
@@ -86,21 +87,23 @@ strawberry.enum(
 strawberry.enum(Packing, description="Soft packing preference.")
 
 wrap(browse.PageInfo)
-wrap(browse.HostSummary, age_seconds="Seconds since the host's facts arrived.")
+wrap(browse.HostSummary, fields={"age_seconds": "Seconds since the host's facts arrived."})
 wrap(browse.HostConnection)
 wrap(browse.ModelCount)
 wrap(browse.DomainCount)
 wrap(browse.ClusterSummary)
-wrap(browse.SwitchLink, bandwidth_gbps="GB/s over all cables")
+wrap(browse.SwitchLink, fields={"bandwidth_gbps": "GB/s over all cables"})
 wrap(browse.Switch)
 wrap(browse.Fabric)
 wrap(
     browse.FabricPath,
     description="How two hosts reach each other over the fabric.",
-    hops="Switches crossed: 1 same leaf, 3 via a spine, 5 via the core",
-    bottleneck_gbps="GB/s of the slowest link on the way",
+    fields={
+        "hops": "Switches crossed: 1 same leaf, 3 via a spine, 5 via the core",
+        "bottleneck_gbps": "GB/s of the slowest link on the way",
+    },
 )
-wrap(hosts.NumaNode, name="NUMANode", memory_mib="=memoryMiB:")
+wrap(hosts.NumaNode, name="NUMANode", fields={"memory_mib": "=memoryMiB:"})
 wrap(hosts.PcieSwitch, name="PCIeSwitch")
 
 
