@@ -11,6 +11,7 @@ from graphsvc.api.graphql.context import READERS, Forbidden, Info
 from graphsvc.api.graphql.errors import Error, NotFound, ValidationError
 from graphsvc.api.graphql.inputs import PlacementRequestInput
 from graphsvc.api.graphql.types import GPU, HostRef, InfeasibleReason
+from graphsvc.placement.request import RequestError
 from graphsvc.reservations import service as svc
 from graphsvc.reservations.elastic import elastic_for
 from graphsvc.security.auth import Role
@@ -242,8 +243,15 @@ class PreemptionPlan:
     lost_gpu_hours: float = strawberry.field(default=0.0, description="Summed over the victims")
 
 
-async def preemption_plan(info: Info, request: PlacementRequestInput, priority: int) -> PreemptionPlan:
-    plan = await info.context.reservations.preemption_plan(request.to_request(), priority)
+PreemptionPlanResult = Annotated[PreemptionPlan | ValidationError, strawberry.union("PreemptionPlanResult")]
+
+
+async def preemption_plan(info: Info, request: PlacementRequestInput, priority: int) -> PreemptionPlanResult:
+    try:
+        req = request.to_request().validated()
+    except RequestError as err:  # invalid input: the same answer reserve gives
+        return ValidationError(field=err.field, message=err.message)
+    plan = await info.context.reservations.preemption_plan(req, priority)
     return PreemptionPlan(
         feasible=plan.feasible,
         gpus=plan.gpus,

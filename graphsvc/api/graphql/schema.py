@@ -42,7 +42,7 @@ from graphsvc.api.graphql.limiter_rules import limit_rules
 from graphsvc.api.graphql.operator import OperatorMutations
 from graphsvc.api.graphql.placement import place
 from graphsvc.api.graphql.reservations import (
-    PreemptionPlan,
+    PreemptionPlanResult,
     Reservation,
     ReservationFilter,
     ReservationMutations,
@@ -134,8 +134,11 @@ class Query:
         info.context.require(*READERS)
         return await place(info.context.engine, request.to_request())
 
-    @strawberry.field(description="Which reservations a request of this priority would displace; changes nothing.")
-    async def preemption_plan(self, info: Info, request: PlacementRequestInput, priority: int) -> PreemptionPlan:
+    @strawberry.field(
+        description="Which reservations a request of this priority would displace; changes nothing. "
+        "An invalid request is a ValidationError, as for reserve."
+    )
+    async def preemption_plan(self, info: Info, request: PlacementRequestInput, priority: int) -> PreemptionPlanResult:
         info.context.require(*READERS)
         return await res.preemption_plan(info, request, priority)
 
