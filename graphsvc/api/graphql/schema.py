@@ -114,8 +114,8 @@ class Query:
     async def host(self, info: Info, name: str) -> Host | None:
         info.context.require(*READERS)
         ctx = info.context
-        found = await ctx.services.hosts.headers([name])
-        return Host.of(found[name], time.time(), ctx.settings.stale_after_s) if name in found else None
+        header = await ctx.loaders.header.load(name)
+        return Host.of(header, time.time(), ctx.settings.stale_after_s) if header is not None else None
 
     @strawberry.field(description="A cluster's switches with their uplinks, paginated by name.")
     async def fabric(
