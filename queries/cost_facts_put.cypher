@@ -1,6 +1,10 @@
 // Upserts cost and energy facts by key. A fact dated earlier than the stored one (as_of_s)
 // does not overwrite it: an old price file loaded late never undoes an operator's update.
 // (The filter is on a projected value: FalkorDB would fold it into the MERGE otherwise.)
+// @write
+// @param facts list<map>
+// @param now float
+// @row key any
 UNWIND $facts AS fact
 MERGE (f:CostFact {key: fact.key})
 WITH f, fact, coalesce(f.as_of_s, 0.0) AS stored

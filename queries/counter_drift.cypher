@@ -1,6 +1,8 @@
 // Free-GPU counters that disagree with a recount from the GPUs themselves (must be none):
 // hosts, NVLink domains and leaf switches. Read at start-up, which repairs what it finds
 // (graphsvc.ingest.counters), and by the tests after concurrent writes.
+// @read
+// @row kind string?, key string, stored int?, actual int
 MATCH (h:Host)
 OPTIONAL MATCH (h)-[:HAS_GPU]->(g:GPU)
 WITH h, count(CASE WHEN g.state = 'free' THEN 1 END) AS actual

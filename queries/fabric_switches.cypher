@@ -1,4 +1,11 @@
 // One page of a cluster's switches by name, with their uplinks and how many NICs they serve.
+// @read
+// @param after string
+// @param cluster string
+// @param first int
+// @param tier string
+// @row name string, tier string, scalable_unit string?, rail int?, model string?, free_gpus int?
+// @row uplinks list<map>, nics int
 MATCH (s:Switch)
 WHERE s.cluster = $cluster AND s.name > $after AND ($tier = '' OR s.tier = $tier)
 WITH s

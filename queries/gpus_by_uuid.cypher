@@ -1,4 +1,7 @@
 // GPUs by uuid with their host, for reservations and checks.
+// @read
+// @param uuids list<string>
+// @row uuid string, index int, model string, state string, host string
 MATCH (h:Host)-[:HAS_GPU]->(g:GPU)
 WHERE g.uuid IN $uuids
 RETURN g.uuid AS uuid, g.index AS index, g.model AS model, g.state AS state, h.name AS host

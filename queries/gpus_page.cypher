@@ -1,4 +1,15 @@
 // One page of GPUs, by uuid (keyset pagination), with their host.
+// @read
+// @param after string
+// @param first int
+// @param health string
+// @param host string
+// @param min_memory_mib int
+// @param model string
+// @param state string
+// @row uuid string, index int, model string, memory_mib int?, state string, health string?
+// @row temperature_c float?, utilization_pct float?, numa_node int?, pci_bus_id string?
+// @row nvlink_domain string?, host string, rack string?, scalable_unit string?
 MATCH (h:Host)-[:HAS_GPU]->(g:GPU)
 WHERE g.uuid > $after
   AND toLower(g.model) CONTAINS $model

@@ -1,4 +1,6 @@
 // Tells a fresh graph from one written before versioning existed.
+// @read
+// @row has_nodes bool
 OPTIONAL MATCH (n)
 WITH n
 LIMIT 1

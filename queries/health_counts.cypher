@@ -1,4 +1,6 @@
 // Host and GPU counts (per model) for /healthz and the demo's progress line.
+// @read
+// @row hosts int, models list<map>
 MATCH (h:Host)
 WITH count(h) AS hosts
 OPTIONAL MATCH (g:GPU)

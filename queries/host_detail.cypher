@@ -1,5 +1,11 @@
-// One host with its devices, as the REST API and tests read it back.
-MATCH (h:Host {name: $name})
+// The named hosts with their devices (one row per host that exists, by name): the one read
+// graphsvc.read.hosts assembles every host view from (GraphQL, REST, NCCL, gres, DRA).
+// @read
+// @param hosts list<string>
+// @row name string, cluster string?, rack string?, scalable_unit string?, collected_at float?
+// @row received_at float?, collector_version string?, cpu_model string?, gpus list<map>, nics list<map>
+UNWIND $hosts AS wanted
+MATCH (h:Host {name: wanted})
 OPTIONAL MATCH (r:Rack)-[:HAS_HOST]->(h)
 OPTIONAL MATCH (h)-[:HAS_GPU]->(g:GPU)
 OPTIONAL MATCH (g)-[:IN_DOMAIN]->(d:NVLinkDomain)
@@ -22,3 +28,4 @@ WITH h, r, gpus, collect(CASE WHEN n IS NULL THEN NULL ELSE {
 RETURN h.name AS name, h.cluster AS cluster, r.name AS rack, h.scalable_unit AS scalable_unit,
        h.collected_at AS collected_at, h.received_at AS received_at,
        h.collector_version AS collector_version, h.cpu_model AS cpu_model, gpus, nics
+ORDER BY name

@@ -1,4 +1,7 @@
 // Where two (or more) hosts sit in the fabric: leaves, pod, NIC speeds, leaf uplink capacity.
+// @read
+// @param hosts list<string>
+// @row host string, leaves list<string>?, pod string?, nics list<map>
 MATCH (h:Host)
 WHERE h.name IN $hosts
 OPTIONAL MATCH (h)-[:HAS_NIC]->(n:NIC)-[:UPLINK]->(leaf:Switch)

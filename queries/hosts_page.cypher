@@ -1,4 +1,15 @@
 // One page of hosts, by name (keyset pagination: the cursor is the last name seen).
+// @read
+// @param after string
+// @param cluster string
+// @param first int
+// @param min_free int
+// @param model string
+// @param rack string
+// @param scalable_unit string
+// @param stale_before float
+// @row name string, cluster string?, rack string?, scalable_unit string?, gpu_model string?, gpu_count int?
+// @row free_gpus int?, received_at float?, collected_at float?
 MATCH (h:Host)
 WHERE h.name > $after
   AND ($cluster = '' OR h.cluster = $cluster)

@@ -1,6 +1,15 @@
 // Replaces one cluster's switch fabric in a single atomic statement.
 // Writes nothing and returns no row if a cabled NIC is not in the graph. Each cabled host
 // learns the leaves its NICs reach and its pod (leaves that share spines), for hop counts.
+// @write
+// @param cluster string
+// @param host_fabric list<map>
+// @param nic_uplinks list<map>
+// @param nic_uuids list<string>
+// @param switch_names list<string>
+// @param switch_uplinks list<map>
+// @param switches list<map>
+// @row cluster string?, switches int, links int
 OPTIONAL MATCH (n:NIC)
 WHERE n.uuid IN $nic_uuids
 WITH count(n) AS found

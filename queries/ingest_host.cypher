@@ -9,6 +9,27 @@
 // then reads the stored collected_at it decides on. The free-GPU counters of the host, its
 // NVLink domains and leaves are recounted at the end of this same statement, so a crash can
 // never leave them behind the GPUs.
+// @write
+// @param domains list<map>
+// @param gpu_domains list<map>
+// @param gpu_nics list<map>
+// @param gpu_numa list<map>
+// @param gpu_nvlinks list<map>
+// @param gpu_pcie list<map>
+// @param gpu_uuids list<string>
+// @param gpus list<map>
+// @param host map
+// @param keep_uuids list<string>
+// @param nic_numa list<map>
+// @param nic_pcie list<map>
+// @param nics list<map>
+// @param numa_nodes list<map>
+// @param nvswitches list<map>
+// @param pcie_switches list<map>
+// @param rack map
+// @param switch_nvlinks list<map>
+// @param switch_pcie list<map>
+// @row host string
 OPTIONAL MATCH (prev:Host {name: $host.name})
 OPTIONAL MATCH (prev)-[:HAS_GPU]->(pg:GPU)
 WITH pg

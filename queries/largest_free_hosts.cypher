@@ -1,6 +1,10 @@
 // The hosts with the most free GPUs, probing free counts down from $top:
 // index seeks per free count; ties are broken by name (ORDER BY), so the answer never depends
 // on the plan's row order (Neo4j gives no order without one).
+// @read
+// @param limit int
+// @param top int
+// @row unit string, free int
 UNWIND range($top, 1, -1) AS want
 MATCH (h:Host)
 WHERE h.free_gpus = want

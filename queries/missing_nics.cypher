@@ -1,4 +1,7 @@
 // Which of the given NIC keys are not in the graph (explains a rejected fabric).
+// @read
+// @param nic_uuids list<string>
+// @row missing list<string>
 UNWIND $nic_uuids AS wanted
 OPTIONAL MATCH (n:NIC {uuid: wanted})
 WITH wanted, count(n) AS found

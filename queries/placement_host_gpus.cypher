@@ -1,6 +1,13 @@
 // Everything placement needs to judge the given hosts, one row per GPU (flat rows parse
 // fastest): state, health and load, NVLink domain, nearest NIC (rail, leaf, speed), and
 // the host's fabric position.
+// @read
+// @param hosts list<string>
+// @row host string, rack string?, scalable_unit string?, leaves list<string>?, pod string?
+// @row received_at float?, uuid string, index int, model string, memory_mib int?, state string
+// @row health string?, temperature_c float?, utilization_pct float?, domain string?, domain_kind string?
+// @row nic string?, rail int?, nic_rate_gbps float?, via string?, leaf string?, nvswitch_gbps float
+// @row lease_expires_at float?, mig_mode bool?, nic_state string?
 MATCH (h:Host)-[:HAS_GPU]->(g:GPU)
 WHERE h.name IN $hosts
 OPTIONAL MATCH (g)-[:IN_DOMAIN]->(d:NVLinkDomain)

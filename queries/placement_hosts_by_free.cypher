@@ -1,6 +1,15 @@
 // Candidate hosts in best-fit order: hosts with exactly $first_size free GPUs first, then
 // the next size towards $last_size, ... Each step is an index seek on Host.free_gpus; ties are
 // broken by name (ORDER BY), so pages (SKIP/LIMIT) never depend on the plan's row order.
+// @read
+// @param exclude list<string>
+// @param first_size int
+// @param last_size int
+// @param limit int
+// @param model string
+// @param skip int
+// @param step int
+// @row host string, free int
 UNWIND range($first_size, $last_size, $step) AS want
 MATCH (h:Host)
 WHERE h.free_gpus = want AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model

@@ -1,4 +1,7 @@
 // Removes NVLink domains (of the given uuids) that no GPU belongs to any more.
+// @write
+// @param uuids list<string>
+// @row pruned int
 MATCH (d:NVLinkDomain)
 WHERE d.uuid IN $uuids
 OPTIONAL MATCH (d)<-[m:IN_DOMAIN]-(:GPU)

@@ -1,4 +1,7 @@
 // Recomputes the free-GPU counter of the given NVLink domains (an NVL72 domain spans hosts).
+// @write
+// @param uuids list<string>
+// @row domains int
 MATCH (d:NVLinkDomain)
 WHERE d.uuid IN $uuids
 OPTIONAL MATCH (d)<-[:IN_DOMAIN]-(g:GPU)

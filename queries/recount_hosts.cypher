@@ -1,5 +1,8 @@
 // Recomputes the free-GPU counter and GPU model of the given hosts from their GPUs, and
 // returns the NVLink domains and leaf switches whose counters depend on them.
+// @write
+// @param hosts list<string>
+// @row host string, domains list<string>, leaves list<string>
 MATCH (h:Host)
 WHERE h.name IN $hosts
 OPTIONAL MATCH (h)-[:HAS_GPU]->(g:GPU)

@@ -1,4 +1,7 @@
 // Recomputes the free-GPU counter of the given leaf switches: free GPUs on hosts cabled to them.
+// @write
+// @param names list<string>
+// @row leaves int?
 MATCH (leaf:Switch)
 WHERE leaf.name IN $names
 OPTIONAL MATCH (leaf)<-[:UPLINK]-(:NIC)<-[:HAS_NIC]-(h:Host)

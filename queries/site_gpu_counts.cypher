@@ -1,4 +1,6 @@
 // Per site and GPU model: hosts, GPUs and free GPUs (from the hosts' free counters).
+// @read
+// @row site any, model any, hosts any, gpus any, free any
 MATCH (s:Site)-[:HAS_CLUSTER]->(c:Cluster)
 MATCH (h:Host)
 WHERE h.cluster = c.name

@@ -1,5 +1,9 @@
 // The reserved GPUs of one site with their lease expiry, soonest first: what frees up when.
 // compareSites predicts a site's wait from it (a lease that is renewed ends later: a lower bound).
+// @read
+// @param limit int
+// @param site string
+// @row uuid any, host any, expires_at any
 MATCH (s:Site {name: $site})-[:HAS_CLUSTER]->(c:Cluster)
 MATCH (h:Host)
 WHERE h.cluster = c.name

@@ -1,4 +1,7 @@
 // Every site with the clusters it owns, by name.
+// @read
+// @row name any, kind any, provider any, region any, location any, parent any, capacity_kinds any
+// @row spot_preemption_per_h any, clusters any
 MATCH (s:Site)
 OPTIONAL MATCH (s)-[:HAS_CLUSTER]->(c:Cluster)
 WITH s, c

@@ -1,6 +1,12 @@
 // Replaces the site catalogue in one statement (atomic on both stores): every Site, with its
 // links and cluster memberships, is deleted and written again from the parameters. Clusters
 // and their hosts are untouched; a cluster no site names belongs to no site.
+// @write
+// @param clusters list<map>
+// @param links list<map>
+// @param now float
+// @param sites list<map>
+// @row removed any, sites any
 OPTIONAL MATCH (old:Site)
 DETACH DELETE old
 WITH count(*) AS removed

@@ -17,10 +17,7 @@ import pyudev
 log = logging.getLogger(__name__)
 
 PCI_CLASS_BRIDGE_PCI = 0x0604
-PCI_CLASS_DISPLAY_3D = 0x0302
-PCI_CLASS_DISPLAY_VGA = 0x0300
 PCI_CLASS_NETWORK = 0x02
-NVIDIA_VENDOR = 0x10DE
 
 
 @dataclass(frozen=True)
@@ -36,13 +33,6 @@ class PciDevice:
     @property
     def is_bridge(self) -> bool:
         return self.class_code >> 8 == PCI_CLASS_BRIDGE_PCI
-
-    @property
-    def is_nvidia_gpu(self) -> bool:
-        return self.vendor == NVIDIA_VENDOR and self.class_code >> 8 in (
-            PCI_CLASS_DISPLAY_3D,
-            PCI_CLASS_DISPLAY_VGA,
-        )
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The FastAPI application: one gateway per process, opened in the lifespan."""
+"""The FastAPI application: one `Services` per process (the store behind it opened in the lifespan)."""
 
 from __future__ import annotations
 
@@ -17,20 +17,17 @@ from graphsvc.api.limits import BodyPolicy, BodySizeLimit
 from graphsvc.api.metrics import Metrics, RequestTimer, metrics_router
 from graphsvc.api.rest import router
 from graphsvc.api.sites_rest import router as sites_router
-from graphsvc.reservations.leases import LeaseKeeper
-from graphsvc.reservations.service import ReservationService
 from graphsvc.security.auth import RateLimiter, Role, TokenStore, principal_for
+from graphsvc.services import Gateway, Services, running
 from graphsvc.settings import Settings
-from graphsvc.store.factory import open_store
-from graphsvc.store.gateway import Gateway
 from graphsvc.ui import mount_ui
 from graphsvc.ui.offline import LocalGraphiQLRouter, mount_api_docs
 
 
-def _reservations(gw: Gateway, settings: Settings) -> ReservationService:
-    service = ReservationService(gw, default_ttl_s=settings.default_ttl_s, max_ttl_s=settings.max_ttl_s)
-    service.engine.stale_after_s = settings.stale_after_s  # stale hosts are not offered
-    return service
+def _install(app: FastAPI, services: Services) -> None:
+    app.state.services = services
+    app.state.reservations = services.reservations
+    services.observe_queries(app.state.metrics.observe_query)
 
 
 def create_app(settings: Settings | None = None, *, gateway: Gateway | None = None) -> FastAPI:
@@ -42,17 +39,9 @@ def create_app(settings: Settings | None = None, *, gateway: Gateway | None = No
         if gateway is not None:
             yield
             return
-        async with open_store(settings) as gw:
-            app.state.gateway = gw
-            gw.observers.append(app.state.metrics.observe_query)
-            app.state.reservations = _reservations(gw, settings)
-            keeper = LeaseKeeper(app.state.reservations, stale_after_s=settings.stale_after_s,
-                                 interval_s=settings.lease_check_interval_s)  # fmt: skip
-            keeper.start()
-            try:
-                yield
-            finally:
-                keeper.stop()
+        async with running(settings) as services:
+            _install(app, services)
+            yield
 
     app = FastAPI(
         title="graphsvc",
@@ -68,9 +57,7 @@ def create_app(settings: Settings | None = None, *, gateway: Gateway | None = No
     app.state.limiter = RateLimiter(settings.mutation_rate_per_minute, settings.mutation_burst)
     app.state.query_budget = RateLimiter(settings.graphql_cost_per_minute, settings.graphql_cost_burst)
     if gateway is not None:
-        app.state.gateway = gateway
-        gateway.observers.append(app.state.metrics.observe_query)
-        app.state.reservations = _reservations(gateway, settings)
+        _install(app, Services(gateway, settings))
     install_error_handlers(app)
     app.include_router(router)
     app.include_router(metrics_router())

@@ -14,9 +14,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from graphsvc.api.strict_json import safe_text
-from graphsvc.ingest.service import IngestRejected
-from graphsvc.store.errors import StoreTimeoutError, StoreUnavailableError, UnrepresentableParameter
-from graphsvc.store.outage_log import STORE_OUTAGES
+from graphsvc.errors import TIMED_OUT, UNAVAILABLE, DomainError, ErrorKind, Rejected, report_outage
 
 log = logging.getLogger("graphsvc.api")
 
@@ -35,6 +33,15 @@ class ErrorBody(BaseModel):
     fields: list[FieldProblem] = []
     detail: Any = None
 
+
+# The one mapping from the domain's error kinds (graphsvc.errors) to HTTP.
+STATUS: dict[ErrorKind, int] = {
+    ErrorKind.INVALID: 422,
+    ErrorKind.NOT_FOUND: 404,
+    ErrorKind.CONFLICT: 409,
+    ErrorKind.UNAVAILABLE: 503,
+    ErrorKind.TIMEOUT: 503,
+}
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorBody, "description": "Not JSON as RFC 8259 defines it (NaN, a lone surrogate, deep nesting)"},
@@ -96,31 +103,19 @@ def install_error_handlers(app: FastAPI) -> None:
             headers=getattr(exc, "headers", None),
         )
 
-    @app.exception_handler(IngestRejected)
-    async def rejected(_: Request, exc: IngestRejected) -> JSONResponse:
+    @app.exception_handler(DomainError)
+    async def domain_error(_: Request, exc: DomainError) -> JSONResponse:
+        """Every expected failure of the domain, by its kind; the same kinds GraphQL answers with."""
+        if exc.kind is ErrorKind.UNAVAILABLE:
+            report_outage(exc)
+            return JSONResponse(status_code=503, content={"error": UNAVAILABLE, "fields": []})
+        if exc.kind is ErrorKind.TIMEOUT:
+            log.warning("query=%s timed out", getattr(exc, "query", "?"))
+            return JSONResponse(status_code=503, content={"error": TIMED_OUT, "fields": []})
+        fields = [{"field": exc.field, "message": exc.message}] if isinstance(exc, Rejected) else []
+        detail = exc.detail if isinstance(exc, Rejected) else exc.message
         return JSONResponse(
-            status_code=exc.status,
-            content={
-                "error": exc.message,
-                "fields": [{"field": exc.field, "message": exc.message}],
-                "detail": exc.detail,
-            },
-        )
-
-    @app.exception_handler(UnrepresentableParameter)
-    async def bad_parameter(_: Request, exc: UnrepresentableParameter) -> JSONResponse:
-        return JSONResponse(status_code=422, content={"error": exc.message, "fields": []})
-
-    @app.exception_handler(StoreTimeoutError)
-    async def timed_out(_: Request, exc: StoreTimeoutError) -> JSONResponse:
-        log.warning("query=%s timed out", exc.query)
-        return JSONResponse(status_code=503, content={"error": "the graph store timed out; retry later", "fields": []})
-
-    @app.exception_handler(StoreUnavailableError)
-    async def unavailable(_: Request, exc: StoreUnavailableError) -> JSONResponse:
-        STORE_OUTAGES.failure(f"store unavailable: {exc}")
-        return JSONResponse(
-            status_code=503, content={"error": "the graph store is unavailable; retry later", "fields": []}
+            status_code=STATUS[exc.kind], content={"error": exc.message, "fields": fields, "detail": detail}
         )
 
     @app.exception_handler(Exception)

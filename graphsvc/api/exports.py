@@ -7,13 +7,13 @@ headers; each pull is remembered for the ``graphsvc_export_last_pull_age_seconds
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import PlainTextResponse
 
 from graphsvc.api.errors import ERROR_RESPONSES
-from graphsvc.exports.render import ExportError, ExportFormat, render
+from graphsvc.exports.render import ExportFormat
 from graphsvc.security.auth import Principal, Role, authenticate, require
-from graphsvc.store.gateway import Gateway
+from graphsvc.services import Services
 
 __all__ = ["ExportFormat", "router"]
 
@@ -30,11 +30,8 @@ async def export(
     caller: Principal = Depends(authenticate),  # noqa: B008 - FastAPI's dependency idiom
 ) -> PlainTextResponse:
     require(caller, Role.SCHEDULER, Role.OPERATOR)
-    gw: Gateway = request.app.state.gateway
-    try:
-        out = await render(gw, fmt, cluster, host)
-    except ExportError as exc:
-        raise HTTPException(status_code=404 if exc.kind == "not_found" else 422, detail=exc.message) from exc
+    services: Services = request.app.state.services
+    out = await services.export(fmt, cluster, host)  # ExportError: a DomainError (graphsvc.api.errors)
     request.app.state.metrics.export_pulled(fmt.value)
     headers = {
         "X-Graphsvc-Graph-Version": str(out.stamp.graph_version),

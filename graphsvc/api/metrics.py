@@ -8,15 +8,12 @@ the store when Prometheus scrapes, so they are never staler than the scrape.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from starlette.types import ASGIApp, Receive, Scope, Send
-from strawberry.extensions import SchemaExtension
 
-from graphsvc.store.gateway import Gateway
+from graphsvc.services import Services
 
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -53,20 +50,18 @@ class Metrics:
     def observe_query(self, name: str, seconds: float) -> None:
         self.query_seconds.labels(name).observe(seconds)
 
-    async def refresh(self, gw: Gateway, stale_after_s: float) -> None:
+    async def refresh(self, services: Services) -> None:
+        counts = await services.metrics()
         now = time.time()
         self.free_gpus.clear()
-        for row in await gw.read("cluster_summary"):
-            if row["state"] == "free":
-                self.free_gpus.labels(row["model"]).inc(int(row["gpus"]))
+        for model, free in counts.free_by_model.items():
+            self.free_gpus.labels(model).set(free)
         self.domain_free.clear()
-        for row in await gw.read("metrics_domains"):
-            self.domain_free.labels(row["domain"], row["model"]).set(int(row["free"]))
-        live = (await gw.read("reservations/live_count", {"now": now}))[0]
-        self.live_reservations.set(int(live["reservations"] or 0))
-        self.reserved_gpus.set(int(live["gpus"] or 0))
-        stale = (await gw.read("stale_hosts_count", {"cutoff": now - stale_after_s}))[0]
-        self.stale_hosts.set(int(stale["stale"]))
+        for d in counts.domains:
+            self.domain_free.labels(d.domain, d.model).set(d.free)
+        self.live_reservations.set(counts.live_reservations)
+        self.reserved_gpus.set(counts.reserved_gpus)
+        self.stale_hosts.set(counts.stale_hosts)
         for fmt, pulled in self._export_pulls.items():
             self.export_age.labels(fmt).set(max(0.0, now - pulled))
 
@@ -91,34 +86,13 @@ class RequestTimer:
             self.metrics.request_seconds.labels(f"{scope['method']} {path}").observe(time.perf_counter() - started)
 
 
-class GraphQLTimer(SchemaExtension):
-    """Labels GraphQL latency with the operation's root fields (placement, reserve, ...)."""
-
-    def on_operation(self) -> Iterator[None]:
-        started = time.perf_counter()
-        yield
-        metrics = getattr(self.execution_context.context, "metrics", None)
-        if isinstance(metrics, Metrics):
-            fields = _root_fields(self.execution_context)
-            metrics.request_seconds.labels(f"graphql {fields}").observe(time.perf_counter() - started)
-
-
-def _root_fields(ctx: Any) -> str:
-    try:
-        op = ctx.graphql_document.definitions[0]
-        names = sorted({sel.name.value for sel in op.selection_set.selections if hasattr(sel, "name")})
-        return ",".join(names)[:100] or "unknown"
-    except (AttributeError, IndexError, TypeError):
-        return "invalid"
-
-
 def metrics_router() -> APIRouter:
     router = APIRouter()
 
     @router.get("/metrics", include_in_schema=False)
     async def metrics_endpoint(request: Request) -> Response:
         metrics: Metrics = request.app.state.metrics
-        await metrics.refresh(request.app.state.gateway, request.app.state.settings.stale_after_s)
+        await metrics.refresh(request.app.state.services)
         return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
     return router

@@ -13,31 +13,24 @@ from topo_facts import FabricFacts, HostFacts, HostMetrics
 from graphsvc.api.errors import ERROR_RESPONSES
 from graphsvc.api.rest_reservations import router as fast_path_router
 from graphsvc.api.strict_routes import StrictJSONRoute
+from graphsvc.errors import ErrorKind
 from graphsvc.ingest.clock import future_skew_problem
-from graphsvc.ingest.service import (
-    FabricIngestResult,
-    HostIngestResult,
-    IngestRejected,
-    MetricsIngestResult,
-    ingest_fabric,
-    ingest_host,
-    ingest_metrics,
-)
+from graphsvc.ingest.service import FabricIngestResult, HostIngestResult, IngestRejected, MetricsIngestResult
+from graphsvc.read.hosts import rest_view
 from graphsvc.security.auth import Principal, Role, authenticate, require
-from graphsvc.store.gateway import Gateway
-from graphsvc.store.migrate import stored_version
+from graphsvc.services import Services
 
 router = APIRouter(responses=ERROR_RESPONSES, route_class=StrictJSONRoute)
 
 HostPath = Annotated[str, Path(min_length=1, max_length=253, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]
 
 
-def gateway(request: Request) -> Gateway:
-    gw: Gateway = request.app.state.gateway
-    return gw
+def services(request: Request) -> Services:
+    found: Services = request.app.state.services
+    return found
 
 
-GatewayDep = Annotated[Gateway, Depends(gateway)]
+ServicesDep = Annotated[Services, Depends(services)]
 Caller = Annotated[Principal, Depends(authenticate)]
 
 
@@ -45,7 +38,7 @@ def refuse_future(request: Request, collected_at: datetime) -> None:
     """A collected_at too far in the future would freeze the host (see graphsvc.ingest.clock)."""
     problem = future_skew_problem(collected_at, time.time(), request.app.state.settings.max_clock_skew_s)
     if problem is not None:
-        raise IngestRejected(422, "collected_at", problem)
+        raise IngestRejected(ErrorKind.INVALID, "collected_at", problem)
 
 
 def may_write_host(principal: Principal, host: str, body_hostname: str) -> None:
@@ -55,10 +48,14 @@ def may_write_host(principal: Principal, host: str, body_hostname: str) -> None:
             raise HTTPException(status_code=403, detail=f"forbidden: this collector token may not write host {host!r}")
         require(principal, Role.COLLECTOR, Role.OPERATOR)
     if body_hostname != host:
-        raise IngestRejected(422, "hostname", f"body hostname {body_hostname!r} does not match the URL {host!r}")
+        raise IngestRejected(
+            ErrorKind.INVALID, "hostname", f"body hostname {body_hostname!r} does not match the URL {host!r}"
+        )
 
 
-class Health(BaseModel):
+class ServiceHealth(BaseModel):
+    """The probe's answer (named apart from `topo_facts.Health`, a device's health)."""
+
     status: str = Field(description="ok, or degraded when every host is stale (placement offers nothing)")
     store: str
     graph_version: int | None
@@ -70,12 +67,12 @@ class Health(BaseModel):
 
 @router.put("/v1/hosts/{name}/facts", tags=["ingest"])
 async def put_host_facts(
-    name: HostPath, facts: HostFacts, gw: GatewayDep, request: Request, caller: Caller
+    name: HostPath, facts: HostFacts, svc: ServicesDep, request: Request, caller: Caller
 ) -> HostIngestResult:
     """Replace everything the graph knows about one host; devices missing from the facts are removed."""
     may_write_host(caller, name, facts.hostname)
     refuse_future(request, facts.collected_at)
-    result = await ingest_host(gw, facts)
+    result = await svc.ingest_host(facts)
     request.app.state.metrics.ingest.labels("host_facts").inc()
     request.app.state.metrics.ingest_gpus.inc(len(facts.gpus))
     return result
@@ -83,53 +80,46 @@ async def put_host_facts(
 
 @router.put("/v1/hosts/{name}/metrics", tags=["ingest"])
 async def put_host_metrics(
-    name: HostPath, metrics: HostMetrics, gw: GatewayDep, request: Request, caller: Caller
+    name: HostPath, metrics: HostMetrics, svc: ServicesDep, request: Request, caller: Caller
 ) -> MetricsIngestResult:
     """Update the fast-changing GPU metrics of a host already known from its full facts."""
     may_write_host(caller, name, metrics.hostname)
     refuse_future(request, metrics.collected_at)
-    result = await ingest_metrics(gw, metrics)
+    result = await svc.ingest_metrics(metrics)
     request.app.state.metrics.ingest.labels("host_metrics").inc()
     return result
 
 
 @router.put("/v1/fabric", tags=["ingest"])
-async def put_fabric(facts: FabricFacts, gw: GatewayDep, request: Request, caller: Caller) -> FabricIngestResult:
+async def put_fabric(facts: FabricFacts, svc: ServicesDep, request: Request, caller: Caller) -> FabricIngestResult:
     """Replace one cluster's switch fabric (switches, NIC cables, switch cables)."""
     require(caller, Role.OPERATOR)
-    result = await ingest_fabric(gw, facts)
+    result = await svc.ingest_fabric(facts)
     request.app.state.metrics.ingest.labels("fabric").inc()
     return result
 
 
 @router.get("/v1/hosts/{name}", tags=["read"])
-async def get_host(name: HostPath, gw: GatewayDep, caller: Caller) -> dict[str, Any]:
+async def get_host(name: HostPath, svc: ServicesDep, caller: Caller) -> dict[str, Any]:
     require(caller, Role.SCHEDULER, Role.OPERATOR)
-    rows = await gw.read("host_detail", {"name": name})
-    if not rows:
+    found = await svc.hosts.headers([name])
+    if name not in found:
         raise HTTPException(status_code=404, detail=f"no host named {name!r}")
-    return rows[0]
+    return rest_view(found[name])
 
 
-@router.get("/healthz", response_model=Health, tags=["health"])
-async def healthz(request: Request, gw: GatewayDep) -> Health:
-    rows = await gw.read("health_counts")
-    row: dict[str, Any] = rows[0] if rows else {"hosts": 0, "models": []}
-    by_model = {m["model"]: int(m["gpus"]) for m in row["models"] if m.get("model") is not None}
-    stale_after = request.app.state.settings.stale_after_s
-    stale = await gw.read("stale_hosts_count", {"cutoff": time.time() - stale_after})
-    stale_hosts = int(stale[0]["stale"]) if stale else 0
-    hosts = int(row["hosts"])
-    return Health(
-        # Every host silent for stale_after_s: the collectors (or their network) are down and
-        # placement offers nothing; the service itself still answers, so 200, not 503.
-        status="degraded" if hosts and stale_hosts == hosts else "ok",
-        store=gw.kind,
-        graph_version=await stored_version(gw),
-        hosts=hosts,
-        gpus=sum(by_model.values()),
-        gpus_by_model=by_model,
-        stale_hosts=stale_hosts,
+@router.get("/healthz", response_model=ServiceHealth, tags=["health"])
+async def healthz(svc: ServicesDep) -> ServiceHealth:
+    counts = await svc.health()
+    return ServiceHealth(
+        # Degraded (every host stale) is still 200, not 503: the service itself answers.
+        status="degraded" if counts.degraded else "ok",
+        store=counts.store,
+        graph_version=counts.graph_version,
+        hosts=counts.hosts,
+        gpus=counts.gpus,
+        gpus_by_model=counts.gpus_by_model,
+        stale_hosts=counts.stale_hosts,
     )
 
 

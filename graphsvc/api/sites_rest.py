@@ -13,10 +13,9 @@ from fastapi import APIRouter
 from pydantic import BaseModel
 
 from graphsvc.api.errors import ERROR_RESPONSES
-from graphsvc.api.rest import Caller, GatewayDep
+from graphsvc.api.rest import Caller, ServicesDep
 from graphsvc.api.strict_routes import StrictJSONRoute
 from graphsvc.security.auth import Role, require
-from graphsvc.sites import service
 from graphsvc.sites.catalog import PriceCatalog, SiteCatalog
 
 router = APIRouter(responses=ERROR_RESPONSES, route_class=StrictJSONRoute)
@@ -33,16 +32,16 @@ class PricesWritten(BaseModel):
 
 
 @router.put("/v1/sites", tags=["sites"])
-async def put_sites(catalog: SiteCatalog, gw: GatewayDep, caller: Caller) -> SitesWritten:
+async def put_sites(catalog: SiteCatalog, svc: ServicesDep, caller: Caller) -> SitesWritten:
     """Replace every site, its clusters and capacity kinds, and the links between sites."""
     require(caller, Role.OPERATOR)
-    return SitesWritten(sites=await service.replace_sites(gw, catalog, time.time()))
+    return SitesWritten(sites=await svc.sites.replace_sites(catalog, time.time()))
 
 
 @router.get("/v1/sites", tags=["sites"])
-async def get_sites(gw: GatewayDep, caller: Caller) -> list[dict[str, Any]]:
+async def get_sites(svc: ServicesDep, caller: Caller) -> list[dict[str, Any]]:
     require(caller, Role.SCHEDULER, Role.OPERATOR)
-    sites, counts = await service.sites_overview(gw)
+    sites, counts = await svc.sites.overview()
     return [
         {
             "name": s.name,
@@ -59,8 +58,8 @@ async def get_sites(gw: GatewayDep, caller: Caller) -> list[dict[str, Any]]:
 
 
 @router.put("/v1/prices", tags=["sites"])
-async def put_prices(catalog: PriceCatalog, gw: GatewayDep, caller: Caller) -> PricesWritten:
+async def put_prices(catalog: PriceCatalog, svc: ServicesDep, caller: Caller) -> PricesWritten:
     """Load a price file (JSON form of the TOML file): each fact is kept unless a later-dated one is stored."""
     require(caller, Role.OPERATOR)
-    done = await service.load_prices(gw, catalog, time.time())
+    done = await svc.sites.load_prices(catalog, time.time())
     return PricesWritten(catalog=catalog.catalog, written=done.written, kept_newer=done.kept_newer)

@@ -24,10 +24,11 @@ from typing import Any
 
 import yaml
 
+from graphsvc.errors import InvalidInput
 from graphsvc.exports.hostlist import HostlistError, expand_hostlist
 
 
-class DriftInputError(ValueError):
+class DriftInputError(InvalidInput, ValueError):
     """The deployed copy could not be read as the format it was said to be."""
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from graphsvc.exports import slurm, slurm_topology
 from graphsvc.exports.model import ClusterView, slug
-from graphsvc.store.gateway import Gateway
+from graphsvc.read.hosts import HostTopology
 
 LABEL_PREFIX = "graphsvc.io"
 KUEUE_LEVELS = [f"{LABEL_PREFIX}/block", f"{LABEL_PREFIX}/rack", "kubernetes.io/hostname"]
@@ -36,14 +36,14 @@ def slurm_topology_yaml(view: ClusterView, header: list[str] | None = None) -> s
     return slurm_topology.render_topology_yaml(view, header or [])
 
 
-async def slurm_gres(gw: Gateway, view: ClusterView) -> str:
+def slurm_gres(view: ClusterView, hosts: list[HostTopology]) -> str:
     """gres.conf: device files, NVLink lanes and core numbers per GPU (graphsvc.exports.slurm)."""
-    return slurm.render_gres(view.cluster, [h for h in await slurm.host_hardware(gw, view) if h.gpus])
+    return slurm.render_gres(view.cluster, [h for h in slurm.host_hardware(hosts) if h.gpus])
 
 
-async def slurm_nodes(gw: Gateway, view: ClusterView) -> str:
+def slurm_nodes(view: ClusterView, hosts: list[HostTopology]) -> str:
     """slurm.conf NodeName lines whose sockets, cores and GRES match the gres.conf export."""
-    return slurm.render_nodes(view.cluster, await slurm.host_hardware(gw, view))
+    return slurm.render_nodes(view.cluster, slurm.host_hardware(hosts))
 
 
 def kueue_labels(view: ClusterView) -> dict[str, dict[str, str]]:

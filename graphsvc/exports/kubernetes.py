@@ -20,7 +20,7 @@ import re
 from typing import Any
 
 from graphsvc.exports.model import ClusterView, slug
-from graphsvc.store.gateway import Gateway
+from graphsvc.read.hosts import HostTopology, root_switch
 
 TOPOGRAPH = "network.topology.nvidia.com"
 TOPOGRAPH_KEYS = [f"{TOPOGRAPH}/accelerator", f"{TOPOGRAPH}/leaf", f"{TOPOGRAPH}/spine", f"{TOPOGRAPH}/core"]
@@ -143,54 +143,37 @@ def pcie_root(bus_id: str | None) -> str | None:
     return f"pci{domain}:{bus}"
 
 
-async def resource_slices(gw: Gateway, view: ClusterView, annotations: dict[str, str]) -> list[dict[str, Any]]:
+def resource_slices(view: ClusterView, hosts: list[HostTopology], annotations: dict[str, str]) -> list[dict[str, Any]]:
     """One ResourceSlice per host with GPUs (DRA, resource.k8s.io/v1)."""
-    items: list[dict[str, Any]] = []
-    for host in view.hosts:
-        if not host.gpus:
-            continue
-        rows = await gw.read("host_detail", {"name": host.name})
-        if not rows:
-            continue
-        layout = (await gw.read("host_layout", {"name": host.name}))[0]
-        items.append(resource_slice(view, host.name, rows[0], layout, annotations))
-    return items
+    return [resource_slice(view, topo, annotations) for topo in hosts if topo.gpus]
 
 
-def resource_slice(
-    view: ClusterView, host: str, detail: dict[str, Any], layout: dict[str, Any], annotations: dict[str, str]
-) -> dict[str, Any]:
-    """Pure: the slice for one host from its host_detail and host_layout rows."""
-    switches = {s["bus_id"]: s for s in layout["switches"] if s.get("bus_id")}
-    attach = {a["device"]: a["switch"] for a in layout["attachments"] if a.get("device")}
-    spans = {d for d in view.blocks}
+def resource_slice(view: ClusterView, topo: HostTopology, annotations: dict[str, str]) -> dict[str, Any]:
+    """Pure: the slice for one host from its topology."""
+    host = topo.name
+    spans = set(view.blocks)
     devices: list[dict[str, Any]] = []
-    for g in sorted(detail["gpus"], key=lambda g: g["index"]):
-        root_bus: str | None = attach.get(g["uuid"])
-        seen: set[str] = set()
-        while root_bus is not None and switches.get(root_bus, {}).get("parent") in switches and root_bus not in seen:
-            seen.add(root_bus)
-            root_bus = switches[root_bus]["parent"]
+    for g in topo.gpus:
         attrs: dict[str, Any] = {
-            "index": _attr(int(g["index"])),
-            "uuid": _attr(str(g["uuid"])),
-            "productName": _attr(str(g["model"])),
+            "index": _attr(g.index),
+            "uuid": _attr(g.uuid),
+            "productName": _attr(g.model),
         }
-        if g.get("compute_capability"):
-            attrs["cudaComputeCapability"] = {"version": f"{g['compute_capability']}.0"}
-        root = pcie_root(root_bus or g.get("pci_bus_id"))
+        if g.compute_capability:
+            attrs["cudaComputeCapability"] = {"version": f"{g.compute_capability}.0"}
+        root = pcie_root(root_switch(topo.layout, g.uuid) or g.pci_bus_id)
         if root:
             attrs[PCIE_ROOT] = _attr(root)
-        if g.get("numa_node") is not None:
-            attrs["numaNode"] = _attr(int(g["numa_node"]))
-        domain = g.get("nvlink_domain")
+        if g.numa_node is not None:
+            attrs["numaNode"] = _attr(g.numa_node)
+        domain = g.nvlink_domain
         if domain:
             attrs[f"{DRA_DRIVER}/nvlinkClique"] = _attr(label_value(domain))
             if domain in spans:  # an IMEX / ComputeDomain spans hosts only on multi-node NVLink
                 attrs[f"{DRA_DRIVER}/computeDomain"] = _attr(label_value(domain))
-        device: dict[str, Any] = {"name": f"gpu-{g['index']}", "attributes": attrs}
-        if g.get("memory_mib"):
-            device["capacity"] = {"memory": {"value": f"{int(g['memory_mib'])}Mi"}}
+        device: dict[str, Any] = {"name": f"gpu-{g.index}", "attributes": attrs}
+        if g.memory_mib:
+            device["capacity"] = {"memory": {"value": f"{int(g.memory_mib)}Mi"}}
         devices.append(device)
     return {
         "apiVersion": "resource.k8s.io/v1",

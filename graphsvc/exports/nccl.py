@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from collections import defaultdict
-from typing import Any
+from dataclasses import replace
 
 from topo_facts.gpu_models import vendor_of
 
-from graphsvc.store.gateway import Gateway
+from graphsvc.read.hosts import HostTopology, NVLinkEdge
 
 _NO_BUS = "ffff:ff:{:02x}.0"
 PCIE_GTS = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0, 7: 128.0}
@@ -37,24 +37,20 @@ def _mask(cpulist: str | None) -> str | None:
     return ",".join(reversed(words)) or "00000000"
 
 
-async def nccl_xml(gw: Gateway, host: str) -> str | None:
-    rows = await gw.read("host_detail", {"name": host})
-    if not rows:
-        return None
-    detail = rows[0]
-    layout = (await gw.read("host_layout", {"name": host}))[0]
-    edges = await gw.read("host_nvlink_edges", {"name": host})
-    switches = {s["bus_id"]: s for s in layout["switches"] if s.get("bus_id")}
-    attach = {a["device"]: a["switch"] for a in layout["attachments"] if a.get("device")}
-    numa_cpus = {n["index"]: n.get("cpus") for n in layout["numa"] if n.get("index") is not None}
-    gpus = sorted(detail["gpus"], key=lambda g: g["index"])
-    bus_of = {g["uuid"]: g["pci_bus_id"] for g in gpus}
-    links: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for e in edges:
-        links[e["uuid"]].append(e)
-        if e["peer_kind"] == "GPU":  # stored once per pair; NCCL lists it on both GPUs
-            links[e["peer"]].append({**e, "uuid": e["peer"], "peer": e["uuid"]})
-    affinity = {r["gpu"]: r for r in await gw.read("host_gpu_nics", {"host": host})}
+def nccl_xml(topo: HostTopology) -> str:
+    """Pure: the XML for one host from its topology (graphsvc.read.hosts)."""
+    layout = topo.layout
+    switches = {s.bus_id: s for s in layout.pcie_switches}
+    attach = layout.attachments
+    numa_cpus = {n.index: n.cpus for n in layout.numa}
+    gpus = topo.gpus
+    bus_of = {g.uuid: g.pci_bus_id for g in gpus}
+    links: dict[str, list[NVLinkEdge]] = defaultdict(list)
+    for e in topo.nvlinks:
+        links[e.uuid].append(e)
+        if e.peer_kind == "GPU":  # stored once per pair; NCCL lists it on both GPUs
+            links[e.peer].append(replace(e, uuid=e.peer, peer=e.uuid))
+    affinity = {a.gpu: a for a in topo.affinity}
     nvswitch_bus: dict[str, str] = {}
 
     root = ET.Element("system", version="1")
@@ -76,60 +72,60 @@ async def nccl_xml(gw: Gateway, host: str) -> str | None:
         if bus in placed:
             return placed[bus]
         s = switches[bus]
-        parent = switch(s["parent"]) if s.get("parent") in switches else cpu(s.get("numa_node"))
+        parent = switch(s.parent) if s.parent in switches else cpu(s.numa_node)
         attrs = {"busid": bus, "class": "0x060400"}
-        if s.get("generation"):
-            attrs["link_speed"] = f"{PCIE_GTS.get(s['generation'], 32.0):.1f} GT/s PCIe"
-        if s.get("width"):
-            attrs["link_width"] = str(s["width"])
+        if s.generation:
+            attrs["link_speed"] = f"{PCIE_GTS.get(s.generation, 32.0):.1f} GT/s PCIe"
+        if s.width:
+            attrs["link_width"] = str(s.width)
         placed[bus] = ET.SubElement(parent, "pci", attrs)
         return placed[bus]
 
     for g in gpus:
-        if not g.get("pci_bus_id"):
+        if not g.pci_bus_id:
             continue
-        under = attach.get(g["uuid"])
-        parent = switch(under) if under is not None and under in switches else cpu(g.get("numa_node"))
-        pci = ET.SubElement(parent, "pci", {"busid": g["pci_bus_id"], "class": "0x030200"})
-        cc = (g.get("compute_capability") or "0.0").split(".")
-        attrs = {"dev": str(g["index"]), "sm": str(int(cc[0]) * 10 + int(cc[1])), "rank": str(g["index"]),
-                 "gdr": "1", "uuid": g["uuid"], "model": g["model"]}  # fmt: skip
-        if g.get("memory_mib") is not None:
-            attrs["memory_mib"] = str(g["memory_mib"])
-        if g["index"] in affinity:
-            attrs["nic"] = affinity[g["index"]]["nic"]
-            attrs["nic_via"] = affinity[g["index"]]["via"]
+        under = attach.get(g.uuid)
+        parent = switch(under) if under is not None and under in switches else cpu(g.numa_node)
+        pci = ET.SubElement(parent, "pci", {"busid": g.pci_bus_id, "class": "0x030200"})
+        cc = (g.compute_capability or "0.0").split(".")
+        attrs = {"dev": str(g.index), "sm": str(int(cc[0]) * 10 + int(cc[1])), "rank": str(g.index),
+                 "gdr": "1", "uuid": g.uuid, "model": g.model}  # fmt: skip
+        if g.memory_mib is not None:
+            attrs["memory_mib"] = str(g.memory_mib)
+        if g.index in affinity:
+            attrs["nic"] = affinity[g.index].nic
+            attrs["nic_via"] = str(affinity[g.index].via)
         el = ET.SubElement(pci, "gpu", attrs)
-        amd = vendor_of(g["model"]) == "amd"  # RCCL lists GPU-GPU links as <xgmi>, same attributes
-        for e in sorted(links[g["uuid"]], key=lambda e: str(e["peer"])):
-            if e["peer_kind"] == "GPU":
-                target, tclass, switch_id = bus_of.get(e["peer"]), "0x030200", None
+        amd = vendor_of(g.model) == "amd"  # RCCL lists GPU-GPU links as <xgmi>, same attributes
+        for e in sorted(links[g.uuid], key=lambda e: e.peer):
+            if e.peer_kind == "GPU":
+                target, tclass, switch_id = bus_of.get(e.peer), "0x030200", None
             else:
-                switch_id = str(e["peer"]).split("/nvswitch/", 1)[-1]
+                switch_id = e.peer.split("/nvswitch/", 1)[-1]
                 if switch_id not in nvswitch_bus:
                     looks_like_bus = len(switch_id.split(":")) == 3
                     nvswitch_bus[switch_id] = switch_id if looks_like_bus else _NO_BUS.format(len(nvswitch_bus))
                 target, tclass = nvswitch_bus[switch_id], "0x068000"
             if target is None:
                 continue
-            attrs = {"target": target, "count": str(e["links"]), "tclass": tclass}
+            attrs = {"target": target, "count": str(e.links), "tclass": tclass}
             if switch_id is not None and switch_id != target:
                 attrs["switch_id"] = switch_id
-            ET.SubElement(el, "xgmi" if amd and e["peer_kind"] == "GPU" else "nvlink", attrs)
-    for k, n in enumerate(sorted(detail["nics"], key=lambda n: n["name"])):
-        bus = n.get("pci_bus_id") or _NO_BUS.format(0x80 + k)
-        under = attach.get(n["name"])
-        parent = switch(under) if under is not None and under in switches else cpu(n.get("numa_node"))
-        cls = "0x020700" if n.get("link_layer") == "infiniband" else "0x020000"
+            ET.SubElement(el, "xgmi" if amd and e.peer_kind == "GPU" else "nvlink", attrs)
+    for k, n in enumerate(topo.nics):
+        bus = n.pci_bus_id or _NO_BUS.format(0x80 + k)
+        under = attach.get(n.name)
+        parent = switch(under) if under is not None and under in switches else cpu(n.numa_node)
+        cls = "0x020700" if n.link_layer == "infiniband" else "0x020000"
         pci = ET.SubElement(parent, "pci", {"busid": bus, "class": cls})
         nic = ET.SubElement(pci, "nic")
-        attrs = {"name": n["name"], "dev": str(k), "port": "1", "gdr": "1"}
-        if n.get("rate_gbps"):
-            attrs["speed"] = str(int(n["rate_gbps"] * 1000))
-        if n.get("guid"):
-            attrs["guid"] = n["guid"]
-        if n.get("rail") is not None:
-            attrs["rail"] = str(n["rail"])
+        attrs = {"name": n.name, "dev": str(k), "port": "1", "gdr": "1"}
+        if n.rate_gbps:
+            attrs["speed"] = str(int(n.rate_gbps * 1000))
+        if n.guid:
+            attrs["guid"] = n.guid
+        if n.rail is not None:
+            attrs["rail"] = str(n.rail)
         ET.SubElement(nic, "net", attrs)
     ET.indent(root)
     return ET.tostring(root, encoding="unicode") + "\n"

@@ -11,10 +11,12 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from graphsvc.errors import DomainError, ErrorKind
 from graphsvc.exports import formats, kubernetes
 from graphsvc.exports.model import ClusterView, ExportStamp, cluster_view
 from graphsvc.exports.nccl import nccl_xml
 from graphsvc.exports.sites import sites_json
+from graphsvc.read.hosts import HostReader, HostTopology
 from graphsvc.store.gateway import Gateway
 from graphsvc.store.migrate import stored_version
 
@@ -39,13 +41,13 @@ PER_HOST = {ExportFormat.NCCL}
 OPTIONAL_HOST = {ExportFormat.NFD}  # with ?host=: that host's features.d file; without: NodeFeature objects
 
 
-class ExportError(Exception):
-    """An export that cannot be made from what was asked (no such cluster, host missing)."""
+class ExportError(DomainError):
+    """An export that cannot be made from what was asked: no such cluster or host
+    (`ErrorKind.NOT_FOUND`), or a per-host format asked without a host (`ErrorKind.INVALID`)."""
 
-    def __init__(self, kind: str, message: str) -> None:
+    def __init__(self, kind: ErrorKind, message: str) -> None:
         super().__init__(message)
-        self.kind = kind  # "not_found" | "needs_host"
-        self.message = message
+        self.kind = kind
 
 
 @dataclass(frozen=True)
@@ -69,16 +71,17 @@ async def render(gw: Gateway, fmt: ExportFormat, cluster: str, host: str | None)
         return Rendered(await sites_json(gw, stamp.annotations()), stamp, "application/json")
     if fmt in PER_HOST:
         if host is None:
-            raise ExportError("needs_host", f"the {fmt.value} export is per host: add ?host=NAME")
+            raise ExportError(ErrorKind.INVALID, f"the {fmt.value} export is per host: add ?host=NAME")
         rows = await gw.read("host_freshness", {"host": host})
         stamp = ExportStamp(version, rows[0]["collected_at"] if rows else None)
-        text = await nccl_xml(gw, host)
-        if text is None:
-            raise ExportError("not_found", f"no host named {host!r}")
+        topo = await HostReader(gw).host(host)
+        if topo is None:
+            raise ExportError(ErrorKind.NOT_FOUND, f"no host named {host!r}")
+        text = nccl_xml(topo)
         return Rendered(text, stamp, "application/xml")
     view = await cluster_view(gw, cluster)
     if not view.hosts:
-        raise ExportError("not_found", f"cluster {cluster!r} has no hosts")
+        raise ExportError(ErrorKind.NOT_FOUND, f"cluster {cluster!r} has no hosts")
     stamp = ExportStamp(version, view.facts_as_of)
     return await _render_cluster(gw, fmt, view, host, stamp)
 
@@ -94,9 +97,9 @@ async def _render_cluster(gw: Gateway, fmt: ExportFormat, view: ClusterView, hos
     if fmt is ExportFormat.SLURM_YAML:
         return Rendered(formats.slurm_topology_yaml(view, head), stamp, "application/yaml")
     if fmt is ExportFormat.SLURM_GRES:
-        return Rendered(_after_first_line(await formats.slurm_gres(gw, view), head), stamp)
+        return Rendered(_after_first_line(formats.slurm_gres(view, await _hosts(gw, view)), head), stamp)
     if fmt is ExportFormat.SLURM_NODES:
-        return Rendered(_after_first_line(await formats.slurm_nodes(gw, view), head), stamp)
+        return Rendered(_after_first_line(formats.slurm_nodes(view, await _hosts(gw, view)), head), stamp)
     if fmt is ExportFormat.KUEUE:
         topologies = [formats.kueue_topology(view), kubernetes.topograph_kueue_topology(view)]
         return Rendered(as_list(topologies, notes), stamp, "application/json")
@@ -108,13 +111,19 @@ async def _render_cluster(gw: Gateway, fmt: ExportFormat, view: ClusterView, hos
         if host is not None:
             labels = kubernetes.topograph_labels(view).get(host)
             if labels is None:
-                raise ExportError("not_found", f"no host named {host!r} in cluster {view.cluster!r}")
+                raise ExportError(ErrorKind.NOT_FOUND, f"no host named {host!r} in cluster {view.cluster!r}")
             return Rendered(kubernetes.nfd_feature_file(host, labels, head), stamp)
         return Rendered(as_list(kubernetes.nfd_node_features(view, notes), notes), stamp, "application/json")
     if fmt is ExportFormat.DRA:
-        slices = await kubernetes.resource_slices(gw, view, notes)
+        slices = kubernetes.resource_slices(view, await _hosts(gw, view), notes)
         return Rendered(as_list(slices, notes), stamp, "application/json")
     return Rendered(as_list(formats.volcano_hypernodes(view), notes), stamp, "application/json")
+
+
+async def _hosts(gw: Gateway, view: ClusterView) -> list[HostTopology]:
+    """The view's hosts' topologies, in the view's order (one batched read for the cluster)."""
+    found = await HostReader(gw).hosts([h.name for h in view.hosts])
+    return [found[h.name] for h in view.hosts if h.name in found]
 
 
 def _after_first_line(text: str, extra: list[str]) -> str:

@@ -1,6 +1,6 @@
 """Slurm's node-local files from the graph: gres.conf and the NodeName lines of slurm.conf.
 
-The graph is read once per host into `HostHardware` (GPUs, their NVLink lanes, the NUMA
+Each host's topology (`graphsvc.read.hosts`) is reduced to `HostHardware` (GPUs, their NVLink lanes, the NUMA
 nodes' CPUs and memory); rendering is pure so that tests can feed it any host shape.
 
 - gres.conf: one line per GPU, ``File=`` the device node (``/dev/nvidiaN`` for NVIDIA,
@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from topo_facts.gpu_models import vendor_of
 
 from graphsvc.exports.cpus import CoreLayout, core_layout
-from graphsvc.exports.model import ClusterView
-from graphsvc.store.gateway import Gateway
+from graphsvc.read.hosts import HostTopology, nvlink_lanes
 
 
 @dataclass(frozen=True)
@@ -44,48 +42,21 @@ class HostHardware:
         object.__setattr__(self, "layout", core_layout(self.numa_cpus))
 
 
-async def host_hardware(gw: Gateway, view: ClusterView) -> list[HostHardware]:
-    """Every host of the view with GPUs or CPUs, read from the graph (three reads a host)."""
+def host_hardware(hosts: list[HostTopology]) -> list[HostHardware]:
+    """Each host's GPUs, NVLink lanes and NUMA nodes, from the host topology read model."""
     out: list[HostHardware] = []
-    for host in view.hosts:
-        rows = await gw.read("host_detail", {"name": host.name})
-        if not rows:
-            continue
-        detail = rows[0]
-        layout = (await gw.read("host_layout", {"name": host.name}))[0]
-        edges = await gw.read("host_nvlink_edges", {"name": host.name}) if detail["gpus"] else []
-        gpus = sorted(detail["gpus"], key=lambda g: g["index"])
-        numa = [n for n in layout["numa"] if n.get("index") is not None]
-        memory = [n.get("memory_mib") for n in numa]
+    for topo in hosts:
+        numa = topo.layout.numa
+        memory = [n.memory_mib for n in numa]
         out.append(
             HostHardware(
-                name=host.name,
-                gpus=[GpuHardware(int(g["index"]), str(g["model"] or "gpu"), g.get("numa_node")) for g in gpus],
-                lanes=nvlink_lanes(gpus, edges),
-                numa_cpus={int(n["index"]): n.get("cpus") for n in numa},
-                memory_mib=sum(int(m) for m in memory) if memory and all(m is not None for m in memory) else None,
+                name=topo.name,
+                gpus=[GpuHardware(g.index, g.model or "gpu", g.numa_node) for g in topo.gpus],
+                lanes=nvlink_lanes(topo.gpus, topo.nvlinks),
+                numa_cpus={n.index: n.cpus for n in numa},
+                memory_mib=sum(m for m in memory if m is not None) if memory and None not in memory else None,
             )
         )
-    return out
-
-
-def nvlink_lanes(gpus: list[dict[str, Any]], edges: list[dict[str, Any]]) -> dict[tuple[int, int], int]:
-    """Lanes between GPU pairs: direct links, or through NVSwitches (the fewer of the two GPUs' lanes)."""
-    index_of = {g["uuid"]: g["index"] for g in gpus}
-    domain = {g["index"]: g.get("nvlink_domain") for g in gpus}
-    switch_lanes: dict[int, int] = {}
-    out: dict[tuple[int, int], int] = {}
-    for e in edges:
-        a = int(e["gpu"])
-        if e["peer_kind"] == "GPU" and e["peer"] in index_of:
-            b = index_of[e["peer"]]
-            out[(a, b)] = out[(b, a)] = int(e["links"] or 0)
-        else:
-            switch_lanes[a] = switch_lanes.get(a, 0) + int(e["links"] or 0)
-    for a, la in switch_lanes.items():
-        for b, lb in switch_lanes.items():
-            if a != b and domain.get(a) is not None and domain.get(a) == domain.get(b) and (a, b) not in out:
-                out[(a, b)] = min(la, lb)
     return out
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from topo_facts import FabricFacts, HostFacts, HostMetrics
 
+from graphsvc.errors import ErrorKind, Rejected
 from graphsvc.ingest.fabric_plan import host_positions
 from graphsvc.ingest.host_plan import host_params, nic_uuid
 from graphsvc.store.gateway import Gateway
@@ -20,15 +21,8 @@ from graphsvc.store.gateway import Gateway
 log = logging.getLogger(__name__)
 
 
-class IngestRejected(Exception):
-    """Facts that are valid on their own but conflict with the graph (a 409 or 422)."""
-
-    def __init__(self, status: int, field: str, message: str, detail: Any = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.field = field
-        self.message = message
-        self.detail = detail
+class IngestRejected(Rejected):
+    """Facts that are valid on their own but conflict with the graph, or name what it lacks."""
 
 
 async def recount(gateway: Gateway, hosts: list[str]) -> None:
@@ -84,7 +78,7 @@ async def _explain_host_refusal(gateway: Gateway, facts: HostFacts, received_at:
     taken = [t for t in row.get("taken", []) if t.get("uuid") is not None]
     if taken:
         raise IngestRejected(
-            409,
+            ErrorKind.CONFLICT,
             "gpus.uuid",
             f"{len(taken)} GPU uuid(s) already belong to another host",
             detail=taken[:20],
@@ -100,7 +94,7 @@ async def _explain_host_refusal(gateway: Gateway, facts: HostFacts, received_at:
             received_at,
             reason="stored facts are newer (collected_at)",
         )
-    raise IngestRejected(409, "host", "the host changed concurrently; retry")
+    raise IngestRejected(ErrorKind.CONFLICT, "host", "the host changed concurrently; retry")
 
 
 @dataclass(frozen=True)
@@ -156,7 +150,7 @@ async def ingest_fabric(gateway: Gateway, facts: FabricFacts) -> FabricIngestRes
     if not rows:
         missing = (await gateway.read("missing_nics", {"nic_uuids": nic_keys}))[0]["missing"]
         raise IngestRejected(
-            422,
+            ErrorKind.INVALID,
             "nic_uplinks",
             f"{len(missing)} cabled NIC(s) are not in the graph; ingest their hosts first",
             detail=missing[:20],
@@ -192,5 +186,7 @@ async def ingest_metrics(gateway: Gateway, metrics: HostMetrics) -> MetricsInges
         return MetricsIngestResult(metrics.hostname, True, len(rows[0]["updated"]))
     fresh = await gateway.read("host_freshness", {"host": metrics.hostname})
     if not fresh:
-        raise IngestRejected(404, "hostname", f"no host named {metrics.hostname!r}; send its full facts first")
+        raise IngestRejected(
+            ErrorKind.NOT_FOUND, "hostname", f"no host named {metrics.hostname!r}; send its full facts first"
+        )
     return MetricsIngestResult(metrics.hostname, False, 0, reason="newer facts or metrics are stored")

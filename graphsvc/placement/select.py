@@ -73,14 +73,6 @@ def bottleneck(gpus: list[Gpu]) -> float | None:
     return worst
 
 
-def is_full_mesh(gpus: list[Gpu]) -> bool:
-    return all(nvlink_gbps(a, b) is not None for i, a in enumerate(gpus) for b in gpus[i + 1 :])
-
-
-def same_domain(gpus: list[Gpu]) -> bool:
-    return len({g.domain for g in gpus}) == 1 and gpus[0].domain is not None
-
-
 def _cool_first(gpus: Iterable[Gpu]) -> list[Gpu]:
     return sorted(gpus, key=lambda g: (g.temperature_c if g.temperature_c is not None else 50.0, g.index))
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from graphsvc.errors import InvalidInput, TimedOut, Unavailable
+
 
 class StoreError(Exception):
     """Base of every failure the store gateway raises."""
 
 
-class StoreUnavailableError(StoreError):
+class StoreUnavailableError(StoreError, Unavailable):
     """The database cannot be reached or would not start; retrying later may help."""
 
 
@@ -24,7 +26,7 @@ class StoreQueryError(StoreError):
         self.message = message
 
 
-class UnrepresentableParameter(StoreQueryError):
+class UnrepresentableParameter(StoreQueryError, InvalidInput):
     """A parameter the store cannot carry (FalkorDB's query text cannot hold a NUL character).
 
     Nothing stored can contain one (ingest rejects control characters), so the caller's
@@ -44,7 +46,7 @@ class StoreBusyError(StoreUnavailableError):
     """The database kept answering with transient failures (deadlocks, lock waits) after bounded retries."""
 
 
-class StoreTimeoutError(StoreQueryError):
+class StoreTimeoutError(StoreQueryError, TimedOut):
     """A query ran past its time budget and was stopped by the database."""
 
 

@@ -1,8 +1,9 @@
 """The one owner of the database connection.
 
 Code asks for a query by name with a parameter map; the gateway checks the map
-against the parameters the query declares, runs it with a time budget, and
-labels its log lines and statistics with the query's name.
+against the parameters the query uses and the types its header declares (and a
+declared write is never run as a read), runs it with a time budget, and labels
+its log lines and statistics with the query's name.
 """
 
 from __future__ import annotations
@@ -61,8 +62,13 @@ class Gateway:
         if given != declared:
             missing, extra = sorted(declared - given), sorted(given - declared)
             raise QueryParameterError(f"query {name!r}: missing parameters {missing}, unexpected {extra}")
-        if query.writes and not write:
+        if query.signature is None:
+            raise QueryParameterError(f"query {name!r} declares no signature (// @read or // @write)")
+        if query.signature.mode == "write" and not write:
             raise QueryParameterError(f"query {name!r} writes; call Gateway.write")
+        problems = query.signature.check_params(params)
+        if problems:
+            raise QueryParameterError(f"query {name!r}: {'; '.join(problems)}")
         stat = self.stats.setdefault(name, QueryStat())
         started = time.perf_counter()
         try:

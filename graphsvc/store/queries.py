@@ -6,15 +6,27 @@ are not queries: a line ``//@include NAME`` in a query is replaced by that fragm
 statement tail shared by several writes (the counter recount) is written once. Code refers to
 queries only by name and passes values only as ``$parameters``; nothing
 is ever spliced into query text, so a hostile string can only be stored.
+
+Each query declares its signature in header comments (docs/architecture.md, "Typed queries"):
+
+    // @read                      (or // @write: the gateway runs it only through Gateway.write)
+    // @param hosts list<string>  (one line per $parameter; the gateway checks values against it)
+    // @row host string, gpu int, rail int?   (the columns it returns, in order; none: no rows)
+
+Types: string, int, float (an int is accepted), bool, map, any, list<T>; a trailing ``?``
+admits null. tests/unit/test_query_signatures.py checks every declaration against its text
+($parameters used, RETURN columns, write clauses); tests/integration/test_queries_run.py
+checks the rows each query returns on both stores against its @row types.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import Literal
 
 from graphsvc.resources import resource_dir
 
@@ -22,20 +34,143 @@ _PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 _LINE_COMMENT = re.compile(r"//[^\n]*")
 
 
+_SCALARS = frozenset({"string", "int", "float", "bool", "map", "any"})
+
+
+@dataclass(frozen=True)
+class CypherType:
+    """A declared parameter or column type: a scalar, or a list of a type; maybe nullable."""
+
+    base: str  # string | int | float | bool | map | any | list
+    nullable: bool = False
+    item: CypherType | None = None  # for lists
+
+    @staticmethod
+    def parse(text: str) -> CypherType:
+        t = text.strip()
+        nullable = t.endswith("?")
+        t = t.removesuffix("?").strip()
+        if t.startswith("list<") and t.endswith(">"):
+            return CypherType("list", nullable, CypherType.parse(t[5:-1]))
+        if t not in _SCALARS:
+            raise ValueError(f"unknown type {text!r} (known: {', '.join(sorted(_SCALARS))}, list<T>, T?)")
+        return CypherType(t, nullable)
+
+    def accepts(self, value: object) -> bool:
+        if value is None:
+            return self.nullable or self.base == "any"
+        if self.base == "any":
+            return True
+        if self.base == "list":
+            item = self.item or CypherType("any")
+            return isinstance(value, list | tuple) and all(item.accepts(v) for v in value)
+        if self.base == "bool":
+            return isinstance(value, bool)
+        if isinstance(value, bool):
+            return False
+        if self.base == "int":
+            return isinstance(value, int)
+        if self.base == "float":
+            return isinstance(value, int | float)
+        if self.base == "string":
+            return isinstance(value, str)
+        return isinstance(value, Mapping)  # map
+
+    def __str__(self) -> str:
+        inner = f"list<{self.item}>" if self.base == "list" else self.base
+        return inner + ("?" if self.nullable else "")
+
+
+@dataclass(frozen=True)
+class Signature:
+    """What a query declares about itself in its header comments."""
+
+    mode: Literal["read", "write"]
+    params: dict[str, CypherType] = field(default_factory=dict)
+    row: dict[str, CypherType] | None = None  # None: returns no rows
+
+    def check_params(self, params: Mapping[str, object]) -> list[str]:
+        """Problems with these parameter values (by declared type); empty if none."""
+        return [
+            f"${name} must be {kind}, got {type(params[name]).__name__}"
+            for name, kind in self.params.items()
+            if name in params and not kind.accepts(params[name])
+        ]
+
+    def check_row(self, row: Mapping[str, object]) -> list[str]:
+        """Problems with one returned row (columns and their types); empty if none."""
+        if self.row is None:
+            return [f"returned a row {sorted(row)} but declares none"]
+        if set(row) != set(self.row):
+            return [f"columns {list(row)} differ from the declared {list(self.row)}"]
+        return [
+            f"column {name} must be {kind}, got {row[name]!r}"
+            for name, kind in self.row.items()
+            if not kind.accepts(row[name])
+        ]
+
+
+_HEADER = re.compile(r"^//\s*@(read|write|param|row)\b(.*)$")
+
+
+def parse_signature(text: str, name: str) -> Signature:
+    """The @read/@write, @param and @row lines of a query file (its own text, before includes)."""
+    mode: Literal["read", "write"] | None = None
+    params: dict[str, CypherType] = {}
+    row: dict[str, CypherType] | None = None
+    for line in text.splitlines():
+        m = _HEADER.match(line.strip())
+        if m is None:
+            continue
+        tag, rest = m.group(1), m.group(2).strip()
+        try:
+            if tag in ("read", "write"):
+                if mode is not None:
+                    raise ValueError("declares @read/@write twice")
+                mode = "read" if tag == "read" else "write"
+            elif tag == "param":
+                pname, _, kind = rest.partition(" ")
+                params[pname.lstrip("$")] = CypherType.parse(kind)
+            else:
+                row = row or {}
+                for column in _split_top(rest):
+                    cname, _, kind = column.strip().partition(" ")
+                    row[cname] = CypherType.parse(kind)
+        except ValueError as exc:
+            raise ValueError(f"query {name}: {line.strip()!r}: {exc}") from None
+    if mode is None:
+        raise ValueError(f"query {name} declares neither // @read nor // @write")
+    return Signature(mode, params, row)
+
+
+def _split_top(text: str) -> list[str]:
+    """Split at commas outside <...> (list<list<int>> stays whole)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += {"<": 1, ">": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p for p in parts if p.strip()]
+
+
 @dataclass(frozen=True)
 class NamedQuery:
     name: str
     text: str
     path: Path
+    signature: Signature | None = None  # None only for ad-hoc statements built by tests
 
     @property
     def parameters(self) -> frozenset[str]:
+        """The $parameters the text uses (the gateway requires exactly these)."""
         return frozenset(_PARAM.findall(_LINE_COMMENT.sub("", self.text)))
 
     @property
     def writes(self) -> bool:
-        body = _LINE_COMMENT.sub("", self.text).upper()
-        return any(re.search(rf"\b{word}\b", body) for word in ("CREATE", "MERGE", "SET", "DELETE", "REMOVE"))
+        """Declared, never guessed: a query is a write when its header says // @write."""
+        return self.signature is not None and self.signature.mode == "write"
 
 
 class UnknownQueryError(KeyError):
@@ -43,20 +178,30 @@ class UnknownQueryError(KeyError):
 
 
 class QueryRegistry:
-    def __init__(self, root: Path) -> None:
+    """The queries under `root`, and under each of `extra` (tests add their own this way)."""
+
+    def __init__(self, root: Path, *extra: Path) -> None:
         self.root = root
+        self.extra = extra
         self._queries: dict[str, NamedQuery] = {}
         fragments = {
             p.stem: p.read_text(encoding="utf-8").strip() for p in sorted((root / "fragments").glob("*.cypher"))
         }
+        for base in (root, *extra):
+            self._load(base, fragments)
+
+    def _load(self, root: Path, fragments: dict[str, str]) -> None:
         for path in sorted(root.rglob("*.cypher")):
             name = path.relative_to(root).with_suffix("").as_posix()
             if name.startswith("fragments/"):
                 continue
-            text = _expand(path.read_text(encoding="utf-8").strip(), fragments, name)
+            if name in self._queries:
+                raise ValueError(f"two queries named {name} ({self._queries[name].path}, {path})")
+            own = path.read_text(encoding="utf-8").strip()
+            text = _expand(own, fragments, name)
             if not text:
                 raise ValueError(f"query {name} is empty")
-            self._queries[name] = NamedQuery(name, text, path)
+            self._queries[name] = NamedQuery(name, text, path, parse_signature(own, name))
 
     def __getitem__(self, name: str) -> NamedQuery:
         try:

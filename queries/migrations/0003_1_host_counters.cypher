@@ -1,4 +1,6 @@
 // Graph v2 -> v3 (1/3): hosts gained free_gpus and gpu_model, the counters placement seeks on.
+// @write
+// @row hosts int
 MATCH (h:Host)
 OPTIONAL MATCH (h)-[:HAS_GPU]->(g:GPU)
 WITH h, count(CASE WHEN g.state = 'free' THEN 1 END) AS free, min(g.model) AS model

@@ -1,4 +1,6 @@
 // Graph v2 -> v3 (2/3): NVLink domains gained free_gpus and size.
+// @write
+// @row domains int
 MATCH (d:NVLinkDomain)
 OPTIONAL MATCH (d)<-[:IN_DOMAIN]-(g:GPU)
 WITH d, count(CASE WHEN g.state = 'free' THEN 1 END) AS free, count(g) AS size, min(g.model) AS model

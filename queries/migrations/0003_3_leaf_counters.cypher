@@ -1,4 +1,6 @@
 // Graph v2 -> v3 (3/3): leaf switches gained free_gpus (free GPUs on the hosts cabled to them).
+// @write
+// @row leaves int?
 MATCH (leaf:Switch)
 WHERE leaf.tier = 'leaf'
 OPTIONAL MATCH (leaf)<-[:UPLINK]-(:NIC)<-[:HAS_NIC]-(h:Host)

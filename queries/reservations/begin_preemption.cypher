@@ -4,6 +4,10 @@
 // Locks the victims (reservations, by id) before it reads them: all must still be live,
 // preemptible, of lower priority and not already promised to another preemption; otherwise
 // nothing is written and no row returned.
+// @write
+// @param props any
+// @param victims any
+// @row id any
 OPTIONAL MATCH (v:Reservation)
 WHERE v.id IN $victims
 WITH v

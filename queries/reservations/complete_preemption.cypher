@@ -5,6 +5,13 @@
 // held by anyone but a live victim, or a victim holds GPUs this statement did not lock (it
 // grew after the read). Lock order as in preempt_and_reserve: GPUs by uuid, counters, then
 // the reservations (victims and the pending one) by id; reads only after.
+// @write
+// @param expires_at any
+// @param id string
+// @param now float
+// @param uuids list<string>
+// @param victims any
+// @row id any, preempted any
 OPTIONAL MATCH (v:Reservation)-[:HOLDS]->(vg:GPU)
 WHERE v.id IN $victims AND vg.reservation = v.id
 WITH collect(DISTINCT vg.uuid) AS victim_gpus

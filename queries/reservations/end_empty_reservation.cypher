@@ -1,5 +1,10 @@
 // Ends a live reservation that no longer owns any GPU (every one was taken over after its
 // lease lapsed). No GPU changes, so no counters move. Locks the reservation before reading.
+// @write
+// @param id string
+// @param now float
+// @param state string
+// @row id string
 MATCH (r:Reservation {id: $id})
 SET r:Reservation
 WITH r

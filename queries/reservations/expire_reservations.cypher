@@ -3,6 +3,10 @@
 // holding nothing (all taken over) are ended by expired_without_gpus. Candidates are found
 // without locks; then their GPUs (uuid order), the counters and the reservations are locked
 // and the lapse is checked again, so a renew or release that committed meanwhile wins.
+// @write
+// @param limit int
+// @param now float
+// @row ids list<string>
 MATCH (r:Reservation)-[:HOLDS]->(held:GPU)
 WHERE r.state = 'active' AND r.expires_at < $now AND held.reservation = r.id
 WITH DISTINCT r

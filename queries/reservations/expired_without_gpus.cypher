@@ -1,6 +1,10 @@
 // Ends lapsed reservations that no longer own any GPU (all taken over); nothing to free.
 // Locks each candidate before checking it again (a renew cannot succeed without GPUs, but a
 // release may have ended it meanwhile).
+// @write
+// @param limit int
+// @param now float
+// @row ids list<string>
 MATCH (r:Reservation)
 WHERE r.state = 'active' AND r.expires_at < $now
 WITH r

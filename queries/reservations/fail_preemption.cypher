@@ -1,6 +1,10 @@
 // Gives up a pending preemption (its GPUs were taken by someone else meanwhile): the pending
 // reservation ends as 'failed' and its victims are no longer promised to it. No GPU changes.
 // Locks the reservations involved by id before reading them.
+// @write
+// @param id string
+// @param now float
+// @row id any
 OPTIONAL MATCH (x:Reservation)
 WHERE x.id = $id OR x.preempt_by = $id
 WITH x

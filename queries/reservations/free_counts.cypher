@@ -1,4 +1,7 @@
 // Free GPUs on the given hosts and in the NVLink domains of their GPUs (shrink planning).
+// @read
+// @param hosts list<string>
+// @row host any, host_free any, domains any
 MATCH (h:Host)-[:HAS_GPU]->(g:GPU)
 WHERE h.name IN $hosts
 OPTIONAL MATCH (g)-[:IN_DOMAIN]->(d:NVLinkDomain)

@@ -3,6 +3,9 @@
 // them, so a grow that commits in between leaves the added GPUs marked for the ended
 // reservation; this sweep (the lease job's, every minute) gives them back. An ended
 // reservation never becomes live again, so locking the GPUs (then their counters) is enough.
+// @write
+// @param limit int
+// @row freed any
 MATCH (g:GPU)
 WHERE g.state = 'reserved' AND g.reservation IS NOT NULL
 OPTIONAL MATCH (r:Reservation {id: g.reservation})

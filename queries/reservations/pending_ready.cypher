@@ -1,5 +1,9 @@
 // Pending preemptions ready to complete: the grace period is over, or every victim has
 // already ended (released or expired). Read only; complete_preemption checks again under locks.
+// @read
+// @param limit int
+// @param now float
+// @row id any
 MATCH (p:Reservation)
 WHERE p.state = 'pending'
 OPTIONAL MATCH (v:Reservation)

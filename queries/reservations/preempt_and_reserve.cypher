@@ -4,6 +4,12 @@
 // ended or was renewed away, a GPU is held by someone else). Locks, in the global order, the
 // union of the wanted GPUs and the victims' GPUs, then their counters, then the victims,
 // and only then reads what it decides on (see reserve_gpus).
+// @write
+// @param now float
+// @param props map
+// @param uuids list<string>
+// @param victims list<string>
+// @row id string
 OPTIONAL MATCH (v:Reservation)-[:HOLDS]->(vg:GPU)
 WHERE v.id IN $victims
 WITH collect(DISTINCT vg.uuid) AS victim_gpus

@@ -1,6 +1,10 @@
 // Live preemptible reservations below a priority, with the hosts their GPUs are on and what
 // their preemption would cost (size, age, last reported checkpoint). Reservations already
 // promised to a pending preemption (in their grace period) are not offered again.
+// @read
+// @param priority int
+// @row reservation string, holder string, priority int, gpus list<string>, hosts list<string>
+// @row created_at float, last_checkpoint_at float?, checkpoint_every_s float?
 MATCH (r:Reservation)-[:HOLDS]->(g:GPU)<-[:HAS_GPU]-(h:Host)
 WHERE r.state = 'active' AND r.preemptible = true AND r.priority < $priority AND g.reservation = r.id
   AND r.preempt_by IS NULL

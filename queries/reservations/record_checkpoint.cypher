@@ -1,5 +1,10 @@
 // A holder's progress report, sent with a renew: when it last checkpointed and, optionally,
 // how often it does. Touches only the reservation (no GPU or counter changes), locked first.
+// @write
+// @param checkpoint_every_s any
+// @param id string
+// @param last_checkpoint_at any
+// @row id any
 MATCH (r:Reservation {id: $id})
 SET r:Reservation
 WITH r

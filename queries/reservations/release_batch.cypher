@@ -4,6 +4,11 @@
 // read. Counters move by deltas. Returns one row with the ids it ended; an id not among them
 // (already ended, unknown, or holding nothing any more) is answered by release_reservation and
 // end_empty_reservation on their own.
+// @write
+// @param ids list<string>
+// @param now float
+// @param state string
+// @row ids any
 MATCH (r:Reservation)-[:HOLDS]->(g:GPU)
 WHERE r.id IN $ids
 WITH DISTINCT g

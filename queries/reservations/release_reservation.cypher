@@ -3,6 +3,11 @@
 // holds no GPU any more (then end_empty_reservation ends it). Locks the GPUs it may free
 // (uuid order), their counters, then the reservation, before it reads state (see
 // reserve_gpus): a concurrent expiry or takeover is seen, never overwritten.
+// @write
+// @param id string
+// @param now float
+// @param state string
+// @row id string
 MATCH (r:Reservation {id: $id})-[:HOLDS]->(g:GPU)
 WITH g
 ORDER BY g.uuid

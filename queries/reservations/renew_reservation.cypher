@@ -3,6 +3,11 @@
 // GPU was taken over after the lease lapsed (the holder must stop: another job owns it).
 // Locks its GPUs (uuid order) and then the reservation before reading, so a renew racing a
 // takeover either extends the lease before the takeover looks, or sees the GPU gone.
+// @write
+// @param expires_at float
+// @param id string
+// @param now float
+// @row id string, gpus int
 MATCH (r:Reservation {id: $id})-[:HOLDS]->(g:GPU)
 WITH g
 ORDER BY g.uuid

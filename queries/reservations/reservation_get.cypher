@@ -1,4 +1,8 @@
 // Reservations by id (or by idempotency key) with the GPUs they hold.
+// @read
+// @param ids list<string>
+// @param keys list<string>
+// @row reservation map, gpus list<map>
 MATCH (r:Reservation)
 WHERE r.id IN $ids OR r.idempotency_key IN $keys
 OPTIONAL MATCH (r)-[:HOLDS]->(g:GPU)<-[:HAS_GPU]-(h:Host)

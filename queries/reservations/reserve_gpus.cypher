@@ -4,6 +4,11 @@
 // read committed isolation two reservations cannot both take a GPU, cannot write a stale
 // counter, and cannot deadlock. FalkorDB runs the statement as one atomic write. A GPU whose
 // hold has expired counts as free (even before the lease reaper has run).
+// @write
+// @param now float
+// @param props map
+// @param uuids list<string>
+// @row id string
 MATCH (g:GPU)
 WHERE g.uuid IN $uuids
 WITH g

@@ -8,6 +8,21 @@
 // (modulo their count), so concurrent reserves spread over them instead of all racing for one. Then the
 // same lock-first order as reserve_gpus (GPUs by uuid, then their counters, see
 // fragments/lock_counters), a fresh look at the states, and counters moved by deltas.
+// @write
+// @param exclude list<string>
+// @param first_size int
+// @param k int
+// @param last_size int
+// @param mode string
+// @param model string
+// @param models list<string>
+// @param n int
+// @param now float
+// @param props map
+// @param scan int
+// @param slot int
+// @param stale_before float
+// @row id any
 UNWIND range($first_size, $last_size) AS want
 MATCH (h:Host)
 WHERE h.free_gpus = want AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model

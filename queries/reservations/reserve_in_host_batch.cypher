@@ -10,6 +10,16 @@
 // counters), then each request checks its own GPUs' states: one whose GPUs another transaction
 // took gets no reservation (it retries on its own), the others commit. Counters move by deltas.
 // Returns one row: the ids created.
+// @write
+// @param exclude list<string>
+// @param min_n int
+// @param model string
+// @param models list<string>
+// @param now float
+// @param requests list<map>
+// @param scan int
+// @param stale_before float
+// @row ids any
 UNWIND range($min_n, 128) AS want
 MATCH (h:Host)
 WHERE h.free_gpus = want AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model

@@ -1,6 +1,10 @@
 // The hosts a live reservation can grow onto without leaving its layout: its own hosts, the
 // hosts sharing an NVLink domain with its GPUs, and the hosts cabled to its leaf switches
 // (at most $limit, by name). Read only; the resize write checks everything again under locks.
+// @read
+// @param id string
+// @param limit int
+// @row name any
 MATCH (r:Reservation {id: $id})-[:HOLDS]->(g:GPU)<-[:HAS_GPU]-(h:Host)
 WHERE g.reservation = r.id
 WITH collect(DISTINCT g) AS gs, collect(DISTINCT h) AS hs

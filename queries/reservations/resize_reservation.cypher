@@ -5,6 +5,14 @@
 // added ones by uuid, their counters, then the reservation; only then reads what it decides
 // on. It goes on only while the reservation is live and still owns every GPU it was granted,
 // so a resize racing an expiry, a release or a preemption either runs first or sees it ended.
+// @write
+// @param add any
+// @param gpu_count any
+// @param id string
+// @param now float
+// @param rank_order any
+// @param remove any
+// @row id any
 OPTIONAL MATCH (:Reservation {id: $id})-[:HOLDS]->(mine:GPU)
 WITH collect(mine.uuid) AS mine_uuids
 UNWIND mine_uuids + $add AS u

@@ -46,12 +46,12 @@ async def test_every_fixture_lands_as_a_correct_graph(client: httpx.AsyncClient,
     assert domains["oci-bm-gpu-h100-8/nvlink/0"] == 8
     assert domains["h100-8gpu/nvlink/0"] == 8
     assert sorted(v for k, v in domains.items() if k.startswith("dgx2/")) == [8, 8]
-    nics = await gateway.read("host_gpu_nics", {"host": "oci-bm-gpu-h100-8"})
+    nics = await gateway.read("host_gpu_nics", {"hosts": ["oci-bm-gpu-h100-8"]})
     assert [(r["gpu"], r["nic"], r["via"]) for r in nics][:2] == [
         (0, "mlx5_0", "pcie-switch"),
         (1, "mlx5_3", "pcie-switch"),
     ]
-    azure = await gateway.read("host_gpu_nics", {"host": "azure-nd-h100-v5"})
+    azure = await gateway.read("host_gpu_nics", {"hosts": ["azure-nd-h100-v5"]})
     assert [r["rail"] for r in azure] == list(range(8))
     # The two NVL72 trays of one dump: one NVLink domain of 8 GPUs across both hosts.
     fabric = [(k, v) for k, v in domains.items() if "nvlink-fabric" in k]

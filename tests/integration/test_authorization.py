@@ -53,7 +53,7 @@ QUERIES = {
     "fabricPath": '{ fabricPath(fromHost: "l40s-001", toHost: "l40s-002") { hops } }',
     "placement": "{ placement(request: {gpus: 1}) { request } }",
     "placementText": '{ placementText(text: "1") { request } }',
-    "preemptionPlan": "{ preemptionPlan(request: {gpus: 1}, priority: 1) { feasible } }",
+    "preemptionPlan": "{ preemptionPlan(request: {gpus: 1}, priority: 1) { ... on PreemptionPlan { feasible } } }",
     "reservation": '{ reservation(id: "x") { id } }',
     "reservations": "{ reservations { id } }",
     "reserve": 'mutation { reserve(input: {holder: "h", request: {gpus: 1}}) { __typename } }',

@@ -30,11 +30,12 @@ def test_every_query_and_ddl_lints_clean() -> None:
 def test_the_gate_fails_on_a_deliberately_broken_query(tmp_path: Path) -> None:
     root = tmp_path / "queries"
     shutil.copytree(default_registry().root, root)
-    (root / "broken_on_purpose.cypher").write_text("MATCH (g:GPU {uuid: $uuid)\nRETURN g.uuid AS uuid\n")
-    (root / "deprecated_on_purpose.cypher").write_text("MATCH (g:GPU) RETURN id(g) AS internal\n")
+    header = "// @read\n// @param uuid string\n// @row uuid string\n"
+    (root / "broken_on_purpose.cypher").write_text(header + "MATCH (g:GPU {uuid: $uuid)\nRETURN g.uuid AS uuid\n")
+    (root / "deprecated_on_purpose.cypher").write_text("// @read\nMATCH (g:GPU) RETURN id(g) AS internal\n")
     problems = lint_problems(QueryRegistry(root))
     assert set(problems) == {"broken_on_purpose", "deprecated_on_purpose"}
-    assert problems["broken_on_purpose"][0].startswith("error 1:")
+    assert problems["broken_on_purpose"][0].startswith("error 4:")  # line 4: after the 3 header lines
     assert "deprecated" in problems["deprecated_on_purpose"][0]
 
 

@@ -86,7 +86,7 @@ async def test_resize_renew_with_progress_phases_and_preempt(client: httpx.Async
         await gql(
             client,
             """query($n: Int!) { preemptionPlan(request: {gpus: $n, model: "H100"}, priority: 5) {
-      feasible reason lostGpuHours victims { reservation lostGpuHours } } }""",
+      ... on PreemptionPlan { feasible reason lostGpuHours victims { reservation lostGpuHours } } } }""",
             {"n": every},
         )
     )["preemptionPlan"]

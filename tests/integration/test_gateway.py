@@ -9,10 +9,10 @@ from graphsvc.store.gateway import Gateway
 
 
 async def test_missing_and_extra_parameters_refused(gateway: Gateway) -> None:
-    with pytest.raises(QueryParameterError, match=r"missing parameters \['name'\]"):
+    with pytest.raises(QueryParameterError, match=r"missing parameters \['hosts'\]"):
         await gateway.read("host_detail", {})
     with pytest.raises(QueryParameterError, match=r"unexpected \['evil'\]"):
-        await gateway.read("host_detail", {"name": "x", "evil": "MATCH (n) DETACH DELETE n"})
+        await gateway.read("host_detail", {"hosts": ["x"], "evil": "MATCH (n) DETACH DELETE n"})
 
 
 async def test_writing_query_cannot_run_as_read(gateway: Gateway) -> None:

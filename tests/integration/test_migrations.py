@@ -43,7 +43,7 @@ async def test_v1_graph_is_brought_forward(gateway: Gateway) -> None:
         "migrations/0003_2_domain_counters",
         "migrations/0003_3_leaf_counters",
     )
-    host = await gateway.read("host_detail", {"name": "node-a"})
+    host = await gateway.read("host_detail", {"hosts": ["node-a"]})
     assert {g["state"] for g in host[0]["gpus"]} == {"free"}
     assert await stored_version(gateway) == GRAPH_VERSION
     again = await migrate(gateway)

@@ -12,8 +12,8 @@ from typing import Any
 from graphsvc.ingest.host_plan import host_params
 from graphsvc.ingest.service import ingest_fabric, ingest_host
 from graphsvc.store.gateway import Gateway
-from graphsvc.store.queries import default_registry
 from graphsvc.synthetic.clusters import build
+from tests.queries import registry_with_tests, with_test_queries
 
 CLUSTER = build("demo:sus=1,nvl72_racks=1,a100_hosts=2,l40s_hosts=2")
 FIRST = CLUSTER.hosts[0]
@@ -29,7 +29,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "impact_hosts": {},
     "impact_switches": {},
     "stale_hosts_count": {"cutoff": time.time()},
-    "host_detail": {"name": FIRST.hostname},
+    "host_detail": {"hosts": [FIRST.hostname, "no-such-host"]},
     "host_domains": {"host": FIRST.hostname},
     "host_racks": {"name": FIRST.hostname},
     "ingest_host": host_params(FIRST, received_at=time.time()),
@@ -63,7 +63,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "host_freshness": {"host": FIRST.hostname},
     "host_reset_freshness": {"host": FIRST.hostname},
     "reservation_request_hash": {"key": "k-1"},
-    "host_gpu_nics": {"host": FIRST.hostname},
+    "host_gpu_nics": {"hosts": [FIRST.hostname]},
     "recount_hosts": {"hosts": [FIRST.hostname]},
     "recount_domains": {"uuids": [f"{FIRST.hostname}/nvlink/0"]},
     "recount_leaves": {"names": ["h100-su1-leaf-r0"]},
@@ -104,8 +104,8 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "first": 5,
     },
     "gpus_page": {"after": "", "model": "", "state": "", "health": "", "host": "", "min_memory_mib": 0, "first": 5},
-    "host_nvlink_edges": {"name": FIRST.hostname},
-    "host_layout": {"name": FIRST.hostname},
+    "host_nvlink_edges": {"hosts": [FIRST.hostname]},
+    "host_layout": {"hosts": [FIRST.hostname]},
     "fabric_switches": {"cluster": "default", "tier": "", "after": "", "first": 5},
     "host_fabric_position": {"hosts": [FIRST.hostname]},
     "set_gpu_state": {"uuids": [FIRST.gpus[0].uuid], "state": "free"},
@@ -297,13 +297,15 @@ EXAMPLES: dict[str, dict[str, Any]] = {
 
 
 def test_every_query_has_an_example() -> None:
-    assert sorted(default_registry().names()) == sorted(EXAMPLES)
+    assert sorted(registry_with_tests().names()) == sorted(EXAMPLES)
 
 
 async def test_every_query_runs_on_each_store(gateway: Gateway) -> None:
+    """... and every row it returns has the columns and types its // @row header declares."""
     for host in CLUSTER.hosts:
         await ingest_host(gateway, host)
     await ingest_fabric(gateway, CLUSTER.fabric())
+    gateway = with_test_queries(gateway)
     registry = gateway.registry
     # Reads first, then writes, and the graph reset last.
     order = sorted(EXAMPLES, key=lambda n: (registry[n].writes, n == "reset_graph", n))
@@ -311,9 +313,14 @@ async def test_every_query_runs_on_each_store(gateway: Gateway) -> None:
     for name in order:
         try:
             if registry[name].writes:
-                await gateway.write(name, EXAMPLES[name])
+                rows = await gateway.write(name, EXAMPLES[name])
             else:
-                await gateway.read(name, EXAMPLES[name])
+                rows = await gateway.read(name, EXAMPLES[name])
+            signature = registry[name].signature
+            assert signature is not None
+            problems = sorted({p for row in rows for p in signature.check_row(row)})
+            if problems:
+                failures[name] = "; ".join(problems)
         except Exception as exc:  # noqa: BLE001 - collect them all, report together
             failures[name] = repr(exc)
     assert failures == {}

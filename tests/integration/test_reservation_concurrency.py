@@ -14,6 +14,7 @@ from graphsvc.store.gateway import Gateway
 from graphsvc.synthetic.clusters import SyntheticCluster, add_pcie_hosts, add_spines, add_superpod_h100
 from graphsvc.synthetic.hosts import a100_pcie
 from tests.cluster_helpers import load
+from tests.queries import with_test_queries
 
 pytestmark = pytest.mark.slow
 
@@ -67,8 +68,10 @@ async def test_storm_never_double_books(gateway: Gateway) -> None:
     async def checker() -> None:
         while not stop.is_set():
             now = time.time()
-            violations.extend(await gateway.read("reservations/double_holds", {"now": now}))
-            violations.extend(await gateway.read("reservations/incomplete_reservations", {"now": now}))
+            violations.extend(await with_test_queries(gateway).read("reservations/double_holds", {"now": now}))
+            violations.extend(
+                await with_test_queries(gateway).read("reservations/incomplete_reservations", {"now": now})
+            )
             await asyncio.sleep(0.05)
 
     watch = asyncio.create_task(checker())
@@ -80,8 +83,8 @@ async def test_storm_never_double_books(gateway: Gateway) -> None:
     assert counts["other"] == 0
     assert counts["ok"] > 100 and counts["conflict"] + counts["infeasible"] > 0, counts
     now = time.time()
-    assert await gateway.read("reservations/double_holds", {"now": now}) == []
-    assert await gateway.read("reservations/incomplete_reservations", {"now": now}) == []
+    assert await with_test_queries(gateway).read("reservations/double_holds", {"now": now}) == []
+    assert await with_test_queries(gateway).read("reservations/incomplete_reservations", {"now": now}) == []
     # Counters agree with the GPUs after the storm.
     held = {g.uuid for r in live for g in r.gpus}
     states = {r["uuid"]: r["state"] for r in await gateway.read("gpus_by_uuid", {"uuids": all_uuids})}

@@ -19,6 +19,7 @@ from graphsvc.reservations.service import (
 )
 from graphsvc.store.gateway import Gateway
 from tests.cluster_helpers import load
+from tests.queries import with_test_queries
 
 
 class Clock:
@@ -45,8 +46,8 @@ async def free_of(gw: Gateway, host: str) -> int:
 
 
 async def invariants(gw: Gateway, now: float) -> None:
-    assert await gw.read("reservations/double_holds", {"now": now}) == []
-    assert await gw.read("reservations/incomplete_reservations", {"now": now}) == []
+    assert await with_test_queries(gw).read("reservations/double_holds", {"now": now}) == []
+    assert await with_test_queries(gw).read("reservations/incomplete_reservations", {"now": now}) == []
 
 
 RESERVE = """mutation { reserve(input: {request: {gpus: 8, model: "H100", nvlink: FULL_MESH},
@@ -228,7 +229,7 @@ async def test_subscription_streams_events(client: httpx.AsyncClient, gateway: G
 
     cluster = await load(gateway, "l40s:hosts=1")
     svc: ReservationService = app.state.reservations
-    ctx = Context(gateway=gateway, engine=svc.engine, settings=app.state.settings, reservations=svc)
+    ctx = Context(services=app.state.services)
     stream = await schema.subscribe('subscription { events(holder: "sub") { kind subject holder } }', context_value=ctx)
     got: list[dict[str, Any]] = []
 

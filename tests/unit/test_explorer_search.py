@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from graphsvc.explorer import Hit, natural_key, pieces, rank, score
+from graphsvc.read.explorer import SearchHit, natural_key, pieces, rank, score
 
 
 def test_pieces() -> None:
@@ -34,7 +34,7 @@ def test_score(text: str, name: str, low: float, high: float) -> None:
 
 
 def test_rank_puts_the_whole_match_first_then_natural_order() -> None:
-    hits = [Hit("host", n, n, "", 0.0) for n in ["h100-su3-n18", "h100-su3-n17", "h100-su1-n17", "l40s-017"]]
+    hits = [SearchHit("host", n, n, "", 0.0) for n in ["h100-su3-n18", "h100-su3-n17", "h100-su1-n17", "l40s-017"]]
     ranked = rank("su3-n17", hits, 3)
     assert ranked[0].name == "h100-su3-n17"
     assert len(ranked) == 3

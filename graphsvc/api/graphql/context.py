@@ -1,4 +1,4 @@
-"""Per-request GraphQL context: the gateway and placement engine the app owns."""
+"""Per-request GraphQL context: the app's services, the caller, and this request's dataloaders."""
 
 from __future__ import annotations
 
@@ -7,30 +7,26 @@ from starlette.requests import HTTPConnection
 from strawberry.fastapi import BaseContext
 from strawberry.types import Info as StrawberryInfo
 
-from graphsvc.placement.engine import PlacementEngine
-from graphsvc.reservations.service import ReservationService
+from graphsvc.api.graphql.loaders import Loaders
 from graphsvc.security.auth import DEV, Principal, RateLimiter, Role, authenticate
-from graphsvc.settings import Settings
-from graphsvc.store.gateway import Gateway
+from graphsvc.services import Services
 
 
 class Context(BaseContext):
     def __init__(
         self,
-        gateway: Gateway,
-        engine: PlacementEngine,
-        settings: Settings,
-        reservations: ReservationService,
+        services: Services,
         metrics: object = None,
         principal: Principal = DEV,
         limiter: RateLimiter | None = None,
         query_budget: RateLimiter | None = None,
     ) -> None:
         super().__init__()
-        self.gateway = gateway
-        self.engine = engine
-        self.settings = settings
-        self.reservations = reservations
+        self.services = services
+        self.settings = services.settings
+        self.reservations = services.reservations
+        self.engine = services.reservations.engine
+        self.loaders = Loaders(services.hosts)  # per request: a dataloader caches for its request only
         self.metrics = metrics
         self.principal = principal
         self.limiter = limiter
@@ -89,13 +85,8 @@ Info = StrawberryInfo[Context, None]
 
 async def get_context(request: HTTPConnection) -> Context:
     """Also for websockets (subscriptions): an HTTPConnection is either; the token is checked at the handshake."""
-    gateway: Gateway = request.app.state.gateway
-    reservations: ReservationService = request.app.state.reservations
     return Context(
-        gateway=gateway,
-        engine=reservations.engine,
-        settings=request.app.state.settings,
-        reservations=reservations,
+        services=request.app.state.services,
         metrics=getattr(request.app.state, "metrics", None),
         principal=authenticate(request),
         limiter=getattr(request.app.state, "limiter", None),

@@ -11,10 +11,10 @@ from typing import Annotated
 
 import strawberry
 
-from graphsvc.exports import drift_check
+from graphsvc.api.graphql.errors import Error
 from graphsvc.exports.drift import DriftInputError
 from graphsvc.exports.render import ExportError
-from graphsvc.store.gateway import Gateway
+from graphsvc.services import Services
 
 
 @strawberry.enum(description="Which scheduler's copy: Slurm topology.conf/topology.yaml, Kueue, Volcano, node labels.")
@@ -53,22 +53,21 @@ class DriftReport:
 
 
 @strawberry.type(description="The deployed copy could not be read as that format.")
-class DriftInputInvalid:
-    message: str
+class DriftInputInvalid(Error):
+    pass
 
 
 @strawberry.type(description="The cluster has no hosts in the graph.")
-class DriftClusterNotFound:
+class DriftClusterNotFound(Error):
     cluster: str
-    message: str
 
 
 DriftResult = Annotated[DriftReport | DriftInputInvalid | DriftClusterNotFound, strawberry.union("DriftResult")]
 
 
-async def drift(gw: Gateway, fmt: DriftFormat, deployed: str, cluster: str) -> DriftResult:
+async def drift(services: Services, fmt: DriftFormat, deployed: str, cluster: str) -> DriftResult:
     try:
-        result = await drift_check.check(gw, fmt.value, deployed, cluster)
+        result = await services.drift(fmt.value, deployed, cluster)
     except DriftInputError as exc:
         return DriftInputInvalid(message=str(exc))
     except ExportError as exc:

@@ -12,15 +12,14 @@ from typing import Annotated
 import strawberry
 
 from graphsvc.api.graphql.context import READERS, Info
+from graphsvc.api.graphql.errors import NotFound, ValidationError
 from graphsvc.api.graphql.inputs import PlacementRequestInput
 from graphsvc.api.graphql.reservations import (
     Conflict,
     Infeasible,
     LeaseExpired,
-    NotFound,
     PreemptionVictim,
     Reservation,
-    ValidationError,
     _conflict,
     _own,
     to_graphql,
@@ -114,10 +113,11 @@ class PreemptInput:
 
 def _infeasible(out: svc.Infeasible) -> Infeasible:
     return Infeasible(
+        message="; ".join(r.message for r in out.reasons) or "nothing fits the request now",
         reasons=[
             InfeasibleReason(constraint=r.constraint, message=r.message, nearest_feasible=r.nearest_feasible)
             for r in out.reasons
-        ]
+        ],
     )
 
 

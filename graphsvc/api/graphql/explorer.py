@@ -1,4 +1,4 @@
-"""GraphQL for the explorer's own reads (search, per-leaf load); the logic is graphsvc.explorer."""
+"""GraphQL for the explorer's own reads (search, per-leaf load); the logic is graphsvc.read.explorer."""
 
 from __future__ import annotations
 
@@ -8,31 +8,29 @@ from typing import cast
 import strawberry
 from strawberry.scalars import JSON
 
-from graphsvc import explorer
+from graphsvc.api.graphql.types import wrap
+from graphsvc.read import explorer
+from graphsvc.read.browse import is_stale
+from graphsvc.read.explorer import LeafLoad, SearchHit
+
+__all__ = ["CabledHost", "GPUGrid", "LeafLoad", "SearchHit", "cabled_hosts", "gpu_grid"]
 
 
-@strawberry.type(description="A search result: a host, a switch or a GPU, best match first.")
-class SearchHit:
-    kind: str = strawberry.field(description="host, switch or gpu")
-    name: str = strawberry.field(description="host or switch name, or GPU uuid")
-    host: str | None = strawberry.field(description="the host to open (a GPU's host; a host itself)")
-    detail: str
-    score: float = strawberry.field(description="1 exact; 0.8 and above: the whole text matched")
-
-
-@strawberry.type(description="A leaf switch's share of GPUs: those whose nearest NIC is cabled to it.")
-class LeafLoad:
-    leaf: str
-    gpus: int
-    free_gpus: int = strawberry.field(description="free and healthy")
-
-
-def search_hits(found: list[explorer.Hit]) -> list[SearchHit]:
-    return [SearchHit(kind=h.kind, name=h.name, host=h.host, detail=h.detail, score=h.score) for h in found]
-
-
-def leaf_loads(found: list[explorer.LeafLoad]) -> list[LeafLoad]:
-    return [LeafLoad(leaf=x.leaf, gpus=x.gpus, free_gpus=x.free) for x in found]
+wrap(
+    SearchHit,
+    description="A search result: a host, a switch or a GPU, best match first.",
+    fields={
+        "kind": "host, switch or gpu",
+        "name": "host or switch name, or GPU uuid",
+        "host": "the host to open (a GPU's host; a host itself)",
+        "score": "1 exact; 0.8 and above: the whole text matched",
+    },
+)
+wrap(
+    LeafLoad,
+    description="A leaf switch's share of GPUs: those whose nearest NIC is cabled to it.",
+    fields={"free_gpus": "free and healthy"},
+)
 
 
 @strawberry.type(description="Every GPU's drawing state as rows of plain values (columns name them), for the overview.")
@@ -62,6 +60,5 @@ class CabledHost:
 def cabled_hosts(found: list[explorer.CabledHost], stale_after_s: float) -> list[CabledHost]:
     now = time.time()
     return [
-        CabledHost(name=h.name, free_gpus=h.free, stale=bool(h.received_at and now - h.received_at > stale_after_s))
-        for h in found
+        CabledHost(name=h.name, free_gpus=h.free_gpus, stale=is_stale(h.received_at, now, stale_after_s)) for h in found
     ]

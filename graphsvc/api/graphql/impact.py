@@ -7,9 +7,8 @@ from typing import Annotated
 import strawberry
 
 from graphsvc.api.graphql.context import READERS, Info
-from graphsvc.api.graphql.reservations import NotFound
+from graphsvc.api.graphql.errors import NotFound
 from graphsvc.placement import impact as model
-from graphsvc.placement.impact_service import assess
 
 ImpactTarget = strawberry.enum(model.ImpactTarget, description="What kind of component fails.")
 Effect = strawberry.enum(model.Effect, description="cut-off: ranks lost; slowed: a slower path remains.")
@@ -62,7 +61,7 @@ class ImpactQuery:
         else:
             target, name, peer = model.ImpactTarget.HOST, of.host or "", None
         try:
-            found = await assess(info.context.gateway, target, name, peer)
+            found = await info.context.services.impact(target, name, peer)
         except model.UnknownTarget as err:
             return NotFound(id=name, message=str(err))
         return Impact(

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import strawberry
 
-from graphsvc.api.graphql.types import NVLinkMode, Packing
+from graphsvc.api.graphql.types import wrap
 from graphsvc.placement.capabilities import CapabilityNeeds
-from graphsvc.placement.request import NVLinkRequirement, PlacementRequest
-from graphsvc.placement.request import Packing as PackingPref
+from graphsvc.placement.request import NVLinkRequirement, Packing, PlacementRequest
+from graphsvc.read import browse
+from graphsvc.read.browse import GPUFilter, HostFilter
+
+__all__ = ["GPUFilter", "HostFilter", "PlacementPreferences", "PlacementRequestInput"]
 
 
 @strawberry.input(description="Soft preferences: they rank candidates, never exclude one.")
@@ -53,7 +56,7 @@ class PlacementRequestInput:
         "A100-80GB, NVIDIA A100-SXM4-40GB, GB200, MI300X. An unknown one is answered with the models there are.",
     )
     min_memory_gib: float | None = strawberry.field(name="minMemoryGiB", default=None)
-    nvlink: NVLinkMode = NVLinkMode.NONE
+    nvlink: NVLinkRequirement = NVLinkRequirement.NONE
     gpus_per_host: int | None = None
     max_ib_hops: int | None = None
     same_nvlink_domain: bool = False
@@ -79,7 +82,7 @@ class PlacementRequestInput:
             gpus=self.gpus,
             model=self.model,
             min_memory_gib=self.min_memory_gib,
-            nvlink=NVLinkRequirement(self.nvlink.value),
+            nvlink=self.nvlink,
             gpus_per_host=self.gpus_per_host,
             max_ib_hops=self.max_ib_hops,
             same_nvlink_domain=self.same_nvlink_domain,
@@ -91,7 +94,7 @@ class PlacementRequestInput:
             limit=self.limit,
             exclusive=self.exclusive,
             prefer_hosts=tuple(prefs.hosts),
-            packing=PackingPref(prefs.packing.value),
+            packing=prefs.packing,
             prefer_cool=prefs.cooler_gpus,
             capabilities=self.capabilities.to_needs() if self.capabilities is not None else CapabilityNeeds(),
             sites=tuple(self.sites),
@@ -99,20 +102,5 @@ class PlacementRequestInput:
         )
 
 
-@strawberry.input
-class HostFilter:
-    cluster: str | None = None
-    rack: str | None = None
-    scalable_unit: str | None = None
-    model: str | None = None
-    min_free_gpus: int = 0
-    stale_only: bool = False
-
-
-@strawberry.input
-class GPUFilter:
-    model: str | None = None
-    state: str | None = None
-    health: str | None = None
-    host: str | None = None
-    min_memory_gib: float | None = strawberry.field(name="minMemoryGiB", default=None)
+wrap(browse.HostFilter, make=strawberry.input)
+wrap(browse.GPUFilter, make=strawberry.input, fields={"min_memory_gib": "=minMemoryGiB:"})

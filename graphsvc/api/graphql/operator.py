@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Annotated
 
 import strawberry
 
 from graphsvc.api.graphql.context import Info
-from graphsvc.api.graphql.reservations import NotFound
+from graphsvc.api.graphql.errors import NotFound
+from graphsvc.api.graphql.types import wrap
+from graphsvc.ingest.freshness import HostFreshnessReset, plausible_host_name
 from graphsvc.security.auth import Role
 
-log = logging.getLogger("graphsvc.operator")
-
-
-@strawberry.type(description="A host's collection times were forgotten; its next update is applied.")
-class HostFreshnessReset:
-    host: str
-    previous_collected_at: float | None
-    previous_metrics_at: float | None
-
+wrap(HostFreshnessReset, description="A host's collection times were forgotten; its next update is applied.")
 
 ResetHostFreshnessResult = Annotated[HostFreshnessReset | NotFound, strawberry.union("ResetHostFreshnessResult")]
 
@@ -33,20 +26,8 @@ class OperatorMutations:
     async def reset_host_freshness(self, info: Info, host: str) -> ResetHostFreshnessResult:
         principal = info.context.require(Role.OPERATOR)
         info.context.limit_mutations()
-        if not 0 < len(host) <= 256 or any(ord(c) < 0x20 for c in host):
-            # Ingest refuses such names, so no host has one (and a NUL cannot reach FalkorDB).
-            return NotFound(id=host, message="no host has such a name")
-        rows = await info.context.gateway.write("host_reset_freshness", {"host": host})
-        if not rows:
-            return NotFound(id=host, message=f"no host named {host!r}")
-        row = rows[0]
-        log_reset(principal.name, host, row.get("previous_collected_at"))
-        return HostFreshnessReset(
-            host=row["host"],
-            previous_collected_at=row.get("previous_collected_at"),
-            previous_metrics_at=row.get("previous_metrics_at"),
-        )
-
-
-def log_reset(who: str, host: str, previous: float | None) -> None:
-    log.warning("host=%s freshness reset by %s (collected_at was %s)", host, who, previous)
+        reset = await info.context.services.reset_host_freshness(host, by=principal.name)
+        if reset is None:
+            message = f"no host named {host!r}" if plausible_host_name(host) else "no host has such a name"
+            return NotFound(id=host, message=message)
+        return reset

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from graphsvc.api.graphql.browse import gpu_from_row
 from graphsvc.api.graphql.types import (
+    GPU,
     Fragmentation,
     HostRef,
     InfeasibleReason,
@@ -28,30 +28,26 @@ def _invalid(text: str, err: RequestError) -> PlacementResult:
 def to_graphql(req: PlacementRequest, result: EngineResult) -> PlacementResult:
     candidates = []
     for rank, c in enumerate(result.candidates, start=1):
-        hosts = {h.name: h for h in c.hosts}
+        refs = {h.name: HostRef(name=h.name, rack=h.rack, scalable_unit=h.scalable_unit) for h in c.hosts}
         candidates.append(
             PlacementCandidate(
                 rank=rank,
                 gpus=[
-                    gpu_from_row(
-                        {
-                            "uuid": g.uuid,
-                            "index": g.index,
-                            "model": g.model,
-                            "memory_mib": g.memory_mib,
-                            "state": g.state,
-                            "health": g.health,
-                            "temperature_c": g.temperature_c,
-                            "utilization_pct": g.utilization_pct,
-                            "domain": g.domain,
-                        },
-                        g.host,
-                        hosts[g.host].rack if g.host in hosts else None,
-                        hosts[g.host].scalable_unit if g.host in hosts else None,
+                    GPU(
+                        uuid=g.uuid,
+                        index=g.index,
+                        model=g.model,
+                        memory_mib=g.memory_mib,
+                        state=g.state,
+                        health=g.health,
+                        temperature_c=g.temperature_c,
+                        utilization_pct=g.utilization_pct,
+                        nvlink_domain=g.domain,
+                        host=refs.get(g.host) or HostRef(name=g.host),
                     )
                     for g in c.gpus
                 ],
-                hosts=[HostRef(name=h.name, rack=h.rack, scalable_unit=h.scalable_unit) for h in c.hosts],
+                hosts=list(refs.values()),
                 score=c.score,
                 bottleneck_gbps=c.bottleneck_gbps,
                 max_ib_hops=c.max_ib_hops,

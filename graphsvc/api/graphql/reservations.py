@@ -8,8 +8,10 @@ from typing import Annotated
 import strawberry
 
 from graphsvc.api.graphql.context import READERS, Forbidden, Info
+from graphsvc.api.graphql.errors import Error, NotFound, ValidationError
 from graphsvc.api.graphql.inputs import PlacementRequestInput
 from graphsvc.api.graphql.types import GPU, HostRef, InfeasibleReason
+from graphsvc.placement.request import RequestError
 from graphsvc.reservations import service as svc
 from graphsvc.reservations.elastic import elastic_for
 from graphsvc.security.auth import Role
@@ -40,41 +42,26 @@ class ReservationHolder:
 
 
 @strawberry.type(description="The GPUs are held by other live reservations.")
-class Conflict:
-    message: str
+class Conflict(Error):
     gpus: list[GPU]
     holders: list[ReservationHolder]
 
 
 @strawberry.type(description="Nothing in the cluster can satisfy the request now.")
-class Infeasible:
+class Infeasible(Error):
     reasons: list[InfeasibleReason]
 
 
-@strawberry.type
-class ValidationError:
-    field: str
-    message: str
-
-
-@strawberry.type
-class NotFound:
-    id: str
-    message: str
-
-
 @strawberry.type(description="The lease ran out (or the reservation ended) before the renewal.")
-class LeaseExpired:
+class LeaseExpired(Error):
     id: str
     expired_at: float
-    message: str
 
 
 @strawberry.type(description="The idempotency key was already used with a different request; nothing changed.")
-class IdempotencyKeyMismatch:
+class IdempotencyKeyMismatch(Error):
     key: str
     reservation: str = strawberry.field(description="The reservation the key was first used for")
-    message: str
 
 
 ReserveResult = Annotated[
@@ -147,11 +134,8 @@ def to_graphql(r: svc.Reservation) -> Reservation:
 
 
 async def _conflict(info: Info, c: svc.Conflict) -> Conflict:
-    rows = await info.context.gateway.read("gpus_by_uuid", {"uuids": c.gpus})
-    gpus = [
-        GPU(uuid=r["uuid"], index=r["index"], model=r["model"], state=r["state"], host=HostRef(name=r["host"]))
-        for r in rows
-    ]
+    found = await info.context.services.browse.gpus_by_uuid(c.gpus)
+    gpus = [GPU.of(n.gpu, HostRef(name=n.host)) for n in found]
     holders = [ReservationHolder(gpu_uuid=h.gpu_uuid, reservation=h.reservation, holder=h.holder) for h in c.holders]
     return Conflict(message=c.message, gpus=gpus, holders=holders)
 
@@ -193,10 +177,11 @@ class ReservationMutations:
             return IdempotencyKeyMismatch(key=out.key, reservation=out.reservation, message=out.message)
         if isinstance(out, svc.Infeasible):
             return Infeasible(
+                message="; ".join(r.message for r in out.reasons) or "nothing fits the request now",
                 reasons=[
                     InfeasibleReason(constraint=r.constraint, message=r.message, nearest_feasible=r.nearest_feasible)
                     for r in out.reasons
-                ]
+                ],
             )
         return ValidationError(field=out.field, message=out.message)
 
@@ -258,8 +243,15 @@ class PreemptionPlan:
     lost_gpu_hours: float = strawberry.field(default=0.0, description="Summed over the victims")
 
 
-async def preemption_plan(info: Info, request: PlacementRequestInput, priority: int) -> PreemptionPlan:
-    plan = await info.context.reservations.preemption_plan(request.to_request(), priority)
+PreemptionPlanResult = Annotated[PreemptionPlan | ValidationError, strawberry.union("PreemptionPlanResult")]
+
+
+async def preemption_plan(info: Info, request: PlacementRequestInput, priority: int) -> PreemptionPlanResult:
+    try:
+        req = request.to_request().validated()
+    except RequestError as err:  # invalid input: the same answer reserve gives
+        return ValidationError(field=err.field, message=err.message)
+    plan = await info.context.reservations.preemption_plan(req, priority)
     return PreemptionPlan(
         feasible=plan.feasible,
         gpus=plan.gpus,

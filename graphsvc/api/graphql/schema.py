@@ -8,6 +8,7 @@ Limits are on by default (depth, aliases, tokens, page sizes). Errors the code e
 from __future__ import annotations
 
 import logging
+import time
 
 import strawberry
 from graphql.error import GraphQLError
@@ -21,8 +22,6 @@ from strawberry.extensions import (
 from strawberry.tools import merge_types
 from strawberry.types import ExecutionContext
 
-from graphsvc import explorer
-from graphsvc.api.graphql import browse
 from graphsvc.api.graphql import reservations as res
 from graphsvc.api.graphql.context import READERS, Forbidden, Info, RateLimited
 from graphsvc.api.graphql.cost import QueryCostLimit
@@ -36,8 +35,6 @@ from graphsvc.api.graphql.explorer import (
     SearchHit,
     cabled_hosts,
     gpu_grid,
-    leaf_loads,
-    search_hits,
 )
 from graphsvc.api.graphql.impact import ImpactQuery
 from graphsvc.api.graphql.inputs import GPUFilter, HostFilter, PlacementRequestInput
@@ -45,7 +42,7 @@ from graphsvc.api.graphql.limiter_rules import limit_rules
 from graphsvc.api.graphql.operator import OperatorMutations
 from graphsvc.api.graphql.placement import place
 from graphsvc.api.graphql.reservations import (
-    PreemptionPlan,
+    PreemptionPlanResult,
     Reservation,
     ReservationFilter,
     ReservationMutations,
@@ -54,6 +51,7 @@ from graphsvc.api.graphql.reservations import (
 from graphsvc.api.graphql.shaped import ShapedQuery
 from graphsvc.api.graphql.sites import SitesMutations, SitesQuery
 from graphsvc.api.graphql.store_errors import StoreErrors, should_log
+from graphsvc.api.graphql.timing import GraphQLTimer
 from graphsvc.api.graphql.types import (
     ClusterSummary,
     Fabric,
@@ -63,8 +61,7 @@ from graphsvc.api.graphql.types import (
     HostConnection,
     PlacementResult,
 )
-from graphsvc.api.metrics import GraphQLTimer
-from graphsvc.store.errors import UnrepresentableParameter
+from graphsvc.errors import DomainError
 
 log = logging.getLogger("graphsvc.graphql")
 
@@ -76,70 +73,72 @@ class Query:
     @strawberry.field(description="GPUs by model, state and health; NVLink domains; stale hosts.")
     async def cluster_summary(self, info: Info) -> ClusterSummary:
         info.context.require(*READERS)
-        ctx = info.context
-        return await browse.cluster_summary(ctx.gateway, ctx.settings.stale_after_s)
+        return await info.context.services.browse.cluster_summary()
 
     @strawberry.field(description="Hosts by name, filtered, paginated (first <= 500).")
     async def hosts(
         self, info: Info, filter: HostFilter | None = None, first: int = 100, after: str | None = None
     ) -> HostConnection:
         info.context.require(*READERS)
-        ctx = info.context
-        return await browse.hosts_page(ctx.gateway, filter, first, after, ctx.settings.stale_after_s)
+        return await info.context.services.browse.hosts_page(filter or HostFilter(), first, after)
 
     @strawberry.field(description="GPUs by uuid, filtered, paginated (first <= 500).")
     async def gpus(
         self, info: Info, filter: GPUFilter | None = None, first: int = 100, after: str | None = None
     ) -> GPUConnection:
         info.context.require(*READERS)
-        return await browse.gpus_page(info.context.gateway, filter, first, after)
+        return GPUConnection.of(await info.context.services.browse.gpus_page(filter or GPUFilter(), first, after))
 
     @strawberry.field(description="Hosts, switches and GPUs by partial or approximate name, best first (first <= 100).")
     async def search(self, info: Info, text: str, first: int = 20) -> list[SearchHit]:
         info.context.require(*READERS)
-        return search_hits(await explorer.search(info.context.gateway, text, first))
+        return await info.context.services.search(text, first)
 
     @strawberry.field(description="Every GPU's drawing state as plain rows, by uuid (first <= 5000), for the overview.")
     async def gpu_grid(self, info: Info, first: int = 5000, after: str | None = None) -> GPUGrid:
         info.context.require(*READERS)
-        return gpu_grid(await explorer.gpu_grid(info.context.gateway, after, first))
+        return gpu_grid(await info.context.services.gpu_grid(after, first))
 
     @strawberry.field(description="Per leaf switch: GPUs whose nearest NIC is cabled to it, and how many are free.")
     async def leaf_load(self, info: Info, cluster: str = "default") -> list[LeafLoad]:
         info.context.require(*READERS)
-        return leaf_loads(await explorer.leaf_load(info.context.gateway, cluster))
+        return await info.context.services.leaf_load(cluster)
 
     @strawberry.field(description="The hosts with a NIC cabled to this switch, by name.")
     async def leaf_hosts(self, info: Info, leaf: str) -> list[CabledHost]:
         info.context.require(*READERS)
         ctx = info.context
-        return cabled_hosts(await explorer.leaf_hosts(ctx.gateway, leaf), ctx.settings.stale_after_s)
+        return cabled_hosts(await ctx.services.leaf_hosts(leaf), ctx.settings.stale_after_s)
 
     @strawberry.field(description="One host: GPUs, NVLink matrix, PCIe/NUMA placement, NICs. Null if unknown.")
     async def host(self, info: Info, name: str) -> Host | None:
         info.context.require(*READERS)
         ctx = info.context
-        return await browse.host_detail(ctx.gateway, name, ctx.settings.stale_after_s)
+        header = await ctx.loaders.header.load(name)
+        return Host.of(header, time.time(), ctx.settings.stale_after_s) if header is not None else None
 
     @strawberry.field(description="A cluster's switches with their uplinks, paginated by name.")
     async def fabric(
         self, info: Info, cluster: str = "default", tier: str | None = None, first: int = 200, after: str | None = None
     ) -> Fabric:
         info.context.require(*READERS)
-        return await browse.fabric(info.context.gateway, cluster, tier, first, after)
+        return await info.context.services.browse.fabric(cluster, tier, first, after)
 
     @strawberry.field(description="Switch hops and bottleneck bandwidth between two hosts. Null if either is unknown.")
     async def fabric_path(self, info: Info, from_host: str, to_host: str) -> FabricPath | None:
         info.context.require(*READERS)
-        return await browse.fabric_path(info.context.gateway, from_host, to_host)
+        return await info.context.services.browse.fabric_path(from_host, to_host)
 
     @strawberry.field(description="Ranked places where a job can run, each with its reason; or why none fits.")
     async def placement(self, info: Info, request: PlacementRequestInput) -> PlacementResult:
         info.context.require(*READERS)
         return await place(info.context.engine, request.to_request())
 
-    @strawberry.field(description="Which reservations a request of this priority would displace; changes nothing.")
-    async def preemption_plan(self, info: Info, request: PlacementRequestInput, priority: int) -> PreemptionPlan:
+    @strawberry.field(
+        description="Which reservations a request of this priority would displace; changes nothing. "
+        "An invalid request is a ValidationError, as for reserve."
+    )
+    async def preemption_plan(self, info: Info, request: PlacementRequestInput, priority: int) -> PreemptionPlanResult:
         info.context.require(*READERS)
         return await res.preemption_plan(info, request, priority)
 
@@ -160,7 +159,7 @@ class Query:
     )
     async def drift(self, info: Info, format: DriftFormat, deployed: str, cluster: str = "default") -> DriftResult:
         info.context.require(*READERS)
-        return await drift_resolver(info.context.gateway, format, deployed, cluster)
+        return await drift_resolver(info.context.services, format, deployed, cluster)
 
     @strawberry.field(description='The same from the compact text form, e.g. "8xH100 nvlink=full-mesh ib-hops<=1".')
     async def placement_text(self, info: Info, text: str) -> PlacementResult:
@@ -172,7 +171,7 @@ def _mask(error: GraphQLError) -> bool:
     """Mask what the code did not mean to say; keep GraphQL's own validation messages and our
     deliberate refusals (FORBIDDEN, RATE_LIMITED), which carry no original exception."""
     original = error.original_error
-    if original is None or isinstance(original, (Forbidden, RateLimited, UnrepresentableParameter)):
+    if original is None or isinstance(original, (Forbidden, RateLimited, DomainError)):
         return False
     log.error("unexpected error in %s", error.path, exc_info=original)
     return True

@@ -12,7 +12,6 @@ from graphsvc.api.graphql.context import READERS, Info
 from graphsvc.api.graphql.types import InfeasibleReason
 from graphsvc.placement import rank_layout, shape
 from graphsvc.placement.request import RequestError
-from graphsvc.placement.shaped_service import place_shaped
 
 Tier = strawberry.enum(shape.Tier, description="Topology tiers, tightest first.")
 Level = strawberry.type(shape.Level, description="Where a set of GPUs must (required) or should (preferred) sit.")
@@ -120,7 +119,7 @@ class ShapedQuery:
         except RequestError as err:
             reason = InfeasibleReason(constraint=err.field, message=err.message, nearest_feasible=None)
             return _empty(text or "", [reason])
-        result = await place_shaped(ctx.gateway, job, stale_after_s=ctx.settings.stale_after_s)
+        result = await ctx.services.place_shaped(job)
         reasons = [
             InfeasibleReason(constraint=r.constraint, message=r.message, nearest_feasible=r.nearest_feasible)
             for r in result.infeasible

@@ -11,9 +11,9 @@ import strawberry
 from pydantic import ValidationError as PydanticError
 
 from graphsvc.api.graphql.context import READERS, Info
+from graphsvc.api.graphql.errors import ValidationError
 from graphsvc.api.graphql.inputs import PlacementRequestInput
 from graphsvc.api.graphql.placement import to_graphql
-from graphsvc.api.graphql.reservations import ValidationError
 from graphsvc.api.graphql.types import PlacementCandidate
 from graphsvc.placement.request import RequestError, parse_request
 from graphsvc.security.auth import Role
@@ -22,7 +22,6 @@ from graphsvc.sites.catalog import FactIn
 from graphsvc.sites.compare import Objective, SiteOption
 from graphsvc.sites.estimate import JobProfile
 from graphsvc.sites.model import Fact
-from graphsvc.sites.store import site_links
 
 
 @strawberry.enum(description="What compareSites ranks by.")
@@ -223,7 +222,7 @@ class SitesQuery:
     @strawberry.field(description="Every site with its clusters, capacity kinds and GPUs by model.")
     async def sites(self, info: Info) -> list[Site]:
         info.context.require(*READERS)
-        sites, counts = await service.sites_overview(info.context.gateway)
+        sites, counts = await info.context.services.sites.overview()
         return [
             Site(
                 name=s.name,
@@ -245,13 +244,13 @@ class SitesQuery:
         info.context.require(*READERS)
         return [
             SiteLink(a=x.a, b=x.b, bandwidth_gbps=x.bandwidth_gbps, latency_ms=x.latency_ms)
-            for x in await site_links(info.context.gateway)
+            for x in await info.context.services.sites.links()
         ]
 
     @strawberry.field(description="Every cost and energy fact, by key.")
     async def cost_facts(self, info: Info) -> list[CostFact]:
         info.context.require(*READERS)
-        return [_fact(f) for f in await service.facts(info.context.gateway)]
+        return [_fact(f) for f in await info.context.services.sites.facts()]
 
     @strawberry.field(
         description="For each site: the best placement now, run time, cost, data transfer, energy and carbon; "
@@ -369,5 +368,5 @@ class SitesMutations:
             first = err.errors()[0]
             where = ".".join(str(p) for p in first.get("loc", ())) or "fact"
             return ValidationError(field=where, message=str(first.get("msg", "invalid")))
-        done = await service.set_fact(info.context.gateway, parsed.fact("graphql"), time.time())
+        done = await info.context.services.sites.set_fact(parsed.fact("graphql"), time.time())
         return CostFactsWritten(written=done.written, kept_newer=done.kept_newer)

@@ -4,7 +4,7 @@ A resolver that hits an unreachable store (or one that timed out) raised, the er
 masked to "Unexpected error." under HTTP 200 and a traceback logged per request. This
 extension, which runs before the masking, turns those into errors whose
 `extensions.code` is `STORE_UNAVAILABLE` (retry later) or `STORE_TIMEOUT`, and logs the
-outage once (graphsvc.store.outage_log), without a traceback.
+outage once (graphsvc.errors.report_outage), without a traceback.
 """
 
 from __future__ import annotations
@@ -14,19 +14,15 @@ from collections.abc import Iterator
 from graphql.error import GraphQLError
 from strawberry.extensions import SchemaExtension
 
-from graphsvc.store.errors import StoreTimeoutError, StoreUnavailableError
-from graphsvc.store.outage_log import STORE_OUTAGES
-
-UNAVAILABLE = "the graph store is unavailable; retry later"
-TIMED_OUT = "the graph store timed out; retry later"
+from graphsvc.errors import TIMED_OUT, UNAVAILABLE, TimedOut, Unavailable, report_outage
 
 
 def typed(error: GraphQLError) -> GraphQLError:
     original = error.original_error
-    if isinstance(original, StoreUnavailableError):
-        STORE_OUTAGES.failure(f"store unavailable: {original}")
+    if isinstance(original, Unavailable):
+        report_outage(original)
         code, message = "STORE_UNAVAILABLE", UNAVAILABLE
-    elif isinstance(original, StoreTimeoutError):
+    elif isinstance(original, TimedOut):
         code, message = "STORE_TIMEOUT", TIMED_OUT
     else:
         return error
@@ -40,7 +36,7 @@ def typed(error: GraphQLError) -> GraphQLError:
 
 def should_log(error: GraphQLError) -> bool:
     """Strawberry logs every error with its traceback; a store outage is logged once, elsewhere."""
-    return not isinstance(error.original_error, StoreUnavailableError | StoreTimeoutError)
+    return not isinstance(error.original_error, Unavailable | TimedOut)
 
 
 class StoreErrors(SchemaExtension):

@@ -1,26 +1,110 @@
-"""GraphQL object types: what schedulers and operators read."""
+"""GraphQL object types: what schedulers and operators read.
+
+Where the read model's value is exactly what the schema shows, it is wrapped as it is
+(`wrap`): one class, one name, from `graphsvc.read` to the schema. The types here are the
+ones that add something for GraphQL: `GPU` (deprecated aliases, a derived vendor), `Host`
+(resolved lazily, part by part, through the request's dataloaders), placement answers.
+"""
 
 from __future__ import annotations
 
-from enum import Enum
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import strawberry
 from topo_facts.gpu_models import vendor_of
 
-
-@strawberry.enum(
-    description="How much scale-up link the chosen accelerators must share: NVLink, or xGMI on AMD (any vendor)."
+from graphsvc.api.graphql.context import Info
+from graphsvc.placement.request import NVLinkRequirement, Packing
+from graphsvc.read import browse, hosts
+from graphsvc.read.browse import (
+    ClusterSummary,
+    DomainCount,
+    Fabric,
+    FabricPath,
+    HostConnection,
+    HostSummary,
+    ModelCount,
+    PageInfo,
+    Switch,
+    SwitchLink,
 )
-class NVLinkMode(Enum):
-    NONE = "none"
-    ANY = "any"
-    FULL_MESH = "full-mesh"
+from graphsvc.read.hosts import HostHeader, NumaNode, PcieSwitch, TopologyGpu
+
+__all__ = [
+    "GPU",
+    "NIC",
+    "ClusterSummary",
+    "DomainCount",
+    "Fabric",
+    "FabricPath",
+    "Fragmentation",
+    "GPUConnection",
+    "GPUPlacement",
+    "Host",
+    "HostConnection",
+    "HostRef",
+    "HostSummary",
+    "InfeasibleReason",
+    "ModelCount",
+    "NVLinkMatrix",
+    "NVLinkRequirement",
+    "Packing",
+    "PageInfo",
+    "PlacementCandidate",
+    "PlacementResult",
+    "Switch",
+    "SwitchLink",
+]
 
 
-@strawberry.enum(description="Soft packing preference.")
-class Packing(Enum):
-    BEST_FIT = "best-fit"
-    SPREAD = "spread"
+def wrap(
+    cls: type[Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    make: Callable[..., Any] = strawberry.type,
+    fields: Mapping[str, str] | None = None,
+) -> None:
+    """Expose a read model's dataclass as a GraphQL type (or, with make=strawberry.input, an
+    input) as it is. `fields` gives a field a description, or "=graphqlName: description"."""
+    make(cls, name=name, description=description)
+    fields = fields or {}
+    for f in cls.__strawberry_definition__.fields:
+        if f.python_name in fields:
+            text = fields[f.python_name]
+            if text.startswith("=") and ":" in text:
+                graphql_name, _, text = text[1:].partition(":")
+                f.graphql_name = graphql_name.strip()
+            f.description = text.strip() or None
+
+
+strawberry.enum(
+    NVLinkRequirement,
+    name="NVLinkMode",
+    description="How much scale-up link the chosen accelerators must share: NVLink, or xGMI on AMD (any vendor).",
+)
+strawberry.enum(Packing, description="Soft packing preference.")
+
+wrap(browse.PageInfo)
+wrap(browse.HostSummary, fields={"age_seconds": "Seconds since the host's facts arrived."})
+wrap(browse.HostConnection)
+wrap(browse.ModelCount)
+wrap(browse.DomainCount)
+wrap(browse.ClusterSummary)
+wrap(browse.SwitchLink, fields={"bandwidth_gbps": "GB/s over all cables"})
+wrap(browse.Switch)
+wrap(browse.Fabric)
+wrap(
+    browse.FabricPath,
+    description="How two hosts reach each other over the fabric.",
+    fields={
+        "hops": "Switches crossed: 1 same leaf, 3 via a spine, 5 via the core",
+        "bottleneck_gbps": "GB/s of the slowest link on the way",
+    },
+)
+wrap(hosts.NumaNode, name="NUMANode", fields={"memory_mib": "=memoryMiB:"})
+wrap(hosts.PcieSwitch, name="PCIeSwitch")
 
 
 @strawberry.type(description="Where a GPU or candidate lives.")
@@ -55,36 +139,37 @@ class GPU:
     def vendor(self) -> str | None:
         return vendor_of(self.model)
 
-
-@strawberry.type
-class PageInfo:
-    has_next_page: bool
-    end_cursor: str | None
-
-
-@strawberry.type
-class HostSummary:
-    name: str
-    cluster: str | None
-    rack: str | None
-    scalable_unit: str | None
-    gpu_model: str | None
-    gpu_count: int | None
-    free_gpus: int | None
-    age_seconds: float | None = strawberry.field(description="Seconds since the host's facts arrived.")
-    stale: bool
-
-
-@strawberry.type
-class HostConnection:
-    nodes: list[HostSummary]
-    page_info: PageInfo
+    @staticmethod
+    def of(g: TopologyGpu, host: HostRef) -> GPU:
+        return GPU(
+            uuid=g.uuid,
+            index=g.index,
+            model=g.model,
+            memory_mib=g.memory_mib,
+            state=g.state.value if g.state else None,
+            health=g.health,
+            temperature_c=g.temperature_c,
+            utilization_pct=g.utilization_pct,
+            numa_node=g.numa_node,
+            pci_bus_id=g.pci_bus_id,
+            nvlink_domain=g.nvlink_domain,
+            host=host,
+        )
 
 
 @strawberry.type
 class GPUConnection:
     nodes: list[GPU]
     page_info: PageInfo
+
+    @staticmethod
+    def of(page: browse.GpuPage) -> GPUConnection:
+        refs: dict[str, HostRef] = {}
+        nodes = [
+            GPU.of(n.gpu, refs.setdefault(n.host, HostRef(name=n.host, rack=n.rack, scalable_unit=n.scalable_unit)))
+            for n in page.nodes
+        ]
+        return GPUConnection(nodes=nodes, page_info=page.page_info)
 
 
 @strawberry.type
@@ -98,22 +183,6 @@ class NIC:
     leaf: str | None
     pcie_switch: str | None
     serves_gpus: list[int] = strawberry.field(description="Indices of GPUs whose nearest NIC this is")
-
-
-@strawberry.type
-class NUMANode:
-    index: int
-    cpus: str | None
-    memory_mib: int | None = strawberry.field(name="memoryMiB")
-
-
-@strawberry.type
-class PCIeSwitch:
-    bus_id: str
-    parent: str | None
-    generation: int | None
-    width: int | None
-    numa_node: int | None
 
 
 @strawberry.type(description="Like `nvidia-smi topo -m`: NV<k> lanes, or PCIe, between GPU pairs.")
@@ -131,7 +200,7 @@ class GPUPlacement:
     nvswitch_lanes: int
 
 
-@strawberry.type
+@strawberry.type(description="One host; its PCIe tree, NVLink edges and NIC affinity are read only when asked for.")
 class Host:
     name: str
     cluster: str | None
@@ -143,73 +212,79 @@ class Host:
     age_seconds: float | None
     stale: bool
     gpus: list[GPU]
-    nvlink_matrix: NVLinkMatrix
-    placement: list[GPUPlacement] = strawberry.field(description="PCIe and NUMA placement of each GPU")
-    numa_nodes: list[NUMANode]
-    pcie_switches: list[PCIeSwitch]
-    nics: list[NIC]
+    header: strawberry.Private[HostHeader]
+
+    @staticmethod
+    def of(h: HostHeader, now: float, stale_after_s: float) -> Host:
+        ref = HostRef(name=h.name, rack=h.rack, scalable_unit=h.scalable_unit)
+        return Host(
+            name=h.name,
+            cluster=h.cluster,
+            rack=h.rack,
+            scalable_unit=h.scalable_unit,
+            cpu_model=h.cpu_model,
+            collected_at=h.collected_at,
+            received_at=h.received_at,
+            age_seconds=browse.age_seconds(h.received_at, now),
+            stale=browse.is_stale(h.received_at, now, stale_after_s),
+            gpus=[GPU.of(g, ref) for g in h.gpus],
+            header=h,
+        )
+
+    @strawberry.field
+    async def nvlink_matrix(self, info: Info) -> NVLinkMatrix:
+        loaders = info.context.loaders
+        layout, edges = await loaders.layout.load(self.name), await loaders.nvlinks.load(self.name)
+        return NVLinkMatrix(
+            gpu_indices=[g.index for g in self.header.gpus], rows=hosts.topo_matrix(self.header.gpus, edges, layout)
+        )
+
+    @strawberry.field(description="PCIe and NUMA placement of each GPU")
+    async def placement(self, info: Info) -> list[GPUPlacement]:
+        loaders = info.context.loaders
+        layout, edges = await loaders.layout.load(self.name), await loaders.nvlinks.load(self.name)
+        lanes = hosts.switch_lanes(edges)
+        return [
+            GPUPlacement(
+                index=g.index,
+                uuid=g.uuid,
+                numa_node=g.numa_node,
+                pcie_switch=layout.attachments.get(g.uuid),
+                nvswitch_lanes=lanes.get(g.index, 0),
+            )
+            for g in self.header.gpus
+        ]
+
+    @strawberry.field
+    async def numa_nodes(self, info: Info) -> list[NumaNode]:
+        return (await info.context.loaders.layout.load(self.name)).numa
+
+    @strawberry.field
+    async def pcie_switches(self, info: Info) -> list[PcieSwitch]:
+        return (await info.context.loaders.layout.load(self.name)).pcie_switches
+
+    @strawberry.field
+    async def nics(self, info: Info) -> list[NIC]:
+        loaders = info.context.loaders
+        layout, affinity = await loaders.layout.load(self.name), await loaders.affinity.load(self.name)
+        serves = hosts.gpus_served(affinity)
+        return [
+            NIC(
+                name=n.name,
+                rate_gbps=n.rate_gbps,
+                state=n.state,
+                rail=n.rail,
+                numa_node=n.numa_node,
+                guid=n.guid,
+                leaf=n.leaf,
+                pcie_switch=layout.attachments.get(n.name),
+                serves_gpus=serves.get(n.name, []),
+            )
+            for n in self.header.nics
+        ]
 
 
-@strawberry.type
-class ModelCount:
-    model: str
-    state: str
-    health: str
-    gpus: int
-
-
-@strawberry.type
-class DomainCount:
-    kind: str | None
-    size: int | None
-    domains: int
-    free_gpus: int
-
-
-@strawberry.type
-class ClusterSummary:
-    hosts: int
-    gpus: int
-    free_gpus: int
-    stale_hosts: int
-    gpus_by_model: list[ModelCount]
-    nvlink_domains: list[DomainCount]
-
-
-@strawberry.type
-class SwitchLink:
-    to: str
-    links: int | None
-    bandwidth_gbps: float | None = strawberry.field(description="GB/s over all cables")
-
-
-@strawberry.type
-class Switch:
-    name: str
-    tier: str
-    scalable_unit: str | None
-    rail: int | None
-    model: str | None
-    free_gpus: int | None
-    nics: int
-    uplinks: list[SwitchLink]
-
-
-@strawberry.type
-class Fabric:
-    switches: list[Switch]
-    page_info: PageInfo
-
-
-@strawberry.type(description="How two hosts reach each other over the fabric.")
-class FabricPath:
-    from_host: str
-    to_host: str
-    hops: int | None = strawberry.field(description="Switches crossed: 1 same leaf, 3 via a spine, 5 via the core")
-    bottleneck_gbps: float | None = strawberry.field(description="GB/s of the slowest link on the way")
-
-
-@strawberry.type
+@strawberry.type(description="Contiguous free capacity (largest free block) before and after taking the GPUs.")
 class Fragmentation:
     largest_free_block_before: int
     largest_free_block_after: int

@@ -18,7 +18,7 @@ CANDIDATES = 300  # names fetched per kind before ranking
 
 
 @dataclass(frozen=True)
-class Hit:
+class SearchHit:
     kind: str  # host | switch | gpu
     name: str  # host or switch name, GPU uuid
     host: str | None  # the host a GPU is in (for a host: itself)
@@ -54,27 +54,27 @@ def score(text: str, name: str) -> float:
     return round(0.5 * shared + 0.25 * difflib.SequenceMatcher(None, low, cand).ratio(), 4)
 
 
-def rank(text: str, hits: list[Hit], first: int) -> list[Hit]:
-    ranked = [Hit(h.kind, h.name, h.host, h.detail, score(text, h.name)) for h in hits]
+def rank(text: str, hits: list[SearchHit], first: int) -> list[SearchHit]:
+    ranked = [SearchHit(h.kind, h.name, h.host, h.detail, score(text, h.name)) for h in hits]
     ranked.sort(key=lambda h: (-h.score, natural_key(h.name)))
     return [h for h in ranked if h.score > 0][:first]
 
 
-async def search(gw: Gateway, text: str, first: int = 20) -> list[Hit]:
+async def search(gw: Gateway, text: str, first: int = 20) -> list[SearchHit]:
     parts = pieces(text)
     if not parts:
         return []
     first = max(1, min(first, 100))
-    hits: list[Hit] = []
+    hits: list[SearchHit] = []
     for r in await gw.read("search_hosts", {"pieces": parts, "first": CANDIDATES}):
         where = " · ".join(str(v) for v in (r["model"], r["scalable_unit"] or r["rack"]) if v)
-        hits.append(Hit("host", r["name"], r["name"], where, 0.0))
+        hits.append(SearchHit("host", r["name"], r["name"], where, 0.0))
     for r in await gw.read("search_switches", {"pieces": parts, "first": CANDIDATES}):
         rail = f" · rail {r['rail']}" if r["rail"] is not None else ""
-        hits.append(Hit("switch", r["name"], None, f"{r['tier']} switch{rail}", 0.0))
+        hits.append(SearchHit("switch", r["name"], None, f"{r['tier']} switch{rail}", 0.0))
     if len(parts[0]) >= 6:  # GPU uuids are long; a short text would match thousands
         for r in await gw.read("search_gpus", {"needle": parts[0], "first": first}):
-            hits.append(Hit("gpu", r["uuid"], r["host"], f"GPU {r['index']} of {r['host']} · {r['model']}", 0.0))
+            hits.append(SearchHit("gpu", r["uuid"], r["host"], f"GPU {r['index']} of {r['host']} · {r['model']}", 0.0))
     return rank(text, hits, first)
 
 
@@ -82,7 +82,7 @@ async def search(gw: Gateway, text: str, first: int = 20) -> list[Hit]:
 class LeafLoad:
     leaf: str
     gpus: int  # GPUs whose nearest NIC is cabled to this leaf
-    free: int  # ... of them free and healthy
+    free_gpus: int  # ... of them free and healthy
 
 
 async def leaf_load(gw: Gateway, cluster: str) -> list[LeafLoad]:
@@ -117,7 +117,7 @@ async def gpu_grid(gw: Gateway, after: str | None, first: int = GRID_PAGE) -> Gr
 @dataclass(frozen=True)
 class CabledHost:
     name: str
-    free: int
+    free_gpus: int
     received_at: float | None
 
 

@@ -1,4 +1,7 @@
 // Invariant check: live reservations that do not hold every GPU they were granted (must be none).
+// @read
+// @param now float
+// @row id string, held int, granted int
 MATCH (r:Reservation)
 WHERE r.state = 'active' AND r.expires_at >= $now
 OPTIONAL MATCH (r)-[:HOLDS]->(g:GPU)

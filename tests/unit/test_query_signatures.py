@@ -1,0 +1,72 @@
+"""Every named query's header (// @read|@write, @param, @row) agrees with its Cypher text.
+
+The gateway trusts the header: it refuses to run a declared write as a read and checks
+parameter values against the declared types; tests/integration/test_queries_run.py checks
+the rows each query returns on both stores against the declared row types.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from graphsvc.store.queries import CypherType, NamedQuery, default_registry, parse_signature
+from tests.cypher_text import return_columns, writes
+from tests.queries import registry_with_tests
+
+QUERIES = list(registry_with_tests())
+TEST_ONLY = {"reservations/double_holds", "reservations/incomplete_reservations"}
+
+
+@pytest.mark.parametrize("query", QUERIES, ids=lambda q: q.name)
+def test_signature_matches_text(query: NamedQuery) -> None:
+    sig = query.signature
+    assert sig is not None
+    assert set(sig.params) == query.parameters, "each $parameter has one // @param line, and only those"
+    assert (sig.mode == "write") == writes(query.text), "// @write exactly when the text writes"
+    columns = return_columns(query.text)
+    if columns is None:
+        assert sig.row is None, "no RETURN: no // @row"
+    else:
+        assert sig.row is not None and list(sig.row) == columns, "// @row lists the RETURN columns in order"
+
+
+def test_test_only_queries_are_not_in_the_production_registry() -> None:
+    production = set(default_registry().names())
+    assert not production & TEST_ONLY
+    assert set(registry_with_tests().names()) >= TEST_ONLY
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "ok"),
+    [
+        ("string", "a", True),
+        ("string", None, False),
+        ("string?", None, True),
+        ("int", 3, True),
+        ("int", 3.0, False),
+        ("int", True, False),
+        ("float", 3, True),
+        ("float", 2.5, True),
+        ("bool", False, True),
+        ("bool", 0, False),
+        ("map", {"a": 1}, True),
+        ("list<string>", ["a", "b"], True),
+        ("list<string>", ["a", 1], False),
+        ("list<string?>", ["a", None], True),
+        ("list<list<int>>", [[1], [2, 3]], True),
+        ("list<map>?", None, True),
+        ("any", None, True),
+    ],
+)
+def test_types_accept(text: str, value: object, ok: bool) -> None:
+    assert CypherType.parse(text).accepts(value) is ok
+
+
+def test_header_errors_name_the_query() -> None:
+    with pytest.raises(ValueError, match="q1 declares neither"):
+        parse_signature("MATCH (n) RETURN n", "q1")
+    with pytest.raises(ValueError, match=r"q2.*unknown type"):
+        parse_signature("// @read\n// @param x integer\nRETURN $x AS x", "q2")
+    sig = parse_signature("// @read\n// @param x list<int>\n// @row x list<int>, y string?\nRETURN $x AS x", "q3")
+    assert sig.check_params({"x": ["1"]}) == ["$x must be list<int>, got list"]
+    assert sig.check_row({"x": [1], "y": None}) == []
