@@ -582,6 +582,14 @@ const OPTIONS = [
   ["gpu-nic-affinity", "each GPU with a NIC on its own PCIe switch or NUMA node"],
   ["allow-unhealthy", "also consider degraded or failed GPUs"],
   ["no-prefer-cool", "do not prefer cooler GPUs on ties"],
+  ["site=onprem-dc1", "only these sites, comma-separated (a placement never spans sites)"],
+  ["cross-site", "allow one placement to span sites (the inter-site link becomes its bottleneck)"],
+  ["exclusive", "the job needs its GPUs to itself: GPUs busy outside reservations are not free"],
+  ["cc>=9.0", "NVIDIA compute capability at least this"],
+  ["mem-bw>=3000", "GPU memory bandwidth at least this many GB/s"],
+  ["fp8", "GPUs with FP8 tensor/matrix cores (Hopper, Ada, Blackwell, CDNA3+)"],
+  ["fp4", "GPUs with FP4 tensor/matrix cores (Blackwell, CDNA4)"],
+  ["link-gen>=5", "scale-up link (NVLink/xGMI) generation at least this"],
 ];
 
 async function place(params) {
