@@ -12,18 +12,33 @@ The search pages on until it has enough candidates or has read every unit that c
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import cast
 
 from graphsvc.placement import score
 from graphsvc.placement.explain import describe, diagnose
-from graphsvc.placement.model import Candidate, Gpu, Host, InfeasibleReason, PlacementResult, hops
+from graphsvc.placement.model import (
+    Candidate,
+    DomainFreeRow,
+    Gpu,
+    GpuRow,
+    Host,
+    HostFreeRow,
+    InfeasibleReason,
+    LeafFreeRow,
+    LeafHostRow,
+    PlacementResult,
+    hops,
+)
 from graphsvc.placement.request import NVLinkRequirement, Packing, PlacementRequest
 from graphsvc.placement.select import bottleneck, choose_in_host, eligible, rail_up, rank_order
 from graphsvc.sites import locality
 from graphsvc.sites.store import host_sites
+from graphsvc.store.backend import Row
 from graphsvc.store.gateway import Gateway
+
+Consume = Callable[[list[Row]], Awaitable[None]]
 
 MAX_HOST_GPUS = 128
 MAX_DOMAIN_GPUS = 576
@@ -61,7 +76,7 @@ class HostLoader:
         wanted = list(dict.fromkeys(names))
         missing = [n for n in wanted if n not in self.cache]
         if missing:
-            rows = await self.gw.read("placement_host_gpus", {"hosts": missing})
+            rows = cast(list[GpuRow], await self.gw.read("placement_host_gpus", {"hosts": missing}))
             links = await self.gw.read("placement_host_nvlinks", {"hosts": missing})
             by_uuid: dict[str, Gpu] = {}
             for row in rows:
@@ -198,7 +213,7 @@ class _Search:
         if not self.enough() and (per_host is None or per_host < req.gpus) and multi_host_allowed:
             await self.search_multi_host()
 
-    async def _pages(self, query: str, params: dict[str, object]) -> None:
+    async def _pages(self, query: str, params: dict[str, object], consume: Consume) -> None:
         """Read units page by page, each consumed before the next; pages grow from what is wanted."""
         skip = 0
         page = self.want + 2
@@ -208,28 +223,33 @@ class _Search:
                 return
             skip += len(rows)
             self.units_read += len(rows)
-            await self._consume(query, rows)
+            await consume(rows)
             if len(rows) < page:
                 return
             missing = self.want - len(self.found)
             page = min(max(page * 2, 2 * missing + 2), self.engine.budget.page)
 
-    async def _consume(self, query: str, rows: list[dict[str, Any]]) -> None:
-        if query == "placement_hosts_by_free":
-            for host in await self.loader.load(str(r["host"]) for r in rows):
-                self.add(choose_in_host(host.gpus, self.req.gpus, self.req))
-        elif query == "placement_domains_by_free":
-            await self.loader.load(str(h) for r in rows for h in r["hosts"])
-            for row in rows:
-                hosts = await self.loader.load(str(h) for h in row["hosts"])
-                self.add(self.choose_in_domain(str(row["domain"]), hosts))
-        elif query == "placement_leaves_by_free":
-            members = await self.gw.read("leaf_hosts", {"leaves": [r["leaf"] for r in rows], "exclude": self.exclude})
-            for row in rows:
-                group = {str(m["host"]): int(m["free"]) for m in members if m["leaf"] == row["leaf"]}
-                self.add(await self.choose_in_group(group))
-                if self.enough():
-                    return
+    async def _consume_hosts(self, raw: list[Row]) -> None:
+        rows = cast(list[HostFreeRow], raw)
+        for host in await self.loader.load(r["host"] for r in rows):
+            self.add(choose_in_host(host.gpus, self.req.gpus, self.req))
+
+    async def _consume_domains(self, raw: list[Row]) -> None:
+        rows = cast(list[DomainFreeRow], raw)
+        await self.loader.load(h for r in rows for h in r["hosts"])
+        for row in rows:
+            hosts = await self.loader.load(row["hosts"])
+            self.add(self.choose_in_domain(str(row["domain"]), hosts))
+
+    async def _consume_leaves(self, raw: list[Row]) -> None:
+        rows = cast(list[LeafFreeRow], raw)
+        found = await self.gw.read("leaf_hosts", {"leaves": [r["leaf"] for r in rows], "exclude": self.exclude})
+        members = cast(list[LeafHostRow], found)
+        for row in rows:
+            group = {m["host"]: m["free"] for m in members if m["leaf"] == row["leaf"]}
+            self.add(await self.choose_in_group(group))
+            if self.enough():
+                return
 
     def sizes(self, top: int) -> dict[str, int]:
         """Free counts to probe, as a Cypher range: smallest sufficient first (best fit), or largest (spread)."""
@@ -258,17 +278,20 @@ class _Search:
         await self._pages(
             "placement_hosts_by_free",
             {**self.sizes(MAX_HOST_GPUS), "exclude": self.exclude, "model": self.model},
+            self._consume_hosts,
         )
 
     async def search_domains(self) -> None:
         # Excluded hosts are dropped by `eligible`, not here: a domain row must not vanish,
         # or the page would look short and end the search early.
-        await self._pages("placement_domains_by_free", {**self.sizes(MAX_DOMAIN_GPUS), "model": self.model})
+        await self._pages(
+            "placement_domains_by_free", {**self.sizes(MAX_DOMAIN_GPUS), "model": self.model}, self._consume_domains
+        )
 
     async def search_multi_host(self) -> None:
         req = self.req
         if req.max_ib_hops is None or req.max_ib_hops >= 1:
-            await self._pages("placement_leaves_by_free", {"min_free": req.gpus})
+            await self._pages("placement_leaves_by_free", {"min_free": req.gpus}, self._consume_leaves)
         if self.enough() or (req.max_ib_hops is not None and req.max_ib_hops < 3):
             return
         # Wider groups: one pod (3 hops), or the whole cluster (no limit or no fabric known).

@@ -3,13 +3,73 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 # PCIe 4.0 x16, one direction, GB/s: the path between GPUs of one host without NVLink.
 PCIE_GBPS = 32.0
 # GB/s of a NIC of unknown speed (100 Gb/s Ethernet).
 DEFAULT_NIC_GBPS = 12.5
 SWITCHED_KINDS = frozenset({"nvswitch", "fabric-clique"})
+
+
+class GpuRow(TypedDict, total=False):
+    """A row of placement_host_gpus (its `// @row` header declares the same columns)."""
+
+    host: str
+    rack: str | None
+    scalable_unit: str | None
+    leaves: list[str] | None
+    pod: str | None
+    received_at: float | None
+    uuid: str
+    index: int
+    model: str
+    memory_mib: int | None
+    state: str
+    health: str | None
+    temperature_c: float | None
+    utilization_pct: float | None
+    domain: str | None
+    domain_kind: str | None
+    nic: str | None
+    rail: int | None
+    nic_rate_gbps: float | None
+    via: str | None
+    leaf: str | None
+    nvswitch_gbps: float | None
+    lease_expires_at: float | None
+    mig_mode: bool | None
+    nic_state: str | None
+
+
+class HostFreeRow(TypedDict):
+    """A row of placement_hosts_by_free."""
+
+    host: str
+    free: int
+
+
+class DomainFreeRow(TypedDict):
+    """A row of placement_domains_by_free."""
+
+    domain: str | None
+    free: int
+    hosts: list[str]
+
+
+class LeafFreeRow(TypedDict):
+    """A row of placement_leaves_by_free."""
+
+    leaf: str | None
+    free: int
+
+
+class LeafHostRow(TypedDict):
+    """A row of leaf_hosts."""
+
+    leaf: str | None
+    host: str
+    free: int
 
 
 @dataclass
@@ -38,7 +98,7 @@ class Gpu:
     direct: dict[str, float] = field(default_factory=dict)
 
     @staticmethod
-    def from_row(host: str, row: dict[str, Any]) -> Gpu:
+    def from_row(host: str, row: GpuRow) -> Gpu:
         return Gpu(
             uuid=row["uuid"],
             index=int(row["index"]),

@@ -21,10 +21,10 @@ import math
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from graphsvc.placement.request import PlacementRequest, RequestError, format_request
 from graphsvc.reservations.events import Event
+from graphsvc.reservations.rows import ReservationProps
 from graphsvc.reservations.service import (
     Infeasible,
     Invalid,
@@ -152,7 +152,7 @@ class GracefulPreemption:
         now = self.rs.clock()
         ends = now + grace_s
         rid = f"rsv-{uuid.uuid4().hex[:20]}"
-        props: dict[str, Any] = {
+        props: ReservationProps = {
             "id": rid, "holder": holder, "state": "pending", "priority": priority, "preemptible": preemptible,
             "labels": list(labels), "idempotency_key": rid, "gpu_count": 0, "owner": owner or holder,
             "request": format_request(request), "created_at": now, "expires_at": ends + ttl, "ttl_s": ttl,

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from graphsvc.placement.engine import HostLoader
 from graphsvc.placement.model import Gpu, InfeasibleReason
 from graphsvc.placement.select import UNHEALTHY
 from graphsvc.reservations.events import Event
 from graphsvc.reservations.layout import GrowPlan, Slot, plan_grow, plan_shrink
+from graphsvc.reservations.rows import Notices, ReservationProps, as_reservation_rows
 from graphsvc.reservations.service import (
     Conflict,
     Infeasible,
@@ -56,7 +56,7 @@ class Live:
     """A live reservation with its GPUs as layout sees them, in rank order."""
 
     reservation: Reservation
-    props: dict[str, Any]
+    props: ReservationProps
     slots: list[Slot]
 
     @property
@@ -90,8 +90,9 @@ class ElasticService:
         rows = await self.gw.read("reservations/reservation_get", {"ids": [reservation_id], "keys": []})
         if not rows:
             return NotFound(reservation_id, f"no reservation {reservation_id!r}")
-        res = _reservation(rows[0])
-        props: dict[str, Any] = dict(rows[0]["reservation"])
+        row = as_reservation_rows(rows)[0]
+        res = _reservation(row)
+        props = row["reservation"]
         now = self.rs.clock()
         if res.state != "active" or res.expires_at < now:
             return LeaseExpired(res.id, res.ended_at or res.expires_at, f"the reservation is {res.state}")
@@ -102,7 +103,7 @@ class ElasticService:
         slots = [slot_of(by_uuid[g.uuid]) for g in held if g.uuid in by_uuid]
         return Live(res, props, ordered(slots, props.get("rank_order")))
 
-    async def notices(self, reservation_id: str) -> dict[str, Any] | NotFound:
+    async def notices(self, reservation_id: str) -> Notices | NotFound:
         """What a lease holder should know besides its lease: a preemption coming (by whom, when),
         its rank order (after a resize or a replacement), its phase and last reported checkpoint."""
         if not _printable(reservation_id):
@@ -110,8 +111,9 @@ class ElasticService:
         rows = await self.gw.read("reservations/reservation_get", {"ids": [reservation_id], "keys": []})
         if not rows:
             return NotFound(reservation_id, f"no reservation {reservation_id!r}")
-        props: dict[str, Any] = dict(rows[0]["reservation"])
-        res = _reservation(rows[0])
+        row = as_reservation_rows(rows)[0]
+        props = row["reservation"]
+        res = _reservation(row)
         held = [g for g in res.gpus if g.held]
         pos = {u: i for i, u in enumerate(props.get("rank_order") or [])}
         ranked = sorted(held, key=lambda g: (pos.get(g.uuid, len(pos)), g.host, g.index))

@@ -17,7 +17,6 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from graphsvc.placement.engine import PlacementEngine, unknown_model
 from graphsvc.placement.model import InfeasibleReason
@@ -35,6 +34,13 @@ from graphsvc.reservations.fastpath import (
     in_host_params,
 )
 from graphsvc.reservations.group_commit import GroupCommit
+from graphsvc.reservations.rows import (
+    HoldingRow,
+    ReservationProps,
+    ReservationRow,
+    as_holding_rows,
+    as_reservation_rows,
+)
 from graphsvc.store.errors import StoreConstraintError
 from graphsvc.store.gateway import Gateway
 
@@ -213,7 +219,7 @@ class ReservationService:
 
     async def get_many(self, ids: Sequence[str] = (), keys: Sequence[str] = ()) -> list[Reservation]:
         rows = await self.gw.read("reservations/reservation_get", {"ids": list(ids), "keys": list(keys)})
-        return [_reservation(r) for r in rows]
+        return [_reservation(r) for r in as_reservation_rows(rows)]
 
     async def get(self, reservation_id: str) -> Reservation | None:
         found = await self.get_many(ids=[reservation_id])
@@ -283,7 +289,7 @@ class ReservationService:
             if existing:
                 return await self._replay(existing[0], holder, fingerprint)
         reservation_id = f"rsv-{uuid.uuid4().hex[:20]}"
-        props = {
+        props: ReservationProps = {
             "id": reservation_id,
             "holder": holder,
             "state": "active",
@@ -324,7 +330,7 @@ class ReservationService:
             request = request.validated()
         except RequestError as err:
             return PreemptionPlan(False, [], [], [], 0, 0, f"invalid request: {err}")
-        rows = await self.gw.read("reservations/preemptible_holdings", {"priority": priority})
+        rows = as_holding_rows(await self.gw.read("reservations/preemptible_holdings", {"priority": priority}))
         moment = self.clock() + grace_s
         cost = {r["reservation"]: checkpoints.lost_gpu_seconds(_progress(r), moment) for r in rows}
         victims = {r["reservation"]: Victim(r["reservation"], r["holder"], int(r["priority"] or 0), list(r["gpus"]),
@@ -368,17 +374,17 @@ class ReservationService:
         )
 
     async def _reserve_preempting(
-        self, request: PlacementRequest, props: dict[str, Any], ttl: int
+        self, request: PlacementRequest, props: ReservationProps, ttl: int
     ) -> Reservation | None:
         for _ in range(self.max_attempts):
             plan = await self.preemption_plan(request, int(props["priority"]))
             if not plan.feasible:
                 return None
             now = self.clock()
-            full = {**props, "created_at": now, "expires_at": now + ttl, "gpu_count": len(plan.gpus)}
+            full: ReservationProps = {**props, "created_at": now, "expires_at": now + ttl, "gpu_count": len(plan.gpus)}
             victims = [v.reservation for v in plan.victims]
             query = "reservations/preempt_and_reserve" if victims else "reservations/reserve_gpus"
-            params: dict[str, Any] = {"uuids": plan.gpus, "props": full, "now": now}
+            params: dict[str, object] = {"uuids": plan.gpus, "props": full, "now": now}
             if victims:
                 params["victims"] = victims
             if await self.gw.write(query, params):
@@ -405,14 +411,14 @@ class ReservationService:
             )
         return existing
 
-    async def _write(self, uuids: list[str], props: dict[str, Any], ttl: int) -> bool:
+    async def _write(self, uuids: list[str], props: ReservationProps, ttl: int) -> bool:
         now = self.clock()
         props = {**props, "created_at": now, "expires_at": now + ttl, "gpu_count": len(uuids)}
         rows = await self.gw.write("reservations/reserve_gpus", {"uuids": uuids, "props": props, "now": now})
         return bool(rows)
 
     async def _reserve_in_host(
-        self, request: PlacementRequest, props: dict[str, Any], ttl: int, key: str | None, holder: str
+        self, request: PlacementRequest, props: ReservationProps, ttl: int, key: str | None, holder: str
     ) -> ReserveOutcome | None:
         """Match and take in one statement (fastpath.py); None: not that shape, or no host had it."""
         mode = fast_path_mode(request)
@@ -481,13 +487,13 @@ class ReservationService:
         return [found.get(i) if i in ended and first[i] == n else None for n, i in enumerate(ids)]
 
     async def _attempt(
-        self, uuids: list[str], props: dict[str, Any], ttl: int, key: str | None, holder: str
+        self, uuids: list[str], props: ReservationProps, ttl: int, key: str | None, holder: str
     ) -> ReserveOutcome | None:
         """One write; the reservation, or None when a GPU was taken (or the key raced in)."""
         return await self._attempt_with(lambda: self._write(uuids, props, ttl), props, key, holder)
 
     async def _attempt_with(
-        self, write: Callable[[], Awaitable[bool]], props: dict[str, Any], key: str | None, holder: str
+        self, write: Callable[[], Awaitable[bool]], props: ReservationProps, key: str | None, holder: str
     ) -> ReserveOutcome | None:
         try:
             ok = await write()
@@ -505,7 +511,7 @@ class ReservationService:
         return created
 
     async def _reserve_exact(
-        self, uuids: list[str], props: dict[str, Any], ttl: int, key: str | None, holder: str
+        self, uuids: list[str], props: ReservationProps, ttl: int, key: str | None, holder: str
     ) -> ReserveOutcome:
         known = await self.gw.read("gpus_by_uuid", {"uuids": uuids})
         missing = sorted(set(uuids) - {r["uuid"] for r in known})
@@ -517,7 +523,7 @@ class ReservationService:
     async def _reserve_placed(
         self,
         request: PlacementRequest,
-        props: dict[str, Any],
+        props: ReservationProps,
         ttl: int,
         key: str | None,
         holder: str,
@@ -636,7 +642,7 @@ class ReservationService:
         return expired
 
 
-def _progress(row: dict[str, Any]) -> checkpoints.Progress:
+def _progress(row: HoldingRow) -> checkpoints.Progress:
     return checkpoints.Progress(
         gpus=len(row["gpus"]),
         created_at=float(row.get("created_at") or 0.0),
@@ -649,7 +655,7 @@ def _printable(text: str) -> bool:
     return 0 < len(text) <= 256 and not any(ord(c) < 0x20 for c in text)
 
 
-def _reservation(row: dict[str, Any]) -> Reservation:
+def _reservation(row: ReservationRow) -> Reservation:
     r = row["reservation"]
     return Reservation(
         id=r["id"],

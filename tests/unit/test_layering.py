@@ -78,3 +78,16 @@ def test_host_topology_is_read_in_one_place() -> None:
         str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py") if pattern.search(p.read_text(encoding="utf-8"))
     )
     assert users == ["read/hosts.py"]
+
+
+def test_placement_and_reservations_read_typed_rows() -> None:
+    """Rows are TypedDicts declared next to their queries' `@row` headers, never untyped maps."""
+    root = Path(__file__).resolve().parents[2] / "graphsvc"
+    untyped = [
+        f"{path.relative_to(root)}:{n}"
+        for package in ("placement", "reservations")
+        for path in sorted((root / package).rglob("*.py"))
+        for n, line in enumerate(path.read_text().splitlines(), start=1)
+        if "dict[str, Any]" in line
+    ]
+    assert untyped == []

@@ -1,0 +1,101 @@
+"""The rows the reservation queries return, typed (schema/graph.toml declares the same properties).
+
+The gateway answers plain mappings; `as_reservation_rows` and friends are the one place they
+become these types, so the rest of the package reads fields by name with their types checked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TypedDict, cast
+
+from graphsvc.store.backend import Row
+
+
+class ReservationProps(TypedDict, total=False):
+    """A Reservation node's properties (written as one map, read back with `properties(r)`)."""
+
+    id: str
+    holder: str
+    state: str
+    created_at: float
+    expires_at: float
+    renewed_at: float
+    ended_at: float
+    priority: int
+    preemptible: bool
+    idempotency_key: str
+    labels: list[str]
+    gpu_count: int
+    request: str
+    owner: str
+    request_hash: str
+    rank_order: list[str]
+    resized_at: float
+    last_checkpoint_at: float
+    checkpoint_every_s: float
+    preempt_by: str
+    preempt_at: float
+    grace_ends_at: float
+    pending_gpus: list[str]
+    pending_victims: list[str]
+    pending_lost_gpu_seconds: float
+    ttl_s: int
+    started_at: float
+    phase: str
+    phases: list[str]
+
+
+class HeldGpuRow(TypedDict, total=False):
+    """One GPU of reservation_get's `gpus` list."""
+
+    uuid: str
+    index: int
+    model: str
+    host: str
+    rack: str | None
+    scalable_unit: str | None
+    state: str
+    held: bool
+
+
+class ReservationRow(TypedDict):
+    """A row of reservations/reservation_get."""
+
+    reservation: ReservationProps
+    gpus: list[HeldGpuRow]
+
+
+class HoldingRow(TypedDict, total=False):
+    """A row of reservations/preemptible_holdings: a live preemptible reservation and its progress."""
+
+    reservation: str
+    holder: str
+    priority: int
+    gpus: list[str]
+    hosts: list[str]
+    created_at: float
+    last_checkpoint_at: float | None
+    checkpoint_every_s: float | None
+
+
+class Notices(TypedDict):
+    """What a lease holder should know besides its lease (graphsvc.reservations.resize.notices)."""
+
+    id: str
+    state: str
+    rank_order: list[str]
+    phase: str | None
+    phases: list[str]
+    last_checkpoint_at: float | None
+    checkpoint_every_s: float | None
+    preempt_by: str | None
+    preempt_at: float | None
+
+
+def as_reservation_rows(rows: Sequence[Row]) -> list[ReservationRow]:
+    return cast(list[ReservationRow], list(rows))
+
+
+def as_holding_rows(rows: Sequence[Row]) -> list[HoldingRow]:
+    return cast(list[HoldingRow], list(rows))
