@@ -29,8 +29,8 @@ def rule_off() -> None:
     """Fit first for every request, and only the shared search (the ranking before issue #21)."""
     original = score.sort_key
 
-    def fit_first(f: score.Facts, *, names_model: bool, prefer_cool: bool) -> tuple[float, ...]:
-        return original(f, names_model=True, prefer_cool=prefer_cool)
+    def fit_first(f: score.Facts, *, names_model: bool, cooler_gpus: bool) -> tuple[float, ...]:
+        return original(f, names_model=True, cooler_gpus=cooler_gpus)
 
     async def no_per_model_search(self: Any, models: list[str]) -> None:
         return None

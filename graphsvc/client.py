@@ -130,7 +130,7 @@ def request_input(text: str) -> dict[str, object]:
         "excludeHosts": list(r.exclude_hosts),
         "limit": r.limit,
         "exclusive": r.exclusive,
-        "preferences": {"hosts": list(r.prefer_hosts), "packing": r.packing.name, "coolerGpus": r.prefer_cool},
+        "preferences": {"hosts": list(r.prefer_hosts), "packing": r.packing.name, "coolerGpus": r.cooler_gpus},
         **({"capabilities": _capabilities(r)} if r.capabilities else {}),
         "sites": list(r.sites),
         "allowCrossSite": r.cross_site,

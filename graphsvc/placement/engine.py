@@ -341,7 +341,7 @@ class _Search:
                 self.add(choose_in_host(host.gpus, req.gpus, req))
         domains: dict[str, list[Host]] = {}
         for host in hosts:
-            for dom in {g.domain for g in host.gpus if g.domain}:
+            for dom in {g.nvlink_domain for g in host.gpus if g.nvlink_domain}:
                 domains.setdefault(dom, []).append(host)
         for dom, members in domains.items():
             if req.needs_one_domain or req.gpus_per_host is None:
@@ -359,7 +359,7 @@ class _Search:
         req = self.req
         pools = []
         for host in hosts:
-            members = [g for g in host.gpus if g.domain == domain and eligible(g, req)]
+            members = [g for g in host.gpus if g.nvlink_domain == domain and eligible(g, req)]
             if members:
                 pools.append((host, members))
         if sum(len(m) for _, m in pools) < req.gpus:
@@ -474,7 +474,7 @@ class _Search:
 
 
 def _switched(gpus: list[Gpu]) -> bool:
-    return len({g.domain for g in gpus}) == 1 and gpus[0].domain_kind == "fabric-clique"
+    return len({g.nvlink_domain for g in gpus}) == 1 and gpus[0].domain_kind == "fabric-clique"
 
 
 def _hops_ok(names: set[str], hosts: list[Host], limit: int | None) -> bool:
@@ -554,14 +554,14 @@ def _candidate(
     taken: dict[str, int] = {}
     for g in gpus:
         taken[g.host] = taken.get(g.host, 0) + 1
-        if g.domain:
-            taken[g.domain] = taken.get(g.domain, 0) + 1
+        if g.nvlink_domain:
+            taken[g.nvlink_domain] = taken.get(g.nvlink_domain, 0) + 1
     unit_free: dict[str, int] = {}
     for h in hosts:
         unit_free[h.name] = len(h.free)
         for g in h.free:
-            if g.domain:
-                unit_free[g.domain] = unit_free.get(g.domain, 0) + 1
+            if g.nvlink_domain:
+                unit_free[g.nvlink_domain] = unit_free.get(g.nvlink_domain, 0) + 1
     # A domain spanning hosts (an NVL72 rack) has free GPUs beyond the candidate's hosts: the
     # cluster-wide block list knows them, so its "after" is not understated.
     for unit, free in blocks:
@@ -602,7 +602,7 @@ def _candidate(
         fragmentation_after=after,
         reason="",
         as_of_s=round(as_of, 3),
-        sort_key=score.sort_key(facts, names_model=req.model is not None, prefer_cool=req.prefer_cool),
+        sort_key=score.sort_key(facts, names_model=req.model is not None, cooler_gpus=req.cooler_gpus),
     )
     candidate.reason = describe(req, candidate, leftover)
     return candidate, facts

@@ -25,7 +25,7 @@ def describe(req: PlacementRequest, c: Candidate, leftover: int) -> str:
         if len(hosts) == 1
         else f"across {len(hosts)} hosts ({', '.join(hosts[:4])}{', ...' if len(hosts) > 4 else ''})"
     )
-    domains = {g.domain for g in c.gpus}
+    domains = {g.nvlink_domain for g in c.gpus}
     if len(domains) == 1 and None not in domains:
         link = "all in one NVLink domain"
     elif None in domains and len(domains) == 1:

@@ -83,7 +83,7 @@ class Gpu:
     health: str | None
     temperature_c: float | None
     utilization_pct: float | None
-    domain: str | None
+    nvlink_domain: str | None
     domain_kind: str | None
     nic: str | None
     rail: int | None
@@ -109,7 +109,7 @@ class Gpu:
             health=row.get("health"),
             temperature_c=row.get("temperature_c"),
             utilization_pct=row.get("utilization_pct"),
-            domain=row.get("domain"),
+            nvlink_domain=row.get("domain"),
             domain_kind=row.get("domain_kind"),
             nic=row.get("nic"),
             rail=row.get("rail"),
@@ -130,7 +130,7 @@ def nvlink_gbps(a: Gpu, b: Gpu) -> float | None:
     """GB/s of the direct NVLink path between two GPUs, or None when they have none."""
     if b.uuid in a.direct:
         return a.direct[b.uuid]
-    if a.domain is not None and a.domain == b.domain and a.domain_kind in SWITCHED_KINDS:
+    if a.nvlink_domain is not None and a.nvlink_domain == b.nvlink_domain and a.domain_kind in SWITCHED_KINDS:
         if a.domain_kind == "nvswitch" and a.host != b.host:
             return None
         return min(a.switch_gbps, b.switch_gbps) or None

@@ -73,7 +73,7 @@ class PlacementRequest:
     # Soft preferences: they order candidates, never exclude one.
     prefer_hosts: tuple[str, ...] = ()
     packing: Packing = Packing.BEST_FIT
-    prefer_cool: bool = True
+    cooler_gpus: bool = True
     # Sites (docs/sites.md): only these sites (empty: any), and whether one placement may span sites.
     sites: tuple[str, ...] = ()
     cross_site: bool = False
@@ -169,7 +169,7 @@ _FLAGS = {
     "gpu-nic-affinity": ("gpu_nic_affinity", True),
     "nic-affinity": ("gpu_nic_affinity", True),
     "allow-unhealthy": ("exclude_unhealthy", False),
-    "no-prefer-cool": ("prefer_cool", False),
+    "no-prefer-cool": ("cooler_gpus", False),
     "cross-site": ("cross_site", True),
     "exclusive": ("exclusive", True),
 }

@@ -96,11 +96,11 @@ def score(f: Facts, weights: Weights = WEIGHTS) -> float:
     return round(100 * total, 2)
 
 
-def sort_key(f: Facts, *, names_model: bool, prefer_cool: bool) -> tuple[float, ...]:
+def sort_key(f: Facts, *, names_model: bool, cooler_gpus: bool) -> tuple[float, ...]:
     """The ranking key, compared highest first (see the module docstring for the order)."""
     bw = round(bandwidth_share(f.bottleneck_gbps), 4)
     fit = round(f.fit, 4)
-    cool = round(f.cool, 4) if prefer_cool else 0.0
+    cool = round(f.cool, 4) if cooler_gpus else 0.0
     idle = round(f.idle, 4)  # last: a GPU someone else is computing on is slower for this job
     if names_model:
         return (f.preferred, fit, bw, f.healthy, cool, idle)

@@ -83,7 +83,7 @@ def find_clique(gpus: list[Gpu], k: int) -> list[Gpu] | None:
         return _cool_first(gpus)[:k] if len(gpus) >= k else None
     by_domain: dict[str | None, list[Gpu]] = defaultdict(list)
     for g in gpus:
-        by_domain[g.domain].append(g)
+        by_domain[g.nvlink_domain].append(g)
     # Switched domains: every member pair is connected.
     best: list[Gpu] | None = None
     for dom, members in by_domain.items():
@@ -139,14 +139,14 @@ def choose_in_host(gpus: list[Gpu], k: int, req: PlacementRequest) -> list[Gpu] 
     if nvlink is NVLinkRequirement.ANY:
         by_domain: dict[str, list[Gpu]] = defaultdict(list)
         for g in pool:
-            if g.domain is not None:
-                by_domain[g.domain].append(g)
+            if g.nvlink_domain is not None:
+                by_domain[g.nvlink_domain].append(g)
         fits = sorted((m for m in by_domain.values() if len(m) >= k), key=len)
         return _cool_first(fits[0])[:k] if fits else None
     # No NVLink asked: keep to as few domains as possible, coolest first.
     by_domain_any: dict[str | None, list[Gpu]] = defaultdict(list)
     for g in pool:
-        by_domain_any[g.domain].append(g)
+        by_domain_any[g.nvlink_domain].append(g)
     ordered: list[Gpu] = []
     for members in sorted(by_domain_any.values(), key=lambda m: -len(m)):
         ordered.extend(_cool_first(members))

@@ -48,7 +48,7 @@ def host_key(tier: Tier, host: Host) -> str | None:
 
 def gpu_key(tier: Tier, host: Host, gpu: Gpu) -> str | None:
     if tier is Tier.NVLINK_DOMAIN:
-        return gpu.domain
+        return gpu.nvlink_domain
     return host_key(tier, host)
 
 
@@ -100,7 +100,7 @@ def carve(hosts: list[Host], shape: JobShape, domain: str | None = None, widest:
     A preferred group level widens up to `widest` (the job's own tier: a group is never wider
     than the unit the job sits in)."""
     req = shape.gpu_request()
-    free = [(h, g) for h in hosts for g in h.gpus if eligible(g, req) and (domain is None or g.domain == domain)]
+    free = [(h, g) for h in hosts for g in h.gpus if eligible(g, req) and (domain is None or g.nvlink_domain == domain)]
     taken: set[str] = set()
     out: list[_Group] = []
     for tier in shape.group_level.tiers():
@@ -152,7 +152,7 @@ def _select(groups: list[_Group], shape: JobShape, hosts: dict[str, Host]) -> li
     rest: list[_Group] = []
     for g in ordered:
         if TIERS.index(g.tier) == best_tier:
-            bins[g.gpus[0].domain or g.hosts[0]].append(g)
+            bins[g.gpus[0].nvlink_domain or g.hosts[0]].append(g)
         else:
             rest.append(g)
     chosen: list[_Group] = []
@@ -180,7 +180,7 @@ def _units(tier: Tier, hosts: list[Host]) -> dict[str, list[Host]]:
     units: dict[str, list[Host]] = defaultdict(list)
     for h in hosts:
         if tier is Tier.NVLINK_DOMAIN:
-            for dom in sorted({g.domain for g in h.gpus if g.domain}):
+            for dom in sorted({g.nvlink_domain for g in h.gpus if g.nvlink_domain}):
                 units[dom].append(h)
         else:
             key = host_key(tier, h)
@@ -200,7 +200,7 @@ def place_shape(shape: JobShape, hosts: list[Host]) -> ShapedPlacement | list[In
         for unit, members in sorted(_units(tier, hosts).items()):
             domain = unit if tier is Tier.NVLINK_DOMAIN else None
             eligible_n = sum(
-                1 for h in members for g in h.gpus if eligible(g, req) and (domain is None or g.domain == domain)
+                1 for h in members for g in h.gpus if eligible(g, req) and (domain is None or g.nvlink_domain == domain)
             )
             if eligible_n < shape.ranks and tier is not shape.job_level.tier:
                 continue  # cannot hold the job; only the level's own tier is reported when nothing fits

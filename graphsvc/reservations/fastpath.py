@@ -49,7 +49,7 @@ class InHostParams(TypedDict):
 # here: such a request goes to the general search until the statement learns it.
 FAST_PATH_FIELDS = frozenset(
     {"gpus", "model", "nvlink", "gpus_per_host", "max_ib_hops", "same_nvlink_domain", "exclude_hosts", "limit",
-     "prefer_cool", "sites", "cross_site"}
+     "cooler_gpus", "sites", "cross_site"}
 )  # fmt: skip
 
 

@@ -65,7 +65,7 @@ class Live:
 
 
 def slot_of(g: Gpu) -> Slot:
-    return Slot(uuid=g.uuid, host=g.host, index=g.index, domain=g.domain, leaf=g.leaf, rail=g.rail)
+    return Slot(uuid=g.uuid, host=g.host, index=g.index, domain=g.nvlink_domain, leaf=g.leaf, rail=g.rail)
 
 
 def ordered(slots: Sequence[Slot], rank_order: Sequence[str] | None) -> list[Slot]:

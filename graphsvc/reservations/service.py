@@ -118,7 +118,7 @@ class LeaseExpired:
 
 
 @dataclass
-class Victim:
+class PreemptionVictim:
     reservation: str
     holder: str
     priority: int
@@ -133,7 +133,7 @@ class PreemptionPlan:
     feasible: bool
     gpus: list[str]
     hosts: list[str]
-    victims: list[Victim]
+    victims: list[PreemptionVictim]
     fragmentation_before: int
     fragmentation_after: int
     reason: str
@@ -333,9 +333,12 @@ class ReservationService:
         rows = as_holding_rows(await self.gw.read("reservations/preemptible_holdings", {"priority": priority}))
         moment = self.clock() + grace_s
         cost = {r["reservation"]: checkpoints.lost_gpu_seconds(_progress(r), moment) for r in rows}
-        victims = {r["reservation"]: Victim(r["reservation"], r["holder"], int(r["priority"] or 0), list(r["gpus"]),
-                                            cost[r["reservation"]])
-                   for r in rows}  # fmt: skip
+        victims = {
+            r["reservation"]: PreemptionVictim(
+                r["reservation"], r["holder"], int(r["priority"] or 0), list(r["gpus"]), cost[r["reservation"]]
+            )
+            for r in rows
+        }
         owner = {g: v.reservation for v in victims.values() for g in v.gpus}
         hosts = tuple(sorted({h for r in rows for h in r["hosts"]}))
         result = await self.engine.place(

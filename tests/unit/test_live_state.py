@@ -13,7 +13,7 @@ from graphsvc.placement.select import eligible, rail_up
 def gpu(util: float | None = 0.0, nic_state: str | None = "active", mig: bool = False) -> Gpu:
     return Gpu(
         uuid="g", index=0, host="h", model="NVIDIA H100 80GB HBM3", memory_mib=81559, state="free", health="ok",
-        temperature_c=40.0, utilization_pct=util, domain="d", domain_kind="nvswitch", nic="n", rail=0,
+        temperature_c=40.0, utilization_pct=util, nvlink_domain="d", domain_kind="nvswitch", nic="n", rail=0,
         nic_rate_gbps=400.0, via="pcie-switch", leaf="l", mig_mode=mig, nic_state=nic_state,
     )  # fmt: skip
 
@@ -55,7 +55,7 @@ def test_idleness_breaks_the_last_tie_only(names_model: bool) -> None:
     cooler_busy = score.Facts(**{**base.__dict__, "idle": 0.1, "cool": 0.7})
 
     def key(f: score.Facts) -> tuple[float, ...]:
-        return score.sort_key(f, names_model=names_model, prefer_cool=True)
+        return score.sort_key(f, names_model=names_model, cooler_gpus=True)
 
     assert key(idle) > key(busy)
     assert key(cooler_busy) > key(idle)  # temperature ranks before idleness

@@ -69,7 +69,7 @@ requests = st.builds(
     limit=st.integers(1, 20),
     prefer_hosts=st.sampled_from([(), ("h3",)]),
     packing=st.sampled_from(list(Packing)),
-    prefer_cool=st.booleans(),
+    cooler_gpus=st.booleans(),
     sites=st.sampled_from([(), ("s1",), ("s1", "s2")]),
     cross_site=st.booleans(),
 )

@@ -57,7 +57,7 @@ def test_coolness(temps: list[float], cool: float) -> None:
     assert coolness(temps) == pytest.approx(cool)
 
 
-# (name, better, worse, names_model, prefer_cool): `better` must rank strictly above `worse`.
+# (name, better, worse, names_model, cooler_gpus): `better` must rank strictly above `worse`.
 NAMED = True
 ANY = False
 TIE_BREAKS = [
@@ -88,19 +88,19 @@ TIE_BREAKS = [
 ]
 
 
-@pytest.mark.parametrize(("better", "worse", "names_model", "prefer_cool"), [t[1:] for t in TIE_BREAKS],
+@pytest.mark.parametrize(("better", "worse", "names_model", "cooler_gpus"), [t[1:] for t in TIE_BREAKS],
                          ids=[t[0] for t in TIE_BREAKS])  # fmt: skip
-def test_tie_breaks(better: Facts, worse: Facts, names_model: bool, prefer_cool: bool) -> None:
-    assert sort_key(better, names_model=names_model, prefer_cool=prefer_cool) > sort_key(
-        worse, names_model=names_model, prefer_cool=prefer_cool
+def test_tie_breaks(better: Facts, worse: Facts, names_model: bool, cooler_gpus: bool) -> None:
+    assert sort_key(better, names_model=names_model, cooler_gpus=cooler_gpus) > sort_key(
+        worse, names_model=names_model, cooler_gpus=cooler_gpus
     )
 
 
 @pytest.mark.parametrize("names_model", [True, False])
 def test_temperature_is_ignored_unless_asked(names_model: bool) -> None:
     hot, cool = replace(BASE, cool=0.2), replace(BASE, cool=0.8)
-    assert sort_key(hot, names_model=names_model, prefer_cool=False) == sort_key(
-        cool, names_model=names_model, prefer_cool=False
+    assert sort_key(hot, names_model=names_model, cooler_gpus=False) == sort_key(
+        cool, names_model=names_model, cooler_gpus=False
     )
 
 

@@ -17,7 +17,7 @@ def hgx(name: str, su: str, leaf: str, free: int = 8, model: str = "NVIDIA H100 
         Gpu(
             uuid=f"{name}-g{i}", index=i, host=name, model=model, memory_mib=81559,
             state="free" if i < free else "reserved", health="ok", temperature_c=40.0, utilization_pct=0.0,
-            domain=f"{name}-nvs", domain_kind="nvswitch", nic=f"{name}-nic{i}", rail=i, nic_rate_gbps=400.0,
+            nvlink_domain=f"{name}-nvs", domain_kind="nvswitch", nic=f"{name}-nic{i}", rail=i, nic_rate_gbps=400.0,
             via="pcie-switch", leaf=f"{leaf}-r{i}", switch_gbps=900.0,
         )
         for i in range(8)

@@ -121,7 +121,7 @@ def _infeasible(out: svc.Infeasible) -> Infeasible:
     )
 
 
-def _victim(v: svc.Victim) -> PreemptionVictim:
+def _victim(v: svc.PreemptionVictim) -> PreemptionVictim:
     return PreemptionVictim(
         reservation=v.reservation, holder=v.holder, priority=v.priority, gpus=v.gpus,
         lost_gpu_hours=v.lost_gpu_seconds / 3600,

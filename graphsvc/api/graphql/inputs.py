@@ -95,7 +95,7 @@ class PlacementRequestInput:
             exclusive=self.exclusive,
             prefer_hosts=tuple(prefs.hosts),
             packing=prefs.packing,
-            prefer_cool=prefs.cooler_gpus,
+            cooler_gpus=prefs.cooler_gpus,
             capabilities=self.capabilities.to_needs() if self.capabilities is not None else CapabilityNeeds(),
             sites=tuple(self.sites),
             cross_site=self.allow_cross_site,

@@ -42,7 +42,7 @@ def to_graphql(req: PlacementRequest, result: EngineResult) -> PlacementResult:
                         health=g.health,
                         temperature_c=g.temperature_c,
                         utilization_pct=g.utilization_pct,
-                        nvlink_domain=g.domain,
+                        nvlink_domain=g.nvlink_domain,
                         host=refs.get(g.host) or HostRef(name=g.host),
                     )
                     for g in c.gpus
