@@ -49,7 +49,8 @@ def describe(req: PlacementRequest, c: Candidate, leftover: int) -> str:
     health = f" {len(unhealthy)} GPU(s) are not healthy." if unhealthy else " All healthy."
     return (
         f"{len(c.gpus)} free {model} {where}, {link}, {bw}{hop}. Best fit: it {fit}; "
-        f"the largest free block goes from {c.fragmentation_before} to {c.fragmentation_after}.{heat}{health} "
+        f"the largest free block goes from {c.largest_free_block_before} to {c.largest_free_block_after}."
+        f"{heat}{health} "
         f"Facts are {c.as_of_s:.0f} s old."
     )
 

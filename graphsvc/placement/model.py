@@ -186,8 +186,8 @@ class Candidate:
     bottleneck_gbps: float | None
     max_ib_hops: int
     rank_order: list[str]
-    fragmentation_before: int
-    fragmentation_after: int
+    largest_free_block_before: int
+    largest_free_block_after: int
     reason: str
     as_of_s: float
     sort_key: tuple[float, ...] = ()

@@ -134,8 +134,8 @@ class PreemptionPlan:
     gpus: list[str]
     hosts: list[str]
     victims: list[PreemptionVictim]
-    fragmentation_before: int
-    fragmentation_after: int
+    largest_free_block_before: int
+    largest_free_block_after: int
     reason: str
     lost_gpu_seconds: float = 0.0  # summed over the victims (graphsvc.reservations.checkpoints)
 
@@ -370,8 +370,8 @@ class ReservationService:
             sorted(g.uuid for g in c.gpus),
             [h.name for h in c.hosts],
             [victims[v] for v in chosen_victims],
-            c.fragmentation_before,
-            c.fragmentation_after,
+            c.largest_free_block_before,
+            c.largest_free_block_after,
             reason,
             lost,
         )

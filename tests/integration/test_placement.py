@@ -39,7 +39,7 @@ async def test_hgx_h100_full_mesh_in_one_host(gateway: Gateway) -> None:
     assert len(r.candidates) == 3
     c = r.candidates[0]
     assert len(hosts_of(r)) == 1 and c.bottleneck_gbps == 900.0 and c.max_ib_hops == 0
-    assert c.fragmentation_before == 8 and "Best fit" in c.reason and c.as_of_s >= 0
+    assert c.largest_free_block_before == 8 and "Best fit" in c.reason and c.as_of_s >= 0
     _, r = await place(gateway, "9xH100 nvlink=full-mesh")
     assert not r.candidates
     by = {i.constraint: i for i in r.infeasible}

@@ -46,7 +46,7 @@ async def test_the_fastest_is_skipped_when_it_would_cost_a_larger_job_its_place(
     # 1,800 GB/s on the NVL72 rack would shrink the largest free block (the 72-GPU rack) to 70:
     # a 72-GPU job would lose its only place. An H100 board keeps it.
     top = r.candidates[0]
-    assert models(r) == {"NVIDIA H100 80GB HBM3"} and top.fragmentation_after == 72
+    assert models(r) == {"NVIDIA H100 80GB HBM3"} and top.largest_free_block_after == 72
     assert "1800 GB/s was free" in top.reason and "from 72 to 70" in top.reason and "larger job" in top.reason
     # With every H100 taken, the A100 pair keeps the rack whole.
     await occupy(gateway, [g.uuid for h in cluster.hosts[:2] for g in h.gpus])

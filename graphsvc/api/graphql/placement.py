@@ -53,7 +53,8 @@ def to_graphql(req: PlacementRequest, result: EngineResult) -> PlacementResult:
                 max_ib_hops=c.max_ib_hops,
                 rank_order=c.rank_order,
                 fragmentation=Fragmentation(
-                    largest_free_block_before=c.fragmentation_before, largest_free_block_after=c.fragmentation_after
+                    largest_free_block_before=c.largest_free_block_before,
+                    largest_free_block_after=c.largest_free_block_after,
                 ),
                 reason=c.reason,
                 as_of=c.as_of_s,

@@ -260,8 +260,8 @@ async def preemption_plan(info: Info, request: PlacementRequestInput, priority: 
                                   lost_gpu_hours=v.lost_gpu_seconds / 3600)
                  for v in plan.victims],
         lost_gpu_hours=plan.lost_gpu_seconds / 3600,
-        largest_free_block_before=plan.fragmentation_before,
-        largest_free_block_after=plan.fragmentation_after,
+        largest_free_block_before=plan.largest_free_block_before,
+        largest_free_block_after=plan.largest_free_block_after,
         reason=plan.reason,
     )  # fmt: skip
 
