@@ -144,7 +144,7 @@ async def reserve(body: ReserveBody, request: Request, caller: Caller) -> Outcom
         return Outcome(kind="Conflict", message=out.message, conflictGpus=out.gpus)
     if isinstance(out, svc.Infeasible):
         return Outcome(kind="Infeasible", reasons=_reasons(out.reasons))
-    if isinstance(out, svc.KeyMismatch):
+    if isinstance(out, svc.IdempotencyKeyMismatch):
         return Outcome(kind="IdempotencyKeyMismatch", id=out.reservation, message=out.message)
     return Outcome(kind="ValidationError", field=out.field, message=out.message)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from graphsvc.placement.request import RequestError, parse_request
 from graphsvc.reservations.layout import plan_grow
 from graphsvc.reservations.resize import ElasticService, Live
-from graphsvc.reservations.service import Invalid, LeaseExpired, NotFound
+from graphsvc.reservations.service import LeaseExpired, NotFound, ValidationError
 
 MAX_PHASES = 64
 
@@ -40,17 +40,19 @@ def parse_phase(text: str) -> tuple[str, int, str]:
     return label, parse_request(request).validated().gpus, request
 
 
-async def set_phases(elastic: ElasticService, reservation_id: str, phase: str, phases: list[str]) -> Invalid | None:
+async def set_phases(
+    elastic: ElasticService, reservation_id: str, phase: str, phases: list[str]
+) -> ValidationError | None:
     if len(phases) > MAX_PHASES:
-        return Invalid("phases", f"at most {MAX_PHASES} phases")
+        return ValidationError("phases", f"at most {MAX_PHASES} phases")
     try:
         labels = [parse_phase(p)[0] for p in phases]
     except RequestError as err:
-        return Invalid(err.field, err.message)
+        return ValidationError(err.field, err.message)
     if phase not in labels:
-        return Invalid("phase", f"{phase!r} is not one of the plan's phases")
+        return ValidationError("phase", f"{phase!r} is not one of the plan's phases")
     rows = await elastic.gw.write("reservations/set_phases", {"id": reservation_id, "phase": phase, "phases": phases})
-    return None if rows else Invalid("id", "no live reservation with this id")
+    return None if rows else ValidationError("id", "no live reservation with this id")
 
 
 async def next_phase(elastic: ElasticService, reservation_id: str) -> PhaseFit | NotFound | LeaseExpired:

@@ -27,12 +27,12 @@ from graphsvc.reservations.events import Event
 from graphsvc.reservations.rows import ReservationProps
 from graphsvc.reservations.service import (
     Infeasible,
-    Invalid,
     LeaseExpired,
     NotFound,
     PreemptionPlan,
     Reservation,
     ReservationService,
+    ValidationError,
     _check_text,
 )
 
@@ -51,7 +51,7 @@ class Pending:
     grace_ends_at: float
 
 
-PreemptOutcome = Reservation | Pending | Infeasible | Invalid
+PreemptOutcome = Reservation | Pending | Infeasible | ValidationError
 
 
 class GracefulPreemption:
@@ -68,14 +68,14 @@ class GracefulPreemption:
         *,
         last_checkpoint_at: float | None = None,
         checkpoint_every_s: float | None = None,
-    ) -> Reservation | LeaseExpired | NotFound | Invalid:
+    ) -> Reservation | LeaseExpired | NotFound | ValidationError:
         """Renew, and record the holder's progress (what its preemption would cost)."""
         if last_checkpoint_at is None and checkpoint_every_s is not None:
-            return Invalid("checkpointEverySeconds", "give lastCheckpointAt with it")
+            return ValidationError("checkpointEverySeconds", "give lastCheckpointAt with it")
         if last_checkpoint_at is not None and (not math.isfinite(last_checkpoint_at) or last_checkpoint_at < 0):
-            return Invalid("lastCheckpointAt", "must be a finite time in seconds since the epoch")
+            return ValidationError("lastCheckpointAt", "must be a finite time in seconds since the epoch")
         if checkpoint_every_s is not None and not 1 <= checkpoint_every_s <= MAX_CHECKPOINT_EVERY_S:
-            return Invalid("checkpointEverySeconds", f"must be between 1 and {MAX_CHECKPOINT_EVERY_S}")
+            return ValidationError("checkpointEverySeconds", f"must be between 1 and {MAX_CHECKPOINT_EVERY_S}")
         out = await self.rs.renew(reservation_id, ttl_s)
         if isinstance(out, Reservation) and last_checkpoint_at is not None:
             await self.gw.write(
@@ -108,12 +108,12 @@ class GracefulPreemption:
             ttl = self.rs._ttl(ttl_s)
             request = request.validated()
         except RequestError as err:
-            return Invalid(err.field, err.message)
+            return ValidationError(err.field, err.message)
         placed = await self.rs.reserve(
             holder=holder, request=request, ttl_s=ttl, priority=priority, labels=labels,
             preemptible=preemptible, owner=owner,
         )  # fmt: skip
-        if isinstance(placed, (Reservation, Invalid)):
+        if isinstance(placed, (Reservation, ValidationError)):
             return placed
         last = Infeasible([])
         for _ in range(self.rs.max_attempts):
@@ -172,14 +172,14 @@ class GracefulPreemption:
         await self.rs.events.publish(Event("reservation.pending", rid, holder, now, plan.reason))
         return Pending(created, plan, ends)
 
-    async def complete(self, pending_id: str) -> Reservation | NotFound | Invalid:
+    async def complete(self, pending_id: str) -> Reservation | NotFound | ValidationError:
         """Move the GPUs now (grace over, or the victims released): all of it, or fail the preemption."""
         rows = await self.gw.read("reservations/reservation_get", {"ids": [pending_id], "keys": []})
         if not rows:
             return NotFound(pending_id, f"no reservation {pending_id!r}")
         props = rows[0]["reservation"]
         if props.get("state") != "pending":
-            return Invalid("id", f"the reservation is {props.get('state')}, not pending")
+            return ValidationError("id", f"the reservation is {props.get('state')}, not pending")
         now = self.rs.clock()
         params = {
             "id": pending_id, "uuids": list(props["pending_gpus"]), "victims": list(props["pending_victims"]),
@@ -193,7 +193,7 @@ class GracefulPreemption:
             failed = await self.rs.get(pending_id)
             holder = failed.holder if failed is not None else ""
             await self.rs.events.publish(Event("reservation.preemption_failed", pending_id, holder, now))
-            return Invalid("id", "the GPUs were taken meanwhile; the preemption failed, reserve again")
+            return ValidationError("id", "the GPUs were taken meanwhile; the preemption failed, reserve again")
         preempted = set(done[0]["preempted"])
         found = {r.id: r for r in await self.rs.get_many(ids=[pending_id, *preempted])}
         for vid in sorted(preempted):

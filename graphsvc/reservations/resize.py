@@ -25,11 +25,11 @@ from graphsvc.reservations.rows import Notices, ReservationProps, as_reservation
 from graphsvc.reservations.service import (
     Conflict,
     Infeasible,
-    Invalid,
     LeaseExpired,
     NotFound,
     Reservation,
     ReservationService,
+    ValidationError,
     _printable,
     _reservation,
 )
@@ -48,7 +48,7 @@ class Resized:
     reason: str
 
 
-ResizeOutcome = Resized | Conflict | Infeasible | Invalid | NotFound | LeaseExpired
+ResizeOutcome = Resized | Conflict | Infeasible | ValidationError | NotFound | LeaseExpired
 
 
 @dataclass
@@ -162,9 +162,9 @@ class ElasticService:
     ) -> ResizeOutcome:
         """Grow to `gpus`, or shrink to it (the service chooses), or drop the named GPUs/ranks."""
         if gpus is not None and not 1 <= gpus <= 4096:
-            return Invalid("gpus", "must be between 1 and 4096")
+            return ValidationError("gpus", "must be between 1 and 4096")
         if gpus is None and not remove and not remove_ranks:
-            return Invalid("gpus", "give the new size, or the GPUs or ranks to remove")
+            return ValidationError("gpus", "give the new size, or the GPUs or ranks to remove")
         last: Resized | Conflict | None = None
         for _ in range(self.max_attempts):
             live = await self.live(reservation_id)
@@ -182,20 +182,22 @@ class ElasticService:
 
     async def _plan(
         self, live: Live, gpus: int | None, remove: list[str], remove_ranks: list[int], keep_layout: bool
-    ) -> tuple[list[str], list[str], bool, str] | Invalid | Infeasible:
+    ) -> tuple[list[str], list[str], bool, str] | ValidationError | Infeasible:
         have = live.rank_order
         if remove or remove_ranks:
             bad = [r for r in remove_ranks if not 0 <= r < len(have)]
             if bad:
-                return Invalid("removeRanks", f"rank(s) {bad[:5]} out of range 0..{len(have) - 1}")
+                return ValidationError("removeRanks", f"rank(s) {bad[:5]} out of range 0..{len(have) - 1}")
             unknown = sorted(set(remove) - set(have))
             if unknown:
-                return Invalid("remove", f"not held by this reservation: {', '.join(unknown[:5])}")
+                return ValidationError("remove", f"not held by this reservation: {', '.join(unknown[:5])}")
             drop = list(dict.fromkeys([*remove, *(have[r] for r in remove_ranks)]))
             if len(drop) >= len(have):
-                return Invalid("remove", "a reservation keeps at least one GPU; release it instead")
+                return ValidationError("remove", "a reservation keeps at least one GPU; release it instead")
             if gpus is not None and gpus != len(have) - len(drop):
-                return Invalid("gpus", f"removing {len(drop)} of {len(have)} GPUs leaves {len(have) - len(drop)}")
+                return ValidationError(
+                    "gpus", f"removing {len(drop)} of {len(have)} GPUs leaves {len(have) - len(drop)}"
+                )
             return [], drop, True, f"frees the {len(drop)} GPU(s) the holder named"
         assert gpus is not None
         if gpus == len(have):

@@ -99,7 +99,7 @@ class Infeasible:
 
 
 @dataclass
-class Invalid:
+class ValidationError:
     field: str
     message: str
 
@@ -141,7 +141,7 @@ class PreemptionPlan:
 
 
 @dataclass
-class KeyMismatch:
+class IdempotencyKeyMismatch:
     """An idempotency key reused with a different request: neither reservation is changed."""
 
     key: str
@@ -149,7 +149,7 @@ class KeyMismatch:
     message: str
 
 
-ReserveOutcome = Reservation | Conflict | Infeasible | Invalid | KeyMismatch
+ReserveOutcome = Reservation | Conflict | Infeasible | ValidationError | IdempotencyKeyMismatch
 
 
 def request_fingerprint(
@@ -278,7 +278,7 @@ class ReservationService:
             if request is not None:
                 request = request.validated()
         except RequestError as err:
-            return Invalid(err.field, err.message)
+            return ValidationError(err.field, err.message)
 
         fingerprint = request_fingerprint(
             holder=holder, request=request, gpus=gpus, ttl_s=ttl_s, priority=priority, preemptible=preemptible,
@@ -402,11 +402,11 @@ class ReservationService:
     async def _replay(self, existing: Reservation, holder: str, fingerprint: str | None) -> ReserveOutcome:
         """A reserve with a key already used: the same request gets its reservation back."""
         if existing.holder != holder:
-            return Invalid("idempotencyKey", "this key belongs to another holder's reservation")
+            return ValidationError("idempotencyKey", "this key belongs to another holder's reservation")
         rows = await self.gw.read("reservation_request_hash", {"key": existing.idempotency_key})
         stored = rows[0]["request_hash"] if rows else None
         if stored is not None and fingerprint is not None and stored != fingerprint:
-            return KeyMismatch(
+            return IdempotencyKeyMismatch(
                 existing.idempotency_key,
                 existing.id,
                 f"idempotency key {existing.idempotency_key!r} was used for reservation {existing.id} with a "
@@ -519,7 +519,7 @@ class ReservationService:
         known = await self.gw.read("gpus_by_uuid", {"uuids": uuids})
         missing = sorted(set(uuids) - {r["uuid"] for r in known})
         if missing:
-            return Invalid("gpus", f"unknown GPU uuid(s): {', '.join(missing[:10])}")
+            return ValidationError("gpus", f"unknown GPU uuid(s): {', '.join(missing[:10])}")
         done = await self._attempt(sorted(uuids), props, ttl, key, holder)
         return done if done is not None else await self._conflict(uuids)
 
@@ -574,11 +574,11 @@ class ReservationService:
 
     async def renew(
         self, reservation_id: str, ttl_s: int | None = None
-    ) -> Reservation | LeaseExpired | NotFound | Invalid:
+    ) -> Reservation | LeaseExpired | NotFound | ValidationError:
         try:
             ttl = self._ttl(ttl_s)
         except RequestError as err:
-            return Invalid(err.field, err.message)
+            return ValidationError(err.field, err.message)
         if not _printable(reservation_id):
             return NotFound(reservation_id, "no such reservation")
         now = self.clock()

@@ -6,7 +6,7 @@ from graphsvc.placement.request import parse_request
 from graphsvc.reservations.elastic import elastic_for
 from graphsvc.reservations.events import Event
 from graphsvc.reservations.preemption import Pending
-from graphsvc.reservations.service import Invalid, Reservation, ReservationService
+from graphsvc.reservations.service import Reservation, ReservationService, ValidationError
 from graphsvc.store.gateway import Gateway
 from graphsvc.synthetic.clusters import SyntheticCluster
 from tests.cluster_helpers import load
@@ -138,9 +138,11 @@ async def test_bad_progress_reports_are_validation_errors(gateway: Gateway) -> N
     made = await svc.reserve(holder="j", request=parse_request("1xL40S"), ttl_s=60)
     assert isinstance(made, Reservation)
     preemption = elastic_for(svc).preemption
-    assert isinstance(await preemption.renew(made.id, 60, checkpoint_every_s=60), Invalid)
-    assert isinstance(await preemption.renew(made.id, 60, last_checkpoint_at=float("nan")), Invalid)
-    assert isinstance(await preemption.renew(made.id, 60, last_checkpoint_at=1.0, checkpoint_every_s=0), Invalid)
+    assert isinstance(await preemption.renew(made.id, 60, checkpoint_every_s=60), ValidationError)
+    assert isinstance(await preemption.renew(made.id, 60, last_checkpoint_at=float("nan")), ValidationError)
+    assert isinstance(
+        await preemption.renew(made.id, 60, last_checkpoint_at=1.0, checkpoint_every_s=0), ValidationError
+    )
 
 
 async def test_elastic_properties_are_declared_in_the_schema(gateway: Gateway) -> None:

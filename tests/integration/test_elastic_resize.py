@@ -10,7 +10,14 @@ from typing import Any
 from graphsvc.placement.request import parse_request
 from graphsvc.reservations.events import Event
 from graphsvc.reservations.resize import ElasticService, Live, Resized
-from graphsvc.reservations.service import Conflict, Infeasible, Invalid, LeaseExpired, Reservation, ReservationService
+from graphsvc.reservations.service import (
+    Conflict,
+    Infeasible,
+    LeaseExpired,
+    Reservation,
+    ReservationService,
+    ValidationError,
+)
 from graphsvc.store.gateway import Gateway
 from tests.cluster_helpers import load
 from tests.integration.test_reservations import Clock, invariants
@@ -79,8 +86,8 @@ async def test_shrink_by_service_choice_and_by_rank(gateway: Gateway) -> None:
     assert isinstance(dropped, Resized) and sorted(dropped.removed) == sorted(order[6:8])
     after = await elastic.live(made.id)
     assert isinstance(after, Live) and after.rank_order == order[:6]
-    assert isinstance(await elastic.resize(made.id, remove_ranks=[9]), Invalid)
-    assert isinstance(await elastic.resize(made.id, gpus=0), Invalid)
+    assert isinstance(await elastic.resize(made.id, remove_ranks=[9]), ValidationError)
+    assert isinstance(await elastic.resize(made.id, gpus=0), ValidationError)
     await consistent(gateway, clock.now)
     released = await svc.release(made.id)
     assert isinstance(released, Reservation) and released.state == "released"
@@ -158,8 +165,8 @@ async def test_the_service_says_whether_the_next_phase_fits(gateway: Gateway) ->
     assert isinstance(made, Reservation)
     plan = ["warmup=8xH100", "main=16xH100", "longctx=4096xH100", "eval=8xH100"]
     assert await set_phases(elastic, made.id, "warmup", plan) is None
-    assert isinstance(await set_phases(elastic, made.id, "nope", plan), Invalid)
-    assert isinstance(await set_phases(elastic, made.id, "warmup", ["bad"]), Invalid)
+    assert isinstance(await set_phases(elastic, made.id, "nope", plan), ValidationError)
+    assert isinstance(await set_phases(elastic, made.id, "warmup", ["bad"]), ValidationError)
     fit = await next_phase(elastic, made.id)
     assert isinstance(fit, PhaseFit) and fit.fits and fit.next_phase == "main" and len(fit.add) == 8
     assert fit.layout_kept

@@ -11,11 +11,11 @@ from graphsvc.placement.request import parse_request
 from graphsvc.reservations.service import (
     Conflict,
     Infeasible,
-    Invalid,
     LeaseExpired,
     NotFound,
     Reservation,
     ReservationService,
+    ValidationError,
 )
 from graphsvc.store.gateway import Gateway
 from tests.cluster_helpers import load
@@ -99,11 +99,11 @@ async def test_conflict_names_the_holder(gateway: Gateway) -> None:
     clash = await svc.reserve(holder="b", gpus=uuids[1:3])
     assert isinstance(clash, Conflict)
     assert [(h.gpu_uuid, h.reservation, h.holder) for h in clash.holders] == [(uuids[1], first.id, "a")]
-    assert isinstance(await svc.reserve(holder="b", gpus=["GPU-nope"]), Invalid)
+    assert isinstance(await svc.reserve(holder="b", gpus=["GPU-nope"]), ValidationError)
     assert isinstance(await svc.reserve(holder="b", request=parse_request("8xL40S")), Infeasible)
-    assert isinstance(await svc.reserve(holder="", gpus=uuids[:1]), Invalid)
-    assert isinstance(await svc.reserve(holder="b", gpus=uuids[:1], ttl_s=10**9), Invalid)
-    assert isinstance(await svc.reserve(holder="b"), Invalid)
+    assert isinstance(await svc.reserve(holder="", gpus=uuids[:1]), ValidationError)
+    assert isinstance(await svc.reserve(holder="b", gpus=uuids[:1], ttl_s=10**9), ValidationError)
+    assert isinstance(await svc.reserve(holder="b"), ValidationError)
 
 
 async def test_idempotency_key_belongs_to_its_holder(gateway: Gateway) -> None:
@@ -114,7 +114,7 @@ async def test_idempotency_key_belongs_to_its_holder(gateway: Gateway) -> None:
     b = await svc.reserve(holder="a", gpus=uuids[:1], idempotency_key="key-1")
     assert isinstance(a, Reservation) and isinstance(b, Reservation) and a.id == b.id
     other = await svc.reserve(holder="z", gpus=uuids[2:3], idempotency_key="key-1")
-    assert isinstance(other, Invalid) and other.field == "idempotencyKey"
+    assert isinstance(other, ValidationError) and other.field == "idempotencyKey"
 
 
 async def test_leases_expire_renew_and_free_gpus(gateway: Gateway) -> None:
@@ -193,7 +193,7 @@ async def test_bad_ttl_is_a_validation_error(gateway: Gateway, ttl: int) -> None
     cluster = await load(gateway, "l40s:hosts=1")
     svc = ReservationService(gateway)
     out = await svc.reserve(holder="a", gpus=[cluster.hosts[0].gpus[0].uuid], ttl_s=ttl)
-    assert isinstance(out, Invalid) and out.field == "ttlSeconds"
+    assert isinstance(out, ValidationError) and out.field == "ttlSeconds"
 
 
 async def test_preemption_only_when_asked_and_only_lower_priority(gateway: Gateway) -> None:

@@ -264,13 +264,13 @@ async def _ranked(info: Info, reservation_id: str) -> list[Slot]:
 
 
 async def _common(
-    info: Info, out: svc.Conflict | svc.Infeasible | svc.Invalid | svc.NotFound | svc.LeaseExpired
+    info: Info, out: svc.Conflict | svc.Infeasible | svc.ValidationError | svc.NotFound | svc.LeaseExpired
 ) -> Conflict | Infeasible | ValidationError | NotFound | LeaseExpired:
     if isinstance(out, svc.Conflict):
         return await _conflict(info, out)
     if isinstance(out, svc.Infeasible):
         return _infeasible(out)
-    if isinstance(out, svc.Invalid):
+    if isinstance(out, svc.ValidationError):
         return ValidationError(field=out.field, message=out.message)
     if isinstance(out, svc.NotFound):
         return NotFound(id=out.id, message=out.message)

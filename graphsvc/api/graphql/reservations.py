@@ -173,7 +173,7 @@ class ReservationMutations:
             return to_graphql(out)
         if isinstance(out, svc.Conflict):
             return await _conflict(info, out)
-        if isinstance(out, svc.KeyMismatch):
+        if isinstance(out, svc.IdempotencyKeyMismatch):
             return IdempotencyKeyMismatch(key=out.key, reservation=out.reservation, message=out.message)
         if isinstance(out, svc.Infeasible):
             return Infeasible(
