@@ -33,6 +33,7 @@ from graphsvc.store.falkordb_backend import FalkorBackend
 from graphsvc.store.gateway import Gateway
 from graphsvc.store.migrate import migrate
 from graphsvc.store.neo4j_backend import Neo4jBackend
+from tests.queries import with_test_queries
 from tests.stores import NEO4J_TEST_TIMEOUT_S, STORES, Neo4jServer, reset_neo4j, start_neo4j_server
 
 _graph_ids = itertools.count(1)
@@ -116,7 +117,7 @@ async def gateway(store: str, request: pytest.FixtureRequest) -> AsyncIterator[G
     try:
         yield gw
     finally:
-        await gw.write("reset_graph")
+        await with_test_queries(gw).write("reset_graph")
         await backend.close()
 
 

@@ -13,6 +13,7 @@ from graphsvc.api.app import create_app
 from graphsvc.settings import Settings
 from graphsvc.store.gateway import Gateway
 from tests.cluster_helpers import load
+from tests.queries import with_test_queries
 
 PLACE = "{ placement(request: {gpus: 1, limit: 10}) { candidates { hosts { name } } infeasible { constraint } } }"
 
@@ -64,5 +65,5 @@ async def test_a_recent_report_brings_a_host_back(gateway: Gateway, client: http
 
 
 async def test_empty_graph_is_ok_not_degraded(client: httpx.AsyncClient, gateway: Gateway) -> None:
-    await gateway.write("reset_graph")
+    await with_test_queries(gateway).write("reset_graph")
     assert (await client.get("/healthz")).json()["status"] == "ok"

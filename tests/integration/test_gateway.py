@@ -6,6 +6,7 @@ import pytest
 
 from graphsvc.store.errors import QueryParameterError, StoreQueryError
 from graphsvc.store.gateway import Gateway
+from tests.queries import with_test_queries
 
 
 async def test_missing_and_extra_parameters_refused(gateway: Gateway) -> None:
@@ -17,7 +18,7 @@ async def test_missing_and_extra_parameters_refused(gateway: Gateway) -> None:
 
 async def test_writing_query_cannot_run_as_read(gateway: Gateway) -> None:
     with pytest.raises(QueryParameterError, match="writes"):
-        await gateway.read("reset_graph")
+        await with_test_queries(gateway).read("reset_graph")
 
 
 async def test_stats_are_labelled_by_query_name(gateway: Gateway) -> None:

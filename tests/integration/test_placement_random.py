@@ -16,6 +16,7 @@ from graphsvc.synthetic.clusters import SyntheticCluster, add_nvl72, add_pcie_ho
 from graphsvc.synthetic.hosts import a100_pcie, dgx1_v100, l40s
 from tests.cluster_helpers import load, occupy
 from tests.placement_oracle import check_candidate, feasible, snapshot
+from tests.queries import with_test_queries
 
 FAMILIES = ["h100", "a100", "l40s", "dgx1", "gb200"]
 MODELS = {"h100": "H100", "a100": "A100", "l40s": "L40S", "dgx1": "V100", "gb200": "GB200"}
@@ -64,7 +65,7 @@ def test_service_finds_what_brute_force_finds(
     gateway: Gateway, family: str, hosts: int, seed: int, occupancy: float, reqs: list[PlacementRequest]
 ) -> None:
     async def scenario() -> None:
-        await gateway.write("reset_graph")
+        await with_test_queries(gateway).write("reset_graph")
         cluster = small_cluster(family, hosts, seed)
         await load(gateway, cluster)
         rng = random.Random(seed)

@@ -24,6 +24,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "graph_is_empty": {},
     "health_counts": {},
     "placement_gpu_models": {},
+    "reset_graph": {},
     "shaped_candidate_hosts": {"model": "h100", "exclude": [], "limit": 10},
     "impact_holdings": {"now": time.time()},
     "impact_hosts": {},
@@ -53,7 +54,6 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "migrations/0003_1_host_counters": {},
     "migrations/0003_2_domain_counters": {},
     "migrations/0003_3_leaf_counters": {},
-    "reset_graph": {},
     "update_gpu_metrics": {
         "host": FIRST.hostname,
         "collected_at": time.time() + 1,
