@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TypedDict
 
+from graphsvc.placement.statement import Statement
+
 # PCIe 4.0 x16, one direction, GB/s: the path between GPUs of one host without NVLink.
 PCIE_GBPS = 32.0
 # GB/s of a NIC of unknown speed (100 Gb/s Ethernet).
@@ -42,34 +44,51 @@ class GpuRow(TypedDict, total=False):
     nic_state: str | None
 
 
-class HostFreeRow(TypedDict):
-    """A row of placement_hosts_by_free."""
+class GpuMap(GpuRow, total=False):
+    """A free GPU in a host map (fragment placement_host_maps): a GpuRow without the host's
+    fields, with its direct NVLink peers as [uuid, GB/s] pairs."""
 
-    host: str
+    peers: list[list[object]]
+
+
+class HostMap(TypedDict, total=False):
+    """One host in the one-statement candidate queries (fragment placement_host_maps)."""
+
+    name: str
+    rack: str | None
+    scalable_unit: str | None
+    leaves: list[str] | None
+    pod: str | None
+    received_at: float | None
+    site: str | None
+    gpus: list[GpuMap]
+
+
+class FitUnit(TypedDict, total=False):
+    """A qualifying unit (host, NVLink domain or leaf) of a one-statement candidate query."""
+
+    unit: str
     free: int
+    hosts: list[str]  # a domain's hosts with a usable GPU
+    members: list[list[object]]  # a leaf's hosts, [name, free], in the order Python fills them
+    window: int  # how many of them the statement read
 
 
-class DomainFreeRow(TypedDict):
-    """A row of placement_domains_by_free."""
+class BlockRow(TypedDict):
+    """A largest-free-block entry (fragment placement_free_blocks); null when there is none."""
 
-    domain: str | None
-    free: int
-    hosts: list[str]
-
-
-class LeafFreeRow(TypedDict):
-    """A row of placement_leaves_by_free."""
-
-    leaf: str | None
-    free: int
+    unit: str | None
+    free: int | None
 
 
-class LeafHostRow(TypedDict):
-    """A row of leaf_hosts."""
+class FitRow(TypedDict):
+    """The one row of placement_hosts_fit, placement_domains_fit and placement_leaves_fit."""
 
-    leaf: str | None
-    host: str
-    free: int
+    scanned: int
+    found: list[FitUnit]
+    hosts: list[HostMap]
+    host_blocks: list[BlockRow]
+    domain_blocks: list[BlockRow]
 
 
 @dataclass
@@ -207,3 +226,5 @@ class PlacementResult:
     infeasible: list[InfeasibleReason]
     searched_units: int
     elapsed_ms: float
+    # The candidate statements the search ran, in order, with their parameters (for `explain`).
+    statements: list[Statement] = field(default_factory=list)

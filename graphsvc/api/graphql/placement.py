@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from typing import cast
+
+from strawberry.scalars import JSON
+
 from graphsvc.api.graphql.types import (
     GPU,
+    CypherStatement,
     Fragmentation,
     HostRef,
     InfeasibleReason,
     PlacementCandidate,
+    PlacementExplain,
     PlacementResult,
 )
 from graphsvc.placement.engine import PlacementEngine
@@ -69,6 +75,12 @@ def to_graphql(req: PlacementRequest, result: EngineResult) -> PlacementResult:
         ],
         searched_units=result.searched_units,
         elapsed_ms=round(result.elapsed_ms, 3),
+        explain=PlacementExplain(
+            cypher=[
+                CypherStatement(name=s.name, statement=s.text, parameters=cast(JSON, s.params), browser=s.browser)
+                for s in result.statements
+            ]
+        ),
     )
 
 
