@@ -269,7 +269,10 @@ class _Search:
     async def read_fit(self, query: str, params: dict[str, object]) -> FitRow:
         """One candidate statement: its hosts join the loader, its free blocks are kept for scoring."""
         self.statements.append(Statement(query, self.gw.registry[query].text, dict(params)))
-        row = cast(FitRow, (await self.gw.read(query, params))[0])
+        rows = await self.gw.read(query, params)
+        if not rows:  # no unit to read at all
+            return FitRow(scanned=0, found=[], hosts=[], host_blocks=[], domain_blocks=[])
+        row = cast(FitRow, rows[0])
         self.loader.adopt(row["hosts"])
         if self.prefetched is None:
             self.prefetched = (int(cast(int, params["blocks"])), row["host_blocks"], row["domain_blocks"])
