@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from graphsvc import elastic_cli  # standard library only at import time
 from graphsvc.exports import drift_cli  # standard library only, like graphsvc.exports.names
 from graphsvc.exports.names import EXPORT_FORMATS
+from graphsvc.placement.shape_keys import is_shaped  # standard library only
 from graphsvc.sites import cli as sites_cli  # standard library only at import
 
 if TYPE_CHECKING:
@@ -690,7 +691,6 @@ query Shaped($text: String!) {
   }
 }
 """
-SHAPED_KEYS = ("tp=", "pp=", "dp=", "groups=", "group-size=")
 
 
 def _place_shaped(server: str, text: str, *, as_json: bool) -> int:
@@ -724,7 +724,7 @@ def _place_shaped(server: str, text: str, *, as_json: bool) -> int:
 
 def _place(server: str, text: str, *, as_json: bool) -> int:
     # The service parses the text (importing the parser here would cost the CLI ~0.25 s).
-    if text.strip().lower().startswith(SHAPED_KEYS):
+    if is_shaped(text):
         return _place_shaped(server, text, as_json=as_json)
     result = (_graphql(server, PLACE_QUERY, {"text": text}))["placementText"]
     bad = [r for r in result["infeasible"] if r["constraint"] == "text"]
