@@ -19,7 +19,7 @@ def _invalid(text: str, err: RequestError) -> PlacementResult:
     return PlacementResult(
         request=text,
         candidates=[],
-        infeasible=[InfeasibleReason(constraint=err.field, message=err.message, nearest_feasible=None)],
+        infeasible=[InfeasibleReason(err.field, err.message)],
         searched_units=0,
         elapsed_ms=0.0,
     )
@@ -63,10 +63,7 @@ def to_graphql(req: PlacementRequest, result: EngineResult) -> PlacementResult:
     return PlacementResult(
         request=format_request(req),
         candidates=candidates,
-        infeasible=[
-            InfeasibleReason(constraint=r.constraint, message=r.message, nearest_feasible=r.nearest_feasible)
-            for r in result.infeasible
-        ],
+        infeasible=list(result.infeasible),
         searched_units=result.searched_units,
         elapsed_ms=round(result.elapsed_ms, 3),
     )

@@ -178,10 +178,7 @@ class ReservationMutations:
         if isinstance(out, svc.Infeasible):
             return Infeasible(
                 message="; ".join(r.message for r in out.reasons) or "nothing fits the request now",
-                reasons=[
-                    InfeasibleReason(constraint=r.constraint, message=r.message, nearest_feasible=r.nearest_feasible)
-                    for r in out.reasons
-                ],
+                reasons=list(out.reasons),
             )
         return ValidationError(field=out.field, message=out.message)
 

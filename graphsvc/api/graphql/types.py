@@ -15,6 +15,7 @@ import strawberry
 from topo_facts.gpu_models import vendor_of
 
 from graphsvc.api.graphql.context import Info
+from graphsvc.placement.model import InfeasibleReason
 from graphsvc.placement.request import NVLinkRequirement, Packing
 from graphsvc.read import browse, hosts
 from graphsvc.read.browse import (
@@ -86,6 +87,7 @@ strawberry.enum(
 )
 strawberry.enum(Packing, description="Soft packing preference.")
 
+wrap(InfeasibleReason, fields={"nearest_feasible": "The nearest request that fits, in text form"})
 wrap(browse.PageInfo)
 wrap(browse.HostSummary, fields={"age_seconds": "Seconds since the host's facts arrived."})
 wrap(browse.HostConnection)
@@ -302,13 +304,6 @@ class PlacementCandidate:
     fragmentation: Fragmentation
     reason: str
     as_of: float = strawberry.field(description="Age in seconds of the oldest host facts this relied on")
-
-
-@strawberry.type
-class InfeasibleReason:
-    constraint: str
-    message: str
-    nearest_feasible: str | None = strawberry.field(description="The nearest request that fits, in text form")
 
 
 @strawberry.type
