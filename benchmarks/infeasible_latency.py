@@ -108,12 +108,21 @@ async def measure(gpus: int, runs: int, before_runs: int) -> dict[str, Any]:
                         assert not out["candidates"] and out["infeasible"], out
                         answers.append(out["infeasible"])
 
+                    def gpu_rows(calls: int) -> int:
+                        stat = gw.stats.get("placement_host_gpus")
+                        return round(stat.rows / calls) if stat else 0
+
                     await timed(ask, 1)  # warm-up (and the model list's cache)
                     with before():
+                        gw.stats.clear()
                         old = await timed(ask, before_runs)
+                        rows_before = gpu_rows(before_runs)
+                    gw.stats.clear()
                     new = await timed(ask, runs)
+                    rows_after = gpu_rows(runs)
                     assert all(a == answers[0] for a in answers), f"{label}: the answer changed"
-                    results[label] = {"text": text, "before": cell(old), "after": cell(new),
+                    results[label] = {"text": text, "before": {**cell(old), "gpu_rows_read": rows_before},
+                                      "after": {**cell(new), "gpu_rows_read": rows_after},
                                       "ratio_p50": round(pct(old, 0.5) / pct(new, 0.5), 1),
                                       "reasons": [r["constraint"] for r in answers[0]]}  # fmt: skip
                     print(f"  {gpus}: {label}: {results[label]}", file=sys.stderr)
@@ -124,15 +133,17 @@ async def measure(gpus: int, runs: int, before_runs: int) -> dict[str, Any]:
 
 def table(report: dict[str, Any]) -> str:
     lines = [
-        "| cluster | request | reasons | before p50 / p99 ms (runs) | after p50 / p99 ms (runs) | before / after |",
-        "|---|---|---|---|---|---|",
+        "| cluster | request | reasons | before p50 / p99 ms (runs) | after p50 / p99 ms (runs) | before / after "
+        "| GPU rows read per request, before / after |",
+        "|---|---|---|---|---|---|---|",
     ]
     for run in report["runs"]:
         for r in run["infeasible"].values():
             b, a = r["before"], r["after"]
             lines.append(
                 f"| {run['gpus']:,} GPUs | `{r['text']}` | {', '.join(r['reasons'])} | {b['p50_ms']:,} / "
-                f"{b['p99_ms']:,} ({b['runs']}) | {a['p50_ms']:,} / {a['p99_ms']:,} ({a['runs']}) | {r['ratio_p50']}x |"
+                f"{b['p99_ms']:,} ({b['runs']}) | {a['p50_ms']:,} / {a['p99_ms']:,} ({a['runs']}) | {r['ratio_p50']}x "
+                f"| {b['gpu_rows_read']:,} / {a['gpu_rows_read']:,} |"
             )
     return "\n".join(lines)
 
