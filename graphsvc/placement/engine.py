@@ -18,6 +18,7 @@ from typing import cast
 
 from graphsvc.placement import score
 from graphsvc.placement.explain import describe, diagnose
+from graphsvc.placement.mig_service import place_slices
 from graphsvc.placement.model import (
     Candidate,
     DomainFreeRow,
@@ -31,7 +32,7 @@ from graphsvc.placement.model import (
     PlacementResult,
     hops,
 )
-from graphsvc.placement.request import NVLinkRequirement, Packing, PlacementRequest
+from graphsvc.placement.request import NVLinkRequirement, Packing, PlacementRequest, RequestError
 from graphsvc.placement.select import bottleneck, choose_in_host, eligible, rail_up, rank_order
 from graphsvc.sites import locality
 from graphsvc.sites.store import host_sites
@@ -146,6 +147,15 @@ class PlacementEngine:
             self._models_cache = (now, models)
         return models
 
+    async def _place_slices(self, req: PlacementRequest, started: float) -> PlacementResult:
+        """A MIG request: slices, never whole GPUs (placement.mig); an unknown profile is infeasible here."""
+        try:
+            found = await place_slices(self.gw, req, now=self.clock(), stale_after_s=self.stale_after_s)
+        except RequestError as err:
+            return PlacementResult([], [InfeasibleReason(err.field, err.message)], 0, 0.0)
+        elapsed = (time.perf_counter() - started) * 1000
+        return PlacementResult([], found.infeasible, found.searched, elapsed, mig_candidates=found.candidates)
+
     async def place(
         self,
         req: PlacementRequest,
@@ -157,6 +167,8 @@ class PlacementEngine:
         """Ranked candidates; `virtual_free` GPUs (on `extra_hosts`) count as free, for preemption plans."""
         started = time.perf_counter()
         req = req.validated()
+        if req.mig_profile is not None:
+            return await self._place_slices(req, started)
         search = _Search(self, req, virtual_free)
         await search.run()
         if req.model is None and not virtual_free:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from graphsvc.api.graphql import mig
 from graphsvc.api.graphql.types import (
     GPU,
     Fragmentation,
@@ -69,6 +70,7 @@ def to_graphql(req: PlacementRequest, result: EngineResult) -> PlacementResult:
         ],
         searched_units=result.searched_units,
         elapsed_ms=round(result.elapsed_ms, 3),
+        mig_candidates=mig.candidates(result.mig_candidates),
     )
 
 
