@@ -114,3 +114,12 @@ def test_invalid_mig_requests_name_the_field(text: str, message: str) -> None:
 def test_whole_gpu_requests_are_unchanged() -> None:
     assert parse_request("8xH100").mig_profile is None
     assert PlacementRequest(gpus=2, mig_profile="3g.40gb").validated().mig_profile == "3g.40gb"
+
+
+def test_the_client_sends_the_profile() -> None:
+    """`graphsvc reserve "2x 3g.40gb"` must ask for slices, not for two whole GPUs."""
+    from graphsvc.client import request_input
+
+    sent = request_input("2x 3g.40gb model=H100")
+    assert (sent["gpus"], sent["migProfile"], sent["model"]) == (2, "3g.40gb", "H100")
+    assert "migProfile" not in request_input("2xH100")
