@@ -1,6 +1,7 @@
 // The free MIG slices of one profile, with their GPU and host, for placement.mig.choose_slices.
 // A slice counts as free when its state is free or its holder is not live any more (ended, or
-// its lease lapsed before the reaper ran), as a GPU's lapsed hold does.
+// its lease lapsed before the reaper ran), as a GPU's lapsed hold does, and its GPU is not held
+// whole (a GPU reserved before it was partitioned keeps its holder until released).
 // @read
 // @param exclude list<string>
 // @param now float
@@ -10,6 +11,7 @@
 MATCH (s:MigSlice {profile: $profile})
 WHERE NOT s.host IN $exclude
 MATCH (h:Host)-[:HAS_GPU]->(g:GPU)-[:HAS_SLICE]->(s)
+WHERE g.state = 'free' OR coalesce(g.lease_expires_at, 0.0) < $now
 OPTIONAL MATCH (r:Reservation {id: coalesce(s.reservation, '')})
 WITH s, g, h, r
 WITH s, g, h, CASE WHEN s.state = 'free' OR r IS NULL OR r.state <> 'active' OR r.expires_at < $now THEN 1 ELSE 0 END AS free

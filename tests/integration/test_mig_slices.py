@@ -251,3 +251,33 @@ async def test_an_unknown_profile_is_a_validation_error(client: httpx.AsyncClien
         assert profile in out["message"]
     placed = (await gql(client, PLACE_TEXT, {"t": "2x 3g.41gb"}))["placementText"]
     assert placed["infeasible"][0]["constraint"] == "migProfile" and "3g.40gb" in placed["infeasible"][0]["message"]
+
+
+async def test_a_gpu_held_whole_before_it_was_partitioned_offers_no_slice(
+    gateway: Gateway, mig: SyntheticCluster
+) -> None:
+    a, b = mig.hosts
+    svc = ReservationService(gateway)
+    whole = b.gpus[3]
+    held = await svc.reserve(holder="whole", gpus=[whole.uuid])
+    assert isinstance(held, Reservation)
+    # The operator partitions GPU 3 while its job still runs: the new slices wait for the GPU.
+    assert (await ingest_host(gateway, with_mig(b, {0: ["3g.40gb"] * 2, 3: ["3g.40gb"] * 2}, tick=1))).applied
+    ask = parse_request(f"1x 3g.40gb exclude={a.hostname} limit=10")
+    found = await svc.engine.place(ask)
+    assert {s.gpu for c in found.mig_candidates for s in c.slices} == {b.gpus[0].uuid}
+    taken = [await svc.reserve(holder=f"j{n}", request=ask) for n in range(3)]
+    assert [type(t).__name__ for t in taken] == ["Reservation", "Reservation", "Infeasible"]
+    await svc.release(held.id)
+    again = await svc.reserve(holder="j3", request=ask)
+    assert isinstance(again, Reservation) and again.slices[0].gpu == whole.uuid
+
+
+async def test_a_reservation_of_slices_is_not_resized(gateway: Gateway, mig: SyntheticCluster) -> None:
+    from graphsvc.reservations.elastic import elastic_for
+
+    svc = ReservationService(gateway)
+    made = await svc.reserve(holder="job", request=parse_request("2x 3g.40gb"))
+    assert isinstance(made, Reservation)
+    out = await elastic_for(svc).resize.resize(made.id, gpus=4)
+    assert isinstance(out, ValidationError) and "MIG" in out.message
