@@ -18,6 +18,7 @@ from typing import cast
 
 from graphsvc.placement import score
 from graphsvc.placement.explain import describe, diagnose
+from graphsvc.placement.mig_service import place_slices
 from graphsvc.placement.model import (
     Candidate,
     DomainFreeRow,
@@ -31,7 +32,7 @@ from graphsvc.placement.model import (
     PlacementResult,
     hops,
 )
-from graphsvc.placement.request import NVLinkRequirement, Packing, PlacementRequest
+from graphsvc.placement.request import NVLinkRequirement, Packing, PlacementRequest, RequestError
 from graphsvc.placement.select import bottleneck, choose_in_host, eligible, rail_up, rank_order
 from graphsvc.sites import locality
 from graphsvc.sites.store import host_sites
@@ -155,6 +156,15 @@ class PlacementEngine:
         self._models_cache = (-MODELS_TTL_S, [])
         return await unknown_model(self.gw, req, await self._models())
 
+    async def _place_slices(self, req: PlacementRequest, started: float) -> PlacementResult:
+        """A MIG request: slices, never whole GPUs (placement.mig); an unknown profile is infeasible here."""
+        try:
+            found = await place_slices(self.gw, req, now=self.clock(), stale_after_s=self.stale_after_s)
+        except RequestError as err:
+            return PlacementResult([], [InfeasibleReason(err.field, err.message)], 0, 0.0)
+        elapsed = (time.perf_counter() - started) * 1000
+        return PlacementResult([], found.infeasible, found.searched, elapsed, mig_candidates=found.candidates)
+
     async def place(
         self,
         req: PlacementRequest,
@@ -168,6 +178,8 @@ class PlacementEngine:
         `loader`: hosts already read for this request (the diagnosis's searches reuse the first's)."""
         started = time.perf_counter()
         req = req.validated()
+        if req.mig_profile is not None:
+            return await self._place_slices(req, started)
         unknown = await self._no_such_model(req)
         if unknown:  # answered without a search
             elapsed = (time.perf_counter() - started) * 1000

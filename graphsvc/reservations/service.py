@@ -19,9 +19,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from graphsvc.placement.engine import PlacementEngine, unknown_model
+from graphsvc.placement.mig import SliceCandidate
+from graphsvc.placement.mig_service import place_slices
 from graphsvc.placement.model import InfeasibleReason
 from graphsvc.placement.request import PlacementRequest, RequestError, format_request
 from graphsvc.reservations import checkpoints
+from graphsvc.reservations import mig as mig_slices
 from graphsvc.reservations.events import Event, EventBus
 from graphsvc.reservations.fastpath import (
     BatchItem,
@@ -77,6 +80,10 @@ class Reservation:
     owner: str | None = None
     ended_at: float | None = None
     renewed_at: float | None = None
+    # MIG: a reservation of slices holds these instead of GPUs (reservations/mig.py).
+    slices: list[mig_slices.ReservedSlice] = field(default_factory=list)
+    slice_count: int = 0
+    lost_slices: list[str] = field(default_factory=list)  # held slices their host stopped reporting
 
 
 @dataclass
@@ -219,7 +226,13 @@ class ReservationService:
 
     async def get_many(self, ids: Sequence[str] = (), keys: Sequence[str] = ()) -> list[Reservation]:
         rows = await self.gw.read("reservations/reservation_get", {"ids": list(ids), "keys": list(keys)})
-        return [_reservation(r) for r in as_reservation_rows(rows)]
+        found = [_reservation(r) for r in as_reservation_rows(rows)]
+        with_slices = [r.id for r in found if r.slice_count]
+        if with_slices:  # only reservations of MIG slices cost this second read
+            slices = await mig_slices.slices_of(self.gw, with_slices)
+            for r in found:
+                r.slices = slices.get(r.id, [])
+        return found
 
     async def get(self, reservation_id: str) -> Reservation | None:
         found = await self.get_many(ids=[reservation_id])
@@ -306,6 +319,8 @@ class ReservationService:
             return await self._reserve_exact(list(gpus), props, ttl, idempotency_key, holder)
         assert request is not None
         props["request"] = format_request(request)
+        if request.mig_profile is not None:
+            return await self._reserve_slices(request, props, ttl, idempotency_key, holder)
         fast = await self._reserve_in_host(request, props, ttl, idempotency_key, holder)
         if fast is not None:
             return fast
@@ -520,8 +535,47 @@ class ReservationService:
         missing = sorted(set(uuids) - {r["uuid"] for r in known})
         if missing:
             return ValidationError("gpus", f"unknown GPU uuid(s): {', '.join(missing[:10])}")
+        partitioned = sorted(str(r["uuid"]) for r in known if r.get("mig_mode"))
+        if partitioned:  # a MIG-enabled GPU is handed out in slices, never whole
+            return ValidationError(
+                "gpus", f"MIG-enabled GPU(s) {', '.join(partitioned[:10])}: reserve their slices (e.g. 2x 3g.40gb)"
+            )
         done = await self._attempt(sorted(uuids), props, ttl, key, holder)
         return done if done is not None else await self._conflict(uuids)
+
+    async def _reserve_slices(
+        self, request: PlacementRequest, props: ReservationProps, ttl: int, key: str | None, holder: str
+    ) -> ReserveOutcome:
+        """MIG slices: ranked candidates (placement.mig), each tried in one conditional write."""
+        tried = 0
+        for _round in range(2):  # a second look if every candidate was taken under us
+            try:
+                found = await place_slices(
+                    self.gw,
+                    request.with_(limit=min(20, max(request.limit, self.max_attempts))),
+                    now=self.clock(),
+                    stale_after_s=self.engine.stale_after_s,
+                )
+            except RequestError as err:
+                return ValidationError(err.field, err.message)
+            if not found.candidates:
+                if tried:
+                    break
+                return Infeasible(found.infeasible)
+            for candidate in found.candidates[: self.max_attempts]:
+                tried += 1
+
+                async def write(candidate: SliceCandidate = candidate) -> bool:
+                    now = self.clock()
+                    full: ReservationProps = {
+                        **props, "created_at": now, "expires_at": now + ttl, "slice_count": len(candidate.slices)
+                    }  # fmt: skip
+                    return await mig_slices.take(self.gw, candidate, full, now)
+
+                done = await self._attempt_with(write, props, key, holder)
+                if done is not None:
+                    return done
+        return Conflict(f"every candidate ({tried} tried) was taken by concurrent reservations", [], [])
 
     async def _reserve_placed(
         self,
@@ -588,6 +642,9 @@ class ReservationService:
         current = await self.get(reservation_id)
         if current is None:
             return NotFound(reservation_id, f"no reservation {reservation_id!r}")
+        if not rows and current.slice_count and await mig_slices.renew(self.gw, reservation_id, now, now + ttl):
+            rows, current = [{"id": reservation_id}], await self.get(reservation_id)
+            assert current is not None
         if not rows:
             if current.state == "active" or current.state == "expired":
                 return LeaseExpired(reservation_id, current.expires_at, "the lease ran out; reserve again")
@@ -617,6 +674,12 @@ class ReservationService:
         current = await self.get(reservation_id)
         if current is None:
             return NotFound(reservation_id, f"no reservation {reservation_id!r}")
+        if current.slice_count and current.state != "active" and any(s.held for s in current.slices):
+            # A reservation of MIG slices holds no GPU: the statements above ended it; free its slices.
+            await mig_slices.free_ended(self.gw, [reservation_id])
+            rows = rows or [{"id": reservation_id}]
+            current = await self.get(reservation_id)
+            assert current is not None
         if rows:
             kind = "reservation.preempted" if state == "preempted" else "reservation.released"
             await self.events.publish(Event(kind, current.id, current.holder, self.clock()))
@@ -638,6 +701,7 @@ class ReservationService:
         expired.extend(i for r in empty for i in r["ids"])
         if expired:
             found = {r.id: r for r in await self.get_many(ids=expired)}
+            await mig_slices.free_ended(self.gw, [rid for rid, r in found.items() if r.slice_count])
             for rid in expired:
                 holder = found[rid].holder if rid in found else ""
                 await self.events.publish(Event("reservation.expired", rid, holder, now))
@@ -674,6 +738,8 @@ def _reservation(row: ReservationRow) -> Reservation:
         owner=r.get("owner"),
         ended_at=r.get("ended_at"),
         renewed_at=r.get("renewed_at"),
+        slice_count=int(r.get("slice_count") or 0),
+        lost_slices=list(r.get("lost_slices") or []),
         gpus=[
             ReservedGpu(
                 uuid=g["uuid"],

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from strawberry.types.nodes import SelectedField, Selection
 
+from graphsvc.api.graphql import mig
 from graphsvc.api.graphql.context import Info
 from graphsvc.api.graphql.types import (
     GPU,
@@ -71,6 +72,7 @@ def to_graphql(req: PlacementRequest, result: EngineResult) -> PlacementResult:
         infeasible=list(result.infeasible),
         searched_units=result.searched_units,
         elapsed_ms=round(result.elapsed_ms, 3),
+        mig_candidates=mig.candidates(result.mig_candidates),
     )
 
 

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import strawberry
 
+from graphsvc.api.graphql import mig
 from graphsvc.api.graphql.context import READERS, Forbidden, Info
 from graphsvc.api.graphql.errors import Error, NotFound, ValidationError
 from graphsvc.api.graphql.inputs import PlacementRequestInput
@@ -32,6 +33,12 @@ class Reservation:
     request: str | None = strawberry.field(description="The placement request in text form, if any")
     gpus: list[GPU]
     hosts: list[HostRef]
+    mig_slices: list[mig.MigSlice] = strawberry.field(
+        default_factory=list, description="The MIG slices it holds (a reservation of slices holds no whole GPU)"
+    )
+    lost_slices: list[str] = strawberry.field(
+        default_factory=list, description="Uuids of held MIG slices their host stopped reporting"
+    )
 
 
 @strawberry.type
@@ -129,7 +136,9 @@ def to_graphql(r: svc.Reservation) -> Reservation:
         idempotency_key=r.idempotency_key,
         request=r.request,
         gpus=gpus,
-        hosts=list(hosts.values()),
+        hosts=list(hosts.values()) or [HostRef(name=h) for h in sorted({s.host for s in r.slices})],
+        mig_slices=mig.reserved(r.slices),
+        lost_slices=r.lost_slices,
     )
 
 

@@ -15,6 +15,7 @@ import strawberry
 from topo_facts.gpu_models import vendor_of
 
 from graphsvc.api.graphql.context import Info
+from graphsvc.api.graphql.mig import MigSliceCandidate
 from graphsvc.placement.model import InfeasibleReason
 from graphsvc.placement.request import NVLinkRequirement, Packing
 from graphsvc.read import browse, hosts
@@ -313,3 +314,6 @@ class PlacementResult:
     infeasible: list[InfeasibleReason]
     searched_units: int
     elapsed_ms: float
+    mig_candidates: list[MigSliceCandidate] = strawberry.field(
+        default_factory=list, description="For a MIG request (2x 3g.40gb): where the slices could be taken"
+    )
