@@ -581,13 +581,19 @@ class ReservationService:
             return ValidationError(err.field, err.message)
         if not _printable(reservation_id):
             return NotFound(reservation_id, "no such reservation")
-        now = self.clock()
-        rows = await self.gw.write(
-            "reservations/renew_reservation", {"id": reservation_id, "now": now, "expires_at": now + ttl}
-        )
-        current = await self.get(reservation_id)
-        if current is None:
-            return NotFound(reservation_id, f"no reservation {reservation_id!r}")
+        for _ in range(self.max_attempts):
+            now = self.clock()
+            rows = await self.gw.write(
+                "reservations/renew_reservation", {"id": reservation_id, "now": now, "expires_at": now + ttl}
+            )
+            current = await self.get(reservation_id)
+            if current is None:
+                return NotFound(reservation_id, f"no reservation {reservation_id!r}")
+            if rows or current.state != "active" or current.expires_at < now:
+                break
+            # Live and unexpired, yet not renewed: a resize committed between the statement's read
+            # of the GPUs and its locks (Neo4j), so the GPUs it locked were not all it owns. Again.
+        assert current is not None  # the loop runs at least once and returns on None
         if not rows:
             if current.state == "active" or current.state == "expired":
                 return LeaseExpired(reservation_id, current.expires_at, "the lease ran out; reserve again")
@@ -606,17 +612,23 @@ class ReservationService:
             if released is not None:
                 await self.events.publish(Event("reservation.released", released.id, released.holder, self.clock()))
                 return released
-        rows = await self.gw.write(
-            "reservations/release_reservation", {"id": reservation_id, "now": self.clock(), "state": state}
-        )
-        if not rows:
-            # Holds nothing (all taken over) or already ended: end it without GPU changes if still live.
-            await self.gw.write(
-                "reservations/end_empty_reservation", {"id": reservation_id, "now": self.clock(), "state": state}
+        for _ in range(self.max_attempts):
+            rows = await self.gw.write(
+                "reservations/release_reservation", {"id": reservation_id, "now": self.clock(), "state": state}
             )
-        current = await self.get(reservation_id)
-        if current is None:
-            return NotFound(reservation_id, f"no reservation {reservation_id!r}")
+            if not rows:
+                # Holds nothing (all taken over) or already ended: end it without GPU changes if still live.
+                await self.gw.write(
+                    "reservations/end_empty_reservation", {"id": reservation_id, "now": self.clock(), "state": state}
+                )
+            current = await self.get(reservation_id)
+            if current is None:
+                return NotFound(reservation_id, f"no reservation {reservation_id!r}")
+            if rows or current.state != "active":
+                break
+            # Still live and holding GPUs: a grow committed between the statement's read of the
+            # GPUs and its locks (Neo4j), so it freed nothing; read them again.
+        assert current is not None  # the loop runs at least once and returns on None
         if rows:
             kind = "reservation.preempted" if state == "preempted" else "reservation.released"
             await self.events.publish(Event(kind, current.id, current.holder, self.clock()))
