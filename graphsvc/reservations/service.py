@@ -77,6 +77,11 @@ class Reservation:
     owner: str | None = None
     ended_at: float | None = None
     renewed_at: float | None = None
+    # A preemption coming (on a live victim: by whom, its deadline) or waiting (on the pending
+    # preemptor: when the GPUs move), so every reader shows the warning without another query.
+    preempt_by: str | None = None
+    preempt_at: float | None = None
+    grace_ends_at: float | None = None
 
 
 @dataclass
@@ -686,6 +691,9 @@ def _reservation(row: ReservationRow) -> Reservation:
         owner=r.get("owner"),
         ended_at=r.get("ended_at"),
         renewed_at=r.get("renewed_at"),
+        preempt_by=r.get("preempt_by") if r["state"] == "active" else None,
+        preempt_at=r.get("preempt_at") if r["state"] == "active" else None,
+        grace_ends_at=r.get("grace_ends_at") if r["state"] == "pending" else None,
         gpus=[
             ReservedGpu(
                 uuid=g["uuid"],

@@ -21,7 +21,7 @@ from graphsvc.security.auth import Role
 class Reservation:
     id: str
     holder: str
-    state: str = strawberry.field(description="active, released, expired or preempted")
+    state: str = strawberry.field(description="active, released, expired, preempted; pending or failed (a preemption)")
     created_at: float
     expires_at: float
     ended_at: float | None
@@ -32,6 +32,15 @@ class Reservation:
     request: str | None = strawberry.field(description="The placement request in text form, if any")
     gpus: list[GPU]
     hosts: list[HostRef]
+    preempt_by: str | None = strawberry.field(
+        default=None, description="A live victim: the pending reservation that will take its GPUs"
+    )
+    preempt_at: float | None = strawberry.field(
+        default=None, description="A live victim: when its GPUs move (checkpoint and release before then)"
+    )
+    grace_ends_at: float | None = strawberry.field(
+        default=None, description="A pending preemption: when the victims' grace period ends and the GPUs move"
+    )
 
 
 @strawberry.type
@@ -130,6 +139,9 @@ def to_graphql(r: svc.Reservation) -> Reservation:
         request=r.request,
         gpus=gpus,
         hosts=list(hosts.values()),
+        preempt_by=r.preempt_by,
+        preempt_at=r.preempt_at,
+        grace_ends_at=r.grace_ends_at,
     )
 
 
