@@ -47,6 +47,7 @@ from graphsvc.store.gateway import Gateway
 log = logging.getLogger(__name__)
 
 MAX_GPUS = 4096
+MAX_PREEMPTION_HOSTS = 1024  # hosts a preemption plan searches beyond the free ones (victims and neighbours)
 MAX_LABELS = 32
 
 
@@ -345,7 +346,14 @@ class ReservationService:
             for r in rows
         }
         owner = {g: v.reservation for v in victims.values() for g in v.gpus}
-        hosts = tuple(sorted({h for r in rows for h in r["hosts"]}))
+        # The victims' hosts and their neighbours (same NVLink domains, same leaves): the counters
+        # show the engine only free GPUs, so a placement mixing freed and free GPUs (the rest of
+        # a rack or a leaf) is found only if the free neighbours are searched with the victims.
+        near = await self.gw.read(
+            "reservations/preemption_neighbourhood",
+            {"hosts": sorted({h for r in rows for h in r["hosts"]}), "limit": MAX_PREEMPTION_HOSTS},
+        )
+        hosts = tuple(sorted({h for r in rows for h in r["hosts"]} | {str(r["name"]) for r in near}))
         result = await self.engine.place(
             request.with_(limit=20), explain_infeasible=False, virtual_free=frozenset(owner), extra_hosts=hosts
         )
