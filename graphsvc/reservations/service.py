@@ -50,6 +50,7 @@ from graphsvc.store.gateway import Gateway
 log = logging.getLogger(__name__)
 
 MAX_GPUS = 4096
+MAX_PREEMPTION_HOSTS = 1024  # hosts a preemption plan searches beyond the free ones (victims and neighbours)
 MAX_LABELS = 32
 
 
@@ -84,6 +85,11 @@ class Reservation:
     slices: list[mig_slices.ReservedSlice] = field(default_factory=list)
     slice_count: int = 0
     lost_slices: list[str] = field(default_factory=list)  # held slices their host stopped reporting
+    # A preemption coming (on a live victim: by whom, its deadline) or waiting (on the pending
+    # preemptor: when the GPUs move), so every reader shows the warning without another query.
+    preempt_by: str | None = None
+    preempt_at: float | None = None
+    grace_ends_at: float | None = None
 
 
 @dataclass
@@ -355,7 +361,14 @@ class ReservationService:
             for r in rows
         }
         owner = {g: v.reservation for v in victims.values() for g in v.gpus}
-        hosts = tuple(sorted({h for r in rows for h in r["hosts"]}))
+        # The victims' hosts and their neighbours (same NVLink domains, same leaves): the counters
+        # show the engine only free GPUs, so a placement mixing freed and free GPUs (the rest of
+        # a rack or a leaf) is found only if the free neighbours are searched with the victims.
+        near = await self.gw.read(
+            "reservations/preemption_neighbourhood",
+            {"hosts": sorted({h for r in rows for h in r["hosts"]}), "limit": MAX_PREEMPTION_HOSTS},
+        )
+        hosts = tuple(sorted({h for r in rows for h in r["hosts"]} | {str(r["name"]) for r in near}))
         result = await self.engine.place(
             request.with_(limit=20), explain_infeasible=False, virtual_free=frozenset(owner), extra_hosts=hosts
         )
@@ -635,16 +648,22 @@ class ReservationService:
             return ValidationError(err.field, err.message)
         if not _printable(reservation_id):
             return NotFound(reservation_id, "no such reservation")
-        now = self.clock()
-        rows = await self.gw.write(
-            "reservations/renew_reservation", {"id": reservation_id, "now": now, "expires_at": now + ttl}
-        )
-        current = await self.get(reservation_id)
-        if current is None:
-            return NotFound(reservation_id, f"no reservation {reservation_id!r}")
-        if not rows and current.slice_count and await mig_slices.renew(self.gw, reservation_id, now, now + ttl):
-            rows, current = [{"id": reservation_id}], await self.get(reservation_id)
-            assert current is not None
+        for _ in range(self.max_attempts):
+            now = self.clock()
+            rows = await self.gw.write(
+                "reservations/renew_reservation", {"id": reservation_id, "now": now, "expires_at": now + ttl}
+            )
+            current = await self.get(reservation_id)
+            if current is None:
+                return NotFound(reservation_id, f"no reservation {reservation_id!r}")
+            if not rows and current.slice_count and await mig_slices.renew(self.gw, reservation_id, now, now + ttl):
+                rows, current = [{"id": reservation_id}], await self.get(reservation_id)
+                assert current is not None
+            if rows or current.state != "active" or current.expires_at < now:
+                break
+            # Live and unexpired, yet not renewed: a resize committed between the statement's read
+            # of the GPUs and its locks (Neo4j), so the GPUs it locked were not all it owns. Again.
+        assert current is not None  # the loop runs at least once and returns on None
         if not rows:
             if current.state == "active" or current.state == "expired":
                 return LeaseExpired(reservation_id, current.expires_at, "the lease ran out; reserve again")
@@ -663,17 +682,23 @@ class ReservationService:
             if released is not None:
                 await self.events.publish(Event("reservation.released", released.id, released.holder, self.clock()))
                 return released
-        rows = await self.gw.write(
-            "reservations/release_reservation", {"id": reservation_id, "now": self.clock(), "state": state}
-        )
-        if not rows:
-            # Holds nothing (all taken over) or already ended: end it without GPU changes if still live.
-            await self.gw.write(
-                "reservations/end_empty_reservation", {"id": reservation_id, "now": self.clock(), "state": state}
+        for _ in range(self.max_attempts):
+            rows = await self.gw.write(
+                "reservations/release_reservation", {"id": reservation_id, "now": self.clock(), "state": state}
             )
-        current = await self.get(reservation_id)
-        if current is None:
-            return NotFound(reservation_id, f"no reservation {reservation_id!r}")
+            if not rows:
+                # Holds nothing (all taken over) or already ended: end it without GPU changes if still live.
+                await self.gw.write(
+                    "reservations/end_empty_reservation", {"id": reservation_id, "now": self.clock(), "state": state}
+                )
+            current = await self.get(reservation_id)
+            if current is None:
+                return NotFound(reservation_id, f"no reservation {reservation_id!r}")
+            if rows or current.state != "active":
+                break
+            # Still live and holding GPUs: a grow committed between the statement's read of the
+            # GPUs and its locks (Neo4j), so it freed nothing; read them again.
+        assert current is not None  # the loop runs at least once and returns on None
         if current.slice_count and current.state != "active" and any(s.held for s in current.slices):
             # A reservation of MIG slices holds no GPU: the statements above ended it; free its slices.
             await mig_slices.free_ended(self.gw, [reservation_id])
@@ -740,6 +765,9 @@ def _reservation(row: ReservationRow) -> Reservation:
         renewed_at=r.get("renewed_at"),
         slice_count=int(r.get("slice_count") or 0),
         lost_slices=list(r.get("lost_slices") or []),
+        preempt_by=r.get("preempt_by") if r["state"] == "active" else None,
+        preempt_at=r.get("preempt_at") if r["state"] == "active" else None,
+        grace_ends_at=r.get("grace_ends_at") if r["state"] == "pending" else None,
         gpus=[
             ReservedGpu(
                 uuid=g["uuid"],

@@ -228,6 +228,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "reservations/orphaned_gpus": {},
     "reservations/pending_ready": {"limit": 10, "now": time.time()},
     "reservations/record_checkpoint": {"id": "rsv-example", "last_checkpoint_at": 1.0, "checkpoint_every_s": 600.0},
+    "reservations/preemption_neighbourhood": {"hosts": ["h100-su1-n01"], "limit": 10},
     "reservations/resize_neighbourhood": {"id": "rsv-example", "limit": 10},
     "reservations/resize_reservation": {
         "id": "rsv-example",

@@ -22,7 +22,7 @@ from graphsvc.security.auth import Role
 class Reservation:
     id: str
     holder: str
-    state: str = strawberry.field(description="active, released, expired or preempted")
+    state: str = strawberry.field(description="active, released, expired, preempted; pending or failed (a preemption)")
     created_at: float
     expires_at: float
     ended_at: float | None
@@ -38,6 +38,15 @@ class Reservation:
     )
     lost_slices: list[str] = strawberry.field(
         default_factory=list, description="Uuids of held MIG slices their host stopped reporting"
+    )
+    preempt_by: str | None = strawberry.field(
+        default=None, description="A live victim: the pending reservation that will take its GPUs"
+    )
+    preempt_at: float | None = strawberry.field(
+        default=None, description="A live victim: when its GPUs move (checkpoint and release before then)"
+    )
+    grace_ends_at: float | None = strawberry.field(
+        default=None, description="A pending preemption: when the victims' grace period ends and the GPUs move"
     )
 
 
@@ -139,6 +148,9 @@ def to_graphql(r: svc.Reservation) -> Reservation:
         hosts=list(hosts.values()) or [HostRef(name=h) for h in sorted({s.host for s in r.slices})],
         mig_slices=mig.reserved(r.slices),
         lost_slices=r.lost_slices,
+        preempt_by=r.preempt_by,
+        preempt_at=r.preempt_at,
+        grace_ends_at=r.grace_ends_at,
     )
 
 
