@@ -35,11 +35,12 @@ async def place_slices(
     assert req.mig_profile is not None
     now = time.time() if now is None else now
     profile = req.mig_profile
-    rows = await gw.read("mig_profiles", {"now": now})
-    profiles = {str(r["profile"]): (int(r["slices"]), int(r["free"])) for r in rows}
-    if profile not in KNOWN_PROFILES and profile not in profiles:
-        known = sorted(set(profiles) or KNOWN_PROFILES, key=lambda p: (int(p.split("g.")[0]), len(p), p))
-        raise RequestError("migProfile", f"unknown MIG profile {profile!r}; known: {', '.join(known)}")
+    profiles: dict[str, tuple[int, int]] = {}
+    if profile not in KNOWN_PROFILES:  # a profile the driver tables lack is known if a collector reported it
+        profiles = await _profiles(gw, now)
+        if profile not in profiles:
+            known = sorted(set(profiles) or KNOWN_PROFILES, key=lambda p: (int(p.split("g.")[0]), len(p), p))
+            raise RequestError("migProfile", f"unknown MIG profile {profile!r}; known: {', '.join(known)}")
     rows = await gw.read("placement_mig_slices", {"profile": profile, "now": now, "exclude": list(req.exclude_hosts)})
     stale_before = now - stale_after_s if stale_after_s is not None else None
     free = [
@@ -61,7 +62,7 @@ async def place_slices(
     candidates = choose_slices(free, req.gpus, limit=req.limit, prefer_hosts=req.prefer_hosts)
     infeasible = []
     if not candidates:
-        total, _ = profiles.get(profile, (0, 0))
+        total, _ = (profiles or await _profiles(gw, now)).get(profile, (0, 0))
         infeasible.append(
             InfeasibleReason(
                 "migProfile",
@@ -71,3 +72,9 @@ async def place_slices(
             )
         )
     return SlicePlacement(candidates, infeasible, len(rows))
+
+
+async def _profiles(gw: Gateway, now: float) -> dict[str, tuple[int, int]]:
+    """Every reported profile: (slices, free). A scan of all slices, so read only when needed."""
+    rows = await gw.read("mig_profiles", {"now": now})
+    return {str(r["profile"]): (int(r["slices"]), int(r["free"])) for r in rows}
