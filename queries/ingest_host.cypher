@@ -135,14 +135,14 @@ FOREACH (l IN $gpu_nics |
   SET e.via = l.via)
 WITH h
 OPTIONAL MATCH (h)-[:HAS_GPU]->(g:GPU)
-WITH h, count(CASE WHEN g.state = 'free' THEN 1 END) AS host_free, min(g.model) AS host_model
+WITH h, count(CASE WHEN g.state = 'free' AND coalesce(g.health, 'ok') <> 'failed' THEN 1 END) AS host_free, min(g.model) AS host_model
 SET h.free_gpus = host_free, h.gpu_model = host_model
 WITH h
 OPTIONAL MATCH (h)-[:HAS_GPU]->(:GPU)-[:IN_DOMAIN]->(d:NVLinkDomain)
 WITH h, collect(DISTINCT d) AS domains
 UNWIND (CASE WHEN size(domains) = 0 THEN [null] ELSE domains END) AS d
 OPTIONAL MATCH (d)<-[:IN_DOMAIN]-(m:GPU)
-WITH h, d, count(CASE WHEN m.state = 'free' THEN 1 END) AS domain_free, count(m) AS domain_size, min(m.model) AS domain_model
+WITH h, d, count(CASE WHEN m.state = 'free' AND coalesce(m.health, 'ok') <> 'failed' THEN 1 END) AS domain_free, count(m) AS domain_size, min(m.model) AS domain_model
 FOREACH (x IN CASE WHEN d IS NULL THEN [] ELSE [d] END |
   SET x.free_gpus = domain_free, x.size = domain_size, x.gpu_model = domain_model)
 WITH DISTINCT h

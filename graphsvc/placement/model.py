@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TypedDict
 
+from graphsvc.states import counts_as_free
+
 # PCIe 4.0 x16, one direction, GB/s: the path between GPUs of one host without NVLink.
 PCIE_GBPS = 32.0
 # GB/s of a NIC of unknown speed (100 Gb/s Ethernet).
@@ -150,7 +152,8 @@ class Host:
 
     @property
     def free(self) -> list[Gpu]:
-        return [g for g in self.gpus if g.state == "free"]
+        """Free GPUs as the counters count them: a failed GPU is never free."""
+        return [g for g in self.gpus if counts_as_free(g.state, g.health)]
 
 
 def hops(a: Host, b: Host) -> int | None:
