@@ -132,6 +132,9 @@ def host_params(facts: HostFacts, *, received_at: float) -> dict[str, Any]:
                 link_layer=n.link_layer.value,
                 numa_node=n.numa_node,
                 rail=n.rail,
+                symbol_errors=n.symbol_errors,
+                link_downed=n.link_downed,
+                port_rcv_errors=n.port_rcv_errors,
             ),
         }
         for n in facts.nics
