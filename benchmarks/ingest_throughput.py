@@ -14,7 +14,7 @@ store round trip of `ingest_host` (the gateway's per-query statistics).
     python benchmarks/ingest_throughput.py                     # embedded FalkorDB
     python benchmarks/ingest_throughput.py --neo4j             # and the local Neo4j, same run
 
-Writes docs/benchmarks/ingest.json.
+Writes docs/benchmarks/ingest.json (`--out` elsewhere).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -36,6 +37,8 @@ from topo_facts import HostFacts
 
 from graphsvc.api.app import create_app
 from graphsvc.ingest.host_plan import host_params
+from graphsvc.ingest.service import ingest_host
+from graphsvc.services import Services
 from graphsvc.settings import Settings
 from graphsvc.store.factory import open_store
 from graphsvc.store.gateway import Gateway
@@ -53,6 +56,22 @@ def documents(profile: str, round_: int) -> list[tuple[str, bytes]]:
     ]
 
 
+CPU: list[float] = []  # this process's CPU seconds per call of send_all/send_service
+STORE_CPU: list[float] = []  # the embedded redis-server's CPU seconds, same calls
+STORE_DIR: list[Path] = []
+
+
+def store_cpu_s() -> float:
+    """utime + stime of the embedded redis-server (its pid file), 0.0 for Neo4j (not measured)."""
+    for pid_file in STORE_DIR[0].rglob("*.pid") if STORE_DIR else []:
+        try:
+            fields = Path(f"/proc/{int(pid_file.read_text().strip())}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, ValueError):
+            continue
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return 0.0
+
+
 async def send_all(client: httpx.AsyncClient, docs: list[tuple[str, bytes]]) -> tuple[float, list[float]]:
     queue = list(reversed(docs))
     latencies: list[float] = []
@@ -67,8 +86,36 @@ async def send_all(client: httpx.AsyncClient, docs: list[tuple[str, bytes]]) -> 
             latencies.append((time.perf_counter() - t) * 1000)
             assert resp.status_code == 200 and resp.json()["applied"], resp.text
 
+    cpu, store = time.process_time(), store_cpu_s()
     started = time.perf_counter()
     await asyncio.gather(*(collector() for _ in range(COLLECTORS)))
+    CPU.append(time.process_time() - cpu)
+    STORE_CPU.append(store_cpu_s() - store)
+    return time.perf_counter() - started, latencies
+
+
+async def send_service(services: Services | Gateway, docs: list[tuple[str, bytes]]) -> tuple[float, list[float]]:
+    """The same documents straight into the application service (no HTTP, already validated);
+    given a bare gateway, every document is the full `ingest_host` statement (no fingerprint
+    cache: the path before #15's unchanged-topology statements)."""
+    queue = [HostFacts.model_validate_json(body) for _, body in reversed(docs)]
+    latencies: list[float] = []
+
+    async def collector() -> None:
+        while queue:
+            facts = queue.pop()
+            t = time.perf_counter()
+            if isinstance(services, Gateway):
+                assert (await ingest_host(services, facts)).applied
+            else:
+                assert (await services.ingest_host(facts)).applied
+            latencies.append((time.perf_counter() - t) * 1000)
+
+    cpu, store = time.process_time(), store_cpu_s()
+    started = time.perf_counter()
+    await asyncio.gather(*(collector() for _ in range(COLLECTORS)))
+    CPU.append(time.process_time() - cpu)
+    STORE_CPU.append(store_cpu_s() - store)
     return time.perf_counter() - started, latencies
 
 
@@ -99,6 +146,7 @@ def statements(gw: Gateway) -> dict[str, dict[str, float]]:
 
 
 async def measure(kind: str, settings: Settings, profile: str, rounds: int) -> dict[str, Any]:
+    STORE_DIR[:] = [settings.data_dir] if kind.startswith("embedded") else []
     async with open_store(settings) as gw:
         app = create_app(settings.model_copy(update={"insecure_dev": True}), gateway=gw)
         transport = httpx.ASGITransport(app=app)
@@ -107,6 +155,7 @@ async def measure(kind: str, settings: Settings, profile: str, rounds: int) -> d
             gw.stats.clear()
             first_s, first_lat = await send_all(client, docs)
             first_stats = statements(gw)
+            first_store = STORE_CPU[-1] / len(docs)
             gw.stats.clear()
             steady_s, steady_lat = 0.0, []
             for r in range(1, rounds + 1):
@@ -114,7 +163,29 @@ async def measure(kind: str, settings: Settings, profile: str, rounds: int) -> d
                 steady_s += s
                 steady_lat += lat
             steady_stats = statements(gw)
-        per_doc_store = steady_stats.get("ingest_host", {}).get("mean_ms", 0.0)
+            steady_cpu = sum(CPU[-rounds:]) / len(steady_lat)
+            steady_store = sum(STORE_CPU[-rounds:]) / len(steady_lat)
+            # The same steady state without HTTP: what the service and the store cost alone.
+            services = Services(gw, settings)
+            await send_service(services, documents(profile, rounds + 1))  # its fingerprint cache fills
+            gw.stats.clear()
+            svc_s, svc_lat = 0.0, []
+            for r in range(rounds + 2, 2 * rounds + 2):
+                s, lat = await send_service(services, documents(profile, r))
+                svc_s += s
+                svc_lat += lat
+            svc_stats = statements(gw)
+            svc_cpu = sum(CPU[-rounds:]) / len(svc_lat)
+            svc_store = sum(STORE_CPU[-rounds:]) / len(svc_lat)
+            gw.stats.clear()
+            full_s, full_lat = 0.0, []
+            for r in range(2 * rounds + 2, 3 * rounds + 2):
+                s, lat = await send_service(gw, documents(profile, r))
+                full_s += s
+                full_lat += lat
+            full_stats = statements(gw)
+            full_cpu = sum(CPU[-rounds:]) / len(full_lat)
+            full_store = sum(STORE_CPU[-rounds:]) / len(full_lat)
         result = {
             "store": kind,
             "hosts": len(docs),
@@ -124,6 +195,7 @@ async def measure(kind: str, settings: Settings, profile: str, rounds: int) -> d
                 "p50_ms": round(statistics.median(first_lat), 1),
                 "p99_ms": round(pct(first_lat, 0.99), 1),
                 "statements": first_stats,
+                "store_cpu_ms_per_doc": round(first_store * 1000, 2),
             },
             "steady_state": {
                 "documents": len(steady_lat),
@@ -132,9 +204,28 @@ async def measure(kind: str, settings: Settings, profile: str, rounds: int) -> d
                 "p99_ms": round(pct(steady_lat, 0.99), 1),
                 "statements": steady_stats,
                 "statements_per_doc": round(sum(v["calls"] for v in steady_stats.values()) / len(steady_lat), 2),
+                "service_process_cpu_ms_per_doc": round(steady_cpu * 1000, 2),
+                "store_cpu_ms_per_doc": round(steady_store * 1000, 2),
+            },
+            "steady_state_without_http": {
+                "documents": len(svc_lat),
+                "docs_per_s": round(len(svc_lat) / svc_s, 1),
+                "p50_ms": round(statistics.median(svc_lat), 1),
+                "p99_ms": round(pct(svc_lat, 0.99), 1),
+                "statements": svc_stats,
+                "service_process_cpu_ms_per_doc": round(svc_cpu * 1000, 2),
+                "store_cpu_ms_per_doc": round(svc_store * 1000, 2),
+            },
+            "steady_state_full_statement_each_doc": {
+                "documents": len(full_lat),
+                "docs_per_s": round(len(full_lat) / full_s, 1),
+                "p50_ms": round(statistics.median(full_lat), 1),
+                "p99_ms": round(pct(full_lat, 0.99), 1),
+                "statements": full_stats,
+                "service_process_cpu_ms_per_doc": round(full_cpu * 1000, 2),
+                "store_cpu_ms_per_doc": round(full_store * 1000, 2),
             },
             "client_cpu_per_doc": client_cpu_ms(docs),
-            "store_round_trip_ms_per_doc": per_doc_store,
         }
         print(json.dumps(result), file=sys.stderr)
         return result
@@ -146,6 +237,7 @@ async def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--neo4j", action="store_true", help="also measure the local Neo4j (tools/neo4j-local)")
     parser.add_argument("--appendfsync", default="always", help="FalkorDB durability (production: always)")
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks" / "ingest.json")
     args = parser.parse_args()
     data = Path(tempfile.mkdtemp(prefix="bench-ingest-"))
     limits: dict[str, Any] = {"mutation_rate_per_minute": 1e9, "mutation_burst": 1_000_000, "query_timeout_s": 120}
@@ -166,8 +258,7 @@ async def main() -> None:
     finally:
         shutil.rmtree(data, ignore_errors=True)
     report = {"profile": args.profile, "collectors": COLLECTORS, "rounds": args.rounds, "results": results}
-    out = ROOT / "docs" / "benchmarks" / "ingest.json"
-    out.write_text(json.dumps(report, indent=1))
+    args.out.write_text(json.dumps(report, indent=1))
     print(json.dumps(report, indent=1))
 
 
