@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Self, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from topo_facts.mig import MAX_SLICES_PER_GPU, PROFILE_PATTERN
 
@@ -26,6 +26,8 @@ MAX_PCIE_SWITCHES_PER_HOST = 512
 MAX_NVSWITCHES_PER_HOST = 64
 MAX_NVLINKS_PER_GPU = 72
 MAX_NUMA_NODES = 64
+MAX_XIDS = 16
+MAX_XID_CODE = 1023
 MAX_FABRIC_SWITCHES = 100_000
 MAX_FABRIC_LINKS = 1_000_000
 
@@ -138,6 +140,21 @@ class GPUState(_Strict):
     power_w: float | None = Field(default=None, ge=0, le=10_000)
     utilization_pct: float | None = Field(default=None, ge=0, le=100)
     memory_used_mib: int | None = Field(default=None, ge=0)
+    # NVLink error counters summed over the GPU's links since the driver loaded (NVML
+    # nvmlDeviceGetNvLinkErrorCounter): data-link replays, link recoveries, CRC errors (flit + data).
+    nvlink_replay_errors: int | None = Field(default=None, ge=0)
+    nvlink_recovery_errors: int | None = Field(default=None, ge=0)
+    nvlink_crc_errors: int | None = Field(default=None, ge=0)
+    # Critical XID codes seen on this GPU since the collector started watching (NVML
+    # XidCriticalError events), distinct, oldest first, the last MAX_XIDS kept.
+    xid_errors: list[int] = Field(default_factory=list, max_length=MAX_XIDS)
+
+    @field_validator("xid_errors")
+    @classmethod
+    def _xid_codes(cls, codes: list[int]) -> list[int]:
+        if any(not 0 <= c <= MAX_XID_CODE for c in codes):
+            raise ValueError(f"XID codes are between 0 and {MAX_XID_CODE}")
+        return codes
 
 
 class MigSliceFact(_Strict):
@@ -183,6 +200,10 @@ class NICFact(_Strict):
     numa_node: int | None = Field(default=None, ge=0, lt=4096)
     rail: int | None = Field(default=None, ge=0, lt=64)
     pcie_path: list[PciBusId] = Field(default_factory=list, max_length=16)
+    # InfiniBand port error counters (sysfs ports/N/counters) since the HCA's last reset.
+    symbol_errors: int | None = Field(default=None, ge=0)
+    link_downed: int | None = Field(default=None, ge=0)
+    port_rcv_errors: int | None = Field(default=None, ge=0)
 
 
 class GPUNICAffinity(_Strict):

@@ -620,6 +620,9 @@ def _candidate(
         largest_before=before,
         largest_after=after,
         idle=score.idleness([g.utilization_pct for g in gpus if g.utilization_pct is not None]),
+        nvlink_errors=sum(1 for g in gpus if g.nvlink_errors) / len(gpus),
+        xid_errors=sum(1 for g in gpus if g.xid_errors) / len(gpus),
+        nic_errors=sum(1 for g in gpus if g.nic_errors) / len(gpus) if len(hosts) > 1 else 0.0,
     )
     worst_hops = _max_hops(hosts) or 0
     received = [h.received_at for h in hosts if h.received_at is not None]

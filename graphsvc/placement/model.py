@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, TypedDict
 if TYPE_CHECKING:
     from graphsvc.placement.mig import SliceCandidate
 
+from graphsvc.states import counts_as_free
+
 # PCIe 4.0 x16, one direction, GB/s: the path between GPUs of one host without NVLink.
 PCIE_GBPS = 32.0
 # GB/s of a NIC of unknown speed (100 Gb/s Ethernet).
@@ -43,6 +45,9 @@ class GpuRow(TypedDict, total=False):
     lease_expires_at: float | None
     mig_mode: bool | None
     nic_state: str | None
+    nvlink_errors: int
+    xid_errors: int
+    nic_errors: int
 
 
 class HostFreeRow(TypedDict):
@@ -96,6 +101,9 @@ class Gpu:
     # MIG enabled: the GPU is partitioned into slices, so it is never offered whole.
     mig_mode: bool = False
     nic_state: str | None = None  # the nearest NIC's port state ("active", "down", ...), None if unknown
+    nvlink_errors: int = 0  # NVLink replay + recovery + CRC errors counted since the driver loaded
+    xid_errors: int = 0  # critical XIDs the collector saw on it
+    nic_errors: int = 0  # its nearest NIC port's symbol, link-downed and receive errors
     # Filled from NVLink edges: total GB/s to switches, direct GB/s per peer uuid.
     switch_gbps: float = 0.0
     direct: dict[str, float] = field(default_factory=dict)
@@ -122,6 +130,9 @@ class Gpu:
             switch_gbps=float(row.get("nvswitch_gbps") or 0.0),
             mig_mode=bool(row.get("mig_mode")),
             nic_state=row.get("nic_state"),
+            nvlink_errors=int(row.get("nvlink_errors") or 0),
+            xid_errors=int(row.get("xid_errors") or 0),
+            nic_errors=int(row.get("nic_errors") or 0),
         )
 
     @property
@@ -153,7 +164,8 @@ class Host:
 
     @property
     def free(self) -> list[Gpu]:
-        return [g for g in self.gpus if g.state == "free"]
+        """Free GPUs as the counters count them: a failed GPU is never free."""
+        return [g for g in self.gpus if counts_as_free(g.state, g.health)]
 
 
 def hops(a: Host, b: Host) -> int | None:

@@ -15,6 +15,9 @@ from graphsvc.placement.model import PCIE_GBPS, SWITCHED_KINDS, Gpu, nvlink_gbps
 from graphsvc.placement.request import NVLinkRequirement, PlacementRequest
 
 UNHEALTHY = frozenset({"failed", "degraded"})
+# A failed GPU is never free (the free-GPU counters leave it out too): not even `allow-unhealthy`
+# offers it; that option admits degraded GPUs only.
+FAILED = "failed"
 # Utilisation at or above this, on a GPU no reservation holds, means someone runs outside the service.
 BUSY_UTILIZATION_PCT = 10.0
 # NIC port states (topo_facts.models.PortState) under which a GPU's rail carries no traffic.
@@ -34,7 +37,8 @@ def eligible(gpu: Gpu, req: PlacementRequest) -> bool:
         return False
     if req.min_memory_gib is not None and (gpu.memory_mib is None or gpu.memory_mib < req.min_memory_gib * 1024):
         return False
-    if req.exclude_unhealthy and (gpu.health or "").lower() in UNHEALTHY:
+    health = (gpu.health or "").lower()
+    if health == FAILED or (req.exclude_unhealthy and health in UNHEALTHY):
         return False
     too_hot = req.max_temperature_c is not None and (gpu.temperature_c or 0.0) > req.max_temperature_c
     if too_hot:

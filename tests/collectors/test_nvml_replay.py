@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from topo_collector.collect import build_host_facts
-from topo_collector.nvml import RACK_SWITCH_ID, read_metrics, read_nvml
+from topo_collector.nvml import RACK_SWITCH_ID, XID_HEALTH, read_metrics, read_nvml
 from topo_collector.nvml_api import RecordingNvml, ReplayNvml
 from topo_collector.sysfs import SysfsInventory
 from topo_facts import Health, PeerType
+from topo_facts.models import MAX_XIDS
 
 from graphsvc.ingest.host_plan import host_params
 
@@ -163,3 +165,62 @@ def test_a_mig_device_that_fails_is_skipped_and_reported() -> None:
     inv = read_nvml(ReplayNvml(calls))
     assert _profiles(inv)[0] == ["3g.40gb"]
     assert inv.problems and "MIG device 1" in inv.problems[0]
+
+
+def with_errors(name: str, extra: dict[str, object]) -> ReplayNvml:
+    """A recording plus answers for the error counters and XIDs (#17), as a real driver gives them."""
+    calls = json.loads((RECORDINGS / f"{name}.json").read_text())["calls"]
+    return ReplayNvml({**calls, **extra})
+
+
+def test_nvlink_error_counters_are_summed_over_active_links() -> None:
+    calls = json.loads((RECORDINGS / "hgx-h100.json").read_text())["calls"]
+    active = [link for link in range(36) if calls.get(f"nvlink_state(0,{link})") == 1]
+    assert active
+    extra: dict[str, object] = {}
+    for link in active:
+        extra.update({f"nvlink_error_counter(0,{link},{c})": v for c, v in ((0, 2), (1, 1), (2, 3), (3, 4))})
+    extra["nvlink_error_counter(1,0,0)"] = {"nvml_error": 3}  # not supported: stays unknown
+    inv = read_nvml(with_errors("hgx-h100", extra))
+    g0, g1 = inv.gpus[0], inv.gpus[1]
+    n = len(active)
+    assert (g0.nvlink_replay_errors, g0.nvlink_recovery_errors, g0.nvlink_crc_errors) == (2 * n, n, 7 * n)
+    assert (g1.nvlink_replay_errors, g1.nvlink_recovery_errors, g1.nvlink_crc_errors) == (None, None, None)
+    (m0, *_) = read_metrics(with_errors("hgx-h100", extra))
+    assert m0.nvlink_replay_errors == 2 * n  # the metrics push carries them too
+
+
+@pytest.mark.parametrize(
+    ("xids", "health"),
+    [
+        # One row per line of XID_HEALTH, and codes outside it.
+        ([48], Health.FAILED),
+        ([63], Health.DEGRADED),
+        ([64], Health.FAILED),
+        ([74], Health.DEGRADED),
+        ([79], Health.FAILED),
+        ([94], Health.DEGRADED),
+        ([95], Health.FAILED),
+        ([13], Health.OK),  # a graphics engine exception: the application's fault, not the GPU's
+        ([94, 79], Health.FAILED),  # the worst wins
+        ([], Health.OK),
+    ],
+)
+def test_critical_xids_mark_the_gpu(xids: list[int], health: Health) -> None:
+    inv = read_nvml(with_errors("hgx-h100", {"xid_errors(2)": xids}))
+    gpu = inv.gpus[2]
+    assert gpu.xid_errors == xids and gpu.health is health
+    assert sum(r.startswith("XID") for r in gpu.health_reasons) == sum(x in XID_HEALTH for x in xids)
+
+
+def test_xids_are_bounded() -> None:
+    inv = read_nvml(with_errors("hgx-h100", {"xid_errors(0)": list(range(40))}))
+    assert inv.gpus[0].xid_errors == list(range(40 - MAX_XIDS, 40))
+
+
+def test_error_counters_and_xids_reach_the_graph_params() -> None:
+    inv = read_nvml(with_errors("hgx-h100", {"xid_errors(5)": [79], "nvlink_error_counter(5,0,1)": 9}))
+    facts = build_host_facts("node-1", inv, SysfsInventory())
+    params = host_params(facts, received_at=0.0)
+    gpu = next(g for g in params["gpus"] if g["props"]["index"] == 5)["props"]
+    assert gpu["xid_errors"] == [79] and gpu["health"] == "failed"

@@ -84,6 +84,22 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "received_at": time.time(),
         "metrics": {FIRST.gpus[0].uuid: {"temperature_c": 50.0}},
     },
+    "ingest_host_unchanged": {
+        "host": FIRST.hostname,
+        "fingerprint": "not-the-stored-one",
+        "props": {"collected_at": time.time() + 2, "received_at": time.time()},
+        "gpus": {FIRST.gpus[0].uuid: {"temperature_c": 51.0, "health": "ok"}},
+    },
+    "ingest_hosts_unchanged": {
+        "docs": [
+            {
+                "host": FIRST.hostname,
+                "fingerprint": "not-the-stored-one",
+                "props": {"collected_at": time.time() + 2, "received_at": time.time()},
+                "gpus": {FIRST.gpus[0].uuid: {"temperature_c": 51.0, "health": "ok"}},
+            }
+        ]
+    },
     "host_freshness": {"host": FIRST.hostname},
     "host_reset_freshness": {"host": FIRST.hostname},
     "reservation_request_hash": {"key": "k-1"},
