@@ -63,7 +63,7 @@ def elastic_service(
         env.update(neo4j_env(server.uri, server.password))
         _in_thread(_reset(server))
     svc = ServiceProcess(tmp_path_factory.mktemp(f"ui-elastic-{request.param}") / "data", free_port(), env=env)
-    svc.start()
+    svc.start(timeout_s=300 if request.param == "neo4j" else 60)  # Neo4j: schema and migrations first
     _in_thread(push_cluster(svc.url, build(CLUSTER)))
     yield svc
     svc.stop()
@@ -106,6 +106,14 @@ def _release_all(svc: ServiceProcess) -> None:
             gql(svc, "mutation($id: String!) { release(id: $id) { __typename } }", {"id": r["id"]})
 
 
+def _banner(p: Any, prefix: str) -> None:
+    """Wait for the banner to start with `prefix`; on a time-out, say what it showed instead."""
+    try:
+        p.wait_for_function(f"document.querySelector('#banner').textContent.startsWith({prefix!r})", timeout=120_000)
+    except Exception as err:  # re-raised with what the page showed
+        raise AssertionError(f"banner: {p.inner_text('#banner')!r}") from err
+
+
 def _row(rid: str) -> str:
     return f'#reservations tr[data-id="{rid}"]'
 
@@ -121,6 +129,7 @@ def test_preempt_shows_the_plan_then_warns_the_victims(elastic_service: ServiceP
     gql(svc, renew, {"id": costly, "at": now - 7200, "e": None})  # two hours since its checkpoint
     try:
         with offline_page(page, svc.url) as p:
+            p.set_default_timeout(120_000)  # a loaded machine, a Neo4j JVM: slow, not wrong
             open_view(p, f"{svc.url}/ui/#/reservations")
             # A typed refusal is shown, not a blank page.
             p.fill("#preempt-form input[name=gpus]", "5000")
@@ -145,7 +154,7 @@ def test_preempt_shows_the_plan_then_warns_the_victims(elastic_service: ServiceP
             assert "GPU-h" in text and "grace period ends" in text and "in 10m" in text and "least lost work" in text
             # Confirm: the preemptor is pending with a countdown, the victim carries the warning.
             p.click("#preempt-plan button.preempt")
-            p.wait_for_function("document.querySelector('#banner').textContent.startsWith('Preemption pending')")
+            _banner(p, "Preemption pending")
             pending = gql(svc, '{ reservations(first: 500, filter: {state: "pending"}) { id graceEndsAt } }')
             pid = pending["reservations"][0]["id"]
             assert pid in p.inner_text("#banner") and cheap in p.inner_text("#banner")
@@ -168,6 +177,7 @@ def test_phase_plan_says_whether_the_next_phase_fits(elastic_service: ServicePro
     rid = _reserve(svc, "phased", 4)
     try:
         with offline_page(page, svc.url) as p:
+            p.set_default_timeout(120_000)  # a loaded machine, a Neo4j JVM: slow, not wrong
             open_view(p, f"{svc.url}/ui/#/reservations")
             p.click(f"{_row(rid)} button.elastic")
             panel = f'tr.panel[data-for="{rid}"]'
@@ -199,6 +209,7 @@ def test_failed_gpu_replacement_is_proposed_then_taken(elastic_service: ServiceP
     rid = _reserve(svc, "repair", 4)
     try:
         with offline_page(page, svc.url) as p:
+            p.set_default_timeout(120_000)  # a loaded machine, a Neo4j JVM: slow, not wrong
             open_view(p, f"{svc.url}/ui/#/reservations")
             p.click(f"{_row(rid)} button.elastic")
             panel = f'tr.panel[data-for="{rid}"]'
@@ -217,7 +228,7 @@ def test_failed_gpu_replacement_is_proposed_then_taken(elastic_service: ServiceP
             new_gpu = p.inner_text(f'{panel} .replacement tr[data-rank="1"] code')
             assert new_gpu != failed
             p.click(f"{panel} button.take")
-            p.wait_for_function("document.querySelector('#banner').textContent.startsWith('Replaced')")
+            _banner(p, "Replaced")
             assert f"rank 1 → {new_gpu}" in p.inner_text("#banner")
         after = gql(svc, "query($id: String!) { elasticState(id: $id) { rankOrder } }", {"id": rid})
         assert after["elasticState"]["rankOrder"][1] == new_gpu and failed not in after["elasticState"]["rankOrder"]
