@@ -17,6 +17,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 from graphsvc.placement.engine import PlacementEngine, unknown_model
 from graphsvc.placement.model import InfeasibleReason
@@ -35,6 +36,7 @@ from graphsvc.reservations.fastpath import (
 )
 from graphsvc.reservations.group_commit import GroupCommit
 from graphsvc.reservations.rows import (
+    HeldGpuRow,
     HoldingRow,
     ReservationProps,
     ReservationRow,
@@ -464,7 +466,7 @@ class ReservationService:
         by_key: dict[BatchKey, list[int]] = {}
         for n, item in enumerate(items):
             by_key.setdefault(item.key, []).append(n)
-        ids: list[str] = []
+        found: dict[str, Reservation] = {}
         for key, members in by_key.items():
             requests: list[BatchRequest] = [items[n].request for n in members]
             params = batch_params(key, requests, self.clock())
@@ -474,9 +476,12 @@ class ReservationService:
                 # An idempotency key raced in this statement (nothing of it was written): its requests
                 # go on alone, where the race is resolved; other statements of the batch stand.
                 continue
-            if rows:
-                ids.extend(str(i) for i in rows[0]["ids"])
-        found = {r.id: r for r in await self.get_many(ids=ids)} if ids else {}
+            if not rows:
+                continue
+            # The statement returns each reservation as stored and the GPUs it took: nothing is
+            # read back (one round trip per batch, not two).
+            for rid, props, taken in zip(rows[0]["ids"], rows[0]["reservations"], rows[0]["taken"], strict=True):
+                found[str(rid)] = _reservation(_written_row(cast(ReservationProps, props), taken, held=True))
         return [found.get(str(item.request["props"]["id"])) for item in items]
 
     async def _release_batch(self, ids: list[str]) -> list[Reservation | None]:
@@ -484,8 +489,13 @@ class ReservationService:
         rows = await self.gw.write(
             "reservations/release_batch", {"ids": sorted(set(ids)), "now": self.clock(), "state": "released"}
         )
-        ended = {str(i) for i in rows[0]["ids"]} if rows else set()
-        found = {r.id: r for r in await self.get_many(ids=sorted(ended))} if ended else {}
+        found: dict[str, Reservation] = {}
+        if rows:
+            # Each ended reservation as the statement left it (no read back): its properties and the
+            # GPUs it held, none of them held any more.
+            for rid, props, taken in zip(rows[0]["ids"], rows[0]["reservations"], rows[0]["taken"], strict=True):
+                found[str(rid)] = _reservation(_written_row(cast(ReservationProps, props), taken, held=False))
+        ended = set(found)
         first = {i: n for n, i in reversed(list(enumerate(ids)))}  # a duplicate answers on its own (no 2nd event)
         return [found.get(i) if i in ended and first[i] == n else None for n, i in enumerate(ids)]
 
@@ -656,6 +666,16 @@ def _progress(row: HoldingRow) -> checkpoints.Progress:
 
 def _printable(text: str) -> bool:
     return 0 < len(text) <= 256 and not any(ord(c) < 0x20 for c in text)
+
+
+def _written_row(props: ReservationProps, taken: list[list[Any]], *, held: bool) -> ReservationRow:
+    """A reservation_get row from what a write returned: the node's properties and its GPUs as
+    [uuid, index, model, host, rack, scalable_unit] lists, in reservation_get's order."""
+    gpus: list[HeldGpuRow] = [
+        {"uuid": u, "index": int(i), "model": m, "host": h, "rack": rack, "scalable_unit": su, "held": held}
+        for u, i, m, h, rack, su in sorted(taken, key=lambda t: (str(t[3]), int(t[1])))
+    ]
+    return {"reservation": props, "gpus": gpus}
 
 
 def _reservation(row: ReservationRow) -> Reservation:
