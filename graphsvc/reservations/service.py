@@ -216,6 +216,10 @@ class ReservationService:
         self.release_group: GroupCommit[str, Reservation | None] | None = (
             GroupCommit(self._release_batch) if group_commit else None
         )
+        # So are the idempotency-key lookups that precede reserves with a key: one read for all.
+        self.key_group: GroupCommit[str, Reservation | None] | None = (
+            GroupCommit(self._by_keys, max_batch=128) if group_commit else None
+        )
 
     # ---- reading ----------------------------------------------------------------------
 
@@ -287,7 +291,11 @@ class ReservationService:
             labels=labels, allow_preemption=allow_preemption,
         )  # fmt: skip
         if idempotency_key is not None:
-            existing = await self.get_many(keys=[idempotency_key])
+            if self.key_group is not None:
+                earlier = await self.key_group.submit(idempotency_key)
+                existing = [earlier] if earlier is not None else []
+            else:
+                existing = await self.get_many(keys=[idempotency_key])
             if existing:
                 return await self._replay(existing[0], holder, fingerprint)
         reservation_id = f"rsv-{uuid.uuid4().hex[:20]}"
@@ -483,6 +491,11 @@ class ReservationService:
             for rid, props, taken in zip(rows[0]["ids"], rows[0]["reservations"], rows[0]["taken"], strict=True):
                 found[str(rid)] = _reservation(_written_row(cast(ReservationProps, props), taken, held=True))
         return [found.get(str(item.request["props"]["id"])) for item in items]
+
+    async def _by_keys(self, keys: list[str]) -> list[Reservation | None]:
+        """The reservations made with these idempotency keys (None: none yet), in one read."""
+        found = {r.idempotency_key: r for r in await self.get_many(keys=sorted(set(keys)))}
+        return [found.get(k) for k in keys]
 
     async def _release_batch(self, ids: list[str]) -> list[Reservation | None]:
         """One statement for a batch of releases; each released reservation, in order (None: not released here)."""

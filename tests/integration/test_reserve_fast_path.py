@@ -194,6 +194,22 @@ async def test_batch_answers_come_from_the_write_and_match_what_is_stored(gatewa
     await counters_agree(gateway)
 
 
+async def test_idempotency_key_lookups_of_concurrent_reserves_share_one_read(gateway: Gateway) -> None:
+    await load(gateway, "superpod-h100:sus=1")
+    svc = ReservationService(gateway)
+    ask = parse_request("2xH100 nvlink=full-mesh")
+    first = await svc.reserve(holder="a", request=ask, ttl_s=TTL, idempotency_key="k0")
+    assert isinstance(first, Reservation)
+    outs = await asyncio.gather(
+        *(svc.reserve(holder="a", request=ask, ttl_s=TTL, idempotency_key=f"k{i}") for i in range(12))
+    )
+    assert outs[0] == first  # the key already used: its reservation, nothing new
+    assert all(isinstance(o, Reservation) for o in outs) and len({o.id for o in outs}) == 12
+    assert [o.idempotency_key for o in outs if isinstance(o, Reservation)] == [f"k{i}" for i in range(12)]
+    assert svc.key_group is not None and svc.key_group.items == 13 and svc.key_group.batches < 13
+    await counters_agree(gateway)
+
+
 async def test_reserve_explains_an_infeasible_request_only_when_asked(gateway: Gateway) -> None:
     await load(gateway, "l40s:hosts=2")
     svc = ReservationService(gateway)
