@@ -8,7 +8,8 @@
 // they feed (fragments/lock_counters), then the NVLink domains the new facts join, and only
 // then reads the stored collected_at it decides on. The free-GPU counters of the host, its
 // NVLink domains and leaves are recounted at the end of this same statement, so a crash can
-// never leave them behind the GPUs.
+// never leave them behind the GPUs. MIG slices are replaced with the GPUs: a slice the facts
+// no longer list is deleted, and a live reservation holding it records it in lost_slices.
 // @write
 // @param domains list<map>
 // @param gpu_domains list<map>
@@ -20,6 +21,7 @@
 // @param gpus list<map>
 // @param host map
 // @param keep_uuids list<string>
+// @param mig_slices list<map>
 // @param nic_numa list<map>
 // @param nic_pcie list<map>
 // @param nics list<map>
@@ -67,6 +69,13 @@ OPTIONAL MATCH (h)-[:HAS_NUMA|HAS_GPU|HAS_NVSWITCH|HAS_PCIE_SWITCH|HAS_NIC]->(go
 WHERE NOT gone.uuid IN $keep_uuids
 DETACH DELETE gone
 WITH DISTINCT h
+OPTIONAL MATCH (gone_slice:MigSlice {host: $host.name})
+WHERE NOT gone_slice.uuid IN [s IN $mig_slices | s.uuid]
+OPTIONAL MATCH (loser:Reservation)-[:HOLDS_SLICE]->(gone_slice)
+FOREACH (x IN CASE WHEN loser IS NULL OR loser.state <> 'active' THEN [] ELSE [loser] END |
+  SET x.lost_slices = coalesce(x.lost_slices, []) + gone_slice.uuid)
+DETACH DELETE gone_slice
+WITH DISTINCT h
 OPTIONAL MATCH (h)-[:HAS_GPU|HAS_NIC|HAS_PCIE_SWITCH]->(dev)-[derived:NVLINK|PCIE_UPSTREAM|NUMA_AFFINITY|IN_DOMAIN|NIC_AFFINITY]->()
 DELETE derived
 WITH DISTINCT h
@@ -87,6 +96,12 @@ FOREACH (g IN $gpus |
   ON CREATE SET x.state = 'free'
   SET x += g.props
   MERGE (h)-[:HAS_GPU]->(x))
+FOREACH (s IN $mig_slices |
+  MERGE (x:MigSlice {uuid: s.uuid})
+  ON CREATE SET x.state = 'free'
+  SET x += s.props
+  MERGE (g:GPU {uuid: s.gpu})
+  MERGE (g)-[:HAS_SLICE]->(x))
 FOREACH (n IN $nics |
   MERGE (x:NIC {uuid: n.uuid})
   SET x += n.props

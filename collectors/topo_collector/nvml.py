@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from topo_facts import GPUFact, GPUMetrics, Health, NVLinkFact, NVSwitchFact, PeerType
+from topo_facts import GPUFact, GPUMetrics, Health, MigSliceFact, NVLinkFact, NVSwitchFact, PeerType
+from topo_facts.mig import MAX_SLICES_PER_GPU, profile_name
 
 from topo_collector.nvml_api import (
     NVLINK_MAX_LINKS,
@@ -99,6 +100,7 @@ def _read(nv: NvmlApi) -> NvmlInventory:
                 numa_node=numa if numa is not None and numa >= 0 else None,
                 compute_capability=f"{cc[0]}.{cc[1]}" if cc else None,
                 mig_mode=bool(mig) if mig is not None else None,
+                mig_slices=_mig_slices(nv, i, memory.get("total"), inv.problems) if mig else [],
                 nvlinks=links,
                 nvlink_domain=clique,
                 **_telemetry(nv, i, memory),
@@ -156,6 +158,36 @@ def _nvlinks(
             )
         )
     return out
+
+
+def _mig_slices(nv: NvmlApi, i: int, gpu_memory: int | None, problems: list[str]) -> list[MigSliceFact]:
+    """The GPU instances of a MIG-enabled GPU, named by profile (topo_facts.mig.profile_name).
+
+    NVML numbers MIG devices 0..max-1 with gaps where no instance is (NOT_FOUND); an index
+    that fails otherwise is skipped and reported, the other slices are kept.
+    """
+    slots = _opt(nv.mig_device_count, i) or 0
+    board_mib = gpu_memory // (1024 * 1024) if gpu_memory else None
+    out: list[MigSliceFact] = []
+    for j in range(min(slots, MAX_SLICES_PER_GPU)):
+        dev = _opt(nv.mig_device, i, j)
+        if not dev:
+            continue
+        memory_mib = int(dev["profile_memory_mib"]) if dev.get("profile_memory_mib") else None
+        if memory_mib is None and dev.get("memory_total"):
+            memory_mib = int(dev["memory_total"]) // (1024 * 1024)
+        try:
+            out.append(
+                MigSliceFact(
+                    uuid=dev["uuid"],
+                    gpu_instance_id=int(dev["gpu_instance_id"]),
+                    profile=profile_name(int(dev["slices"]), memory_mib or 0, board_mib),
+                    memory_mib=memory_mib,
+                )
+            )
+        except (KeyError, ValueError) as exc:
+            problems.append(f"GPU {i} MIG device {j}: {exc}")
+    return sorted(out, key=lambda s: s.gpu_instance_id)
 
 
 def _telemetry(nv: NvmlApi, i: int, memory: dict[str, int]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ NVML_ERROR_INVALID_ARGUMENT = 2
 NVML_ERROR_NOT_SUPPORTED = 3
 NVML_ERROR_LIBRARY_NOT_FOUND = 12
 NVML_ERROR_DRIVER_NOT_LOADED = 9
+NVML_ERROR_NOT_FOUND = 6
 NVLINK_MAX_LINKS = 36
 NVLINK_REMOTE_GPU = 0
 NVLINK_REMOTE_SWITCH = 2
@@ -53,6 +54,8 @@ class NvmlApi(Protocol):
     def nvlink_remote_pci(self, i: int, link: int) -> str: ...
     def nvlink_remote_type(self, i: int, link: int) -> int: ...
     def fabric_info(self, i: int) -> dict[str, Any]: ...
+    def mig_device_count(self, i: int) -> int: ...
+    def mig_device(self, i: int, j: int) -> dict[str, Any]: ...
 
 
 METHODS = [name for name in NvmlApi.__dict__ if not name.startswith("_")]
@@ -172,6 +175,26 @@ class RealNvml:
             "clique_id": int(info.cliqueId),
             "state": int(info.state),
             "status": int(info.status),
+        }
+
+    # ---- MIG (only asked of a GPU whose MIG mode is on) ----------------------------------
+
+    def mig_device_count(self, i: int) -> int:
+        return int(self._call(self._nv.nvmlDeviceGetMaxMigDeviceCount, self._h(i)))
+
+    def mig_device(self, i: int, j: int) -> dict[str, Any]:
+        """MIG device `j` of GPU `i` (NOT_FOUND where that index holds no instance): its uuid, its
+        GPU instance id, and the slices and memory of its GPU instance profile (device attributes)."""
+        nv = self._nv
+        handle = self._call(nv.nvmlDeviceGetMigDeviceHandleByIndex, self._h(i), j)
+        attributes = self._call(nv.nvmlDeviceGetAttributes, handle)
+        memory = self._call(nv.nvmlDeviceGetMemoryInfo, handle)
+        return {
+            "uuid": _text(self._call(nv.nvmlDeviceGetUUID, handle)),
+            "gpu_instance_id": int(self._call(nv.nvmlDeviceGetGpuInstanceId, handle)),
+            "slices": int(attributes.gpuInstanceSliceCount),
+            "profile_memory_mib": int(attributes.memorySizeMB),
+            "memory_total": int(memory.total),
         }
 
 

@@ -15,6 +15,8 @@ from typing import Annotated, Self, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from topo_facts.mig import MAX_SLICES_PER_GPU, PROFILE_PATTERN
+
 FACT_FORMAT_VERSION = 1
 _T = TypeVar("_T")
 
@@ -138,6 +140,15 @@ class GPUState(_Strict):
     memory_used_mib: int | None = Field(default=None, ge=0)
 
 
+class MigSliceFact(_Strict):
+    """One MIG GPU instance: the unit a MIG-enabled GPU is handed out in (topo_facts.mig names profiles)."""
+
+    uuid: Ident = Field(description="The MIG device uuid (MIG-...), what CUDA_VISIBLE_DEVICES takes")
+    gpu_instance_id: int = Field(ge=0, lt=64, description="NVML's GPU instance id on its GPU")
+    profile: str = Field(pattern=PROFILE_PATTERN, description="As nvidia-smi names it: 3g.40gb")
+    memory_mib: int | None = Field(default=None, ge=0, le=16 * 1024 * 1024)
+
+
 class GPUFact(GPUState):
     uuid: Ident
     index: int = Field(ge=0, lt=MAX_GPUS_PER_HOST)
@@ -153,6 +164,11 @@ class GPUFact(GPUState):
     )
     nvlink_domain: Ident | None = Field(
         default=None, description="Fabric clique (clusterUuid/cliqueId) on multi-node NVLink systems"
+    )
+    mig_slices: list[MigSliceFact] = Field(
+        default_factory=list,
+        max_length=MAX_SLICES_PER_GPU,
+        description="The GPU instances of a MIG-enabled GPU (mig_mode true); empty otherwise",
     )
 
 
@@ -205,6 +221,7 @@ class HostFacts(_Strict):
         _unique(problems, "gpus", [g.index for g in self.gpus], "index")
         _unique(problems, "gpus", [g.pci_bus_id for g in self.gpus if g.pci_bus_id], "pci_bus_id")
         nics = _unique(problems, "nics", [n.name for n in self.nics], "name")
+        _check_mig(problems, self.gpus, gpus)
 
         for i, s in enumerate(self.pcie_switches):
             if s.parent is not None and s.parent not in switches:
@@ -249,6 +266,22 @@ def _unique(problems: list[str], field: str, values: list[_T], key: str) -> set[
             problems.append(f"{field}[{i}].{key}: duplicate {v!r}")
         seen.add(v)
     return seen
+
+
+def _check_mig(problems: list[str], gpus: list[GPUFact], gpu_uuids: set[str]) -> None:
+    """Slices only on a MIG-enabled GPU; slice uuids unique on the host and distinct from GPU uuids."""
+    seen: set[str] = set()
+    for i, g in enumerate(gpus):
+        if g.mig_slices and g.mig_mode is not True:
+            problems.append(f"gpus[{i}].mig_slices: MIG slices on a GPU whose mig_mode is not true")
+        ids: set[int] = set()
+        for j, s in enumerate(g.mig_slices):
+            if s.uuid in seen or s.uuid in gpu_uuids:
+                problems.append(f"gpus[{i}].mig_slices[{j}].uuid: duplicate {s.uuid!r}")
+            seen.add(s.uuid)
+            if s.gpu_instance_id in ids:
+                problems.append(f"gpus[{i}].mig_slices[{j}].gpu_instance_id: duplicate {s.gpu_instance_id}")
+            ids.add(s.gpu_instance_id)
 
 
 def _check_acyclic(problems: list[str], switches: list[PCIeSwitchFact]) -> None:

@@ -184,6 +184,7 @@ def host_params(facts: HostFacts, *, received_at: float) -> dict[str, Any]:
         gpu_domains=[{"src": uuid, "dst": dom} for uuid, dom in gpu_domain.items()],
         gpu_nics=[{"src": a.gpu_uuid, "dst": nic_by_name[a.nic], "via": a.via} for a in facts.gpu_nic_affinity],
     )
+    params["mig_slices"] = mig_slice_params(facts)
     params["gpu_uuids"] = [g.uuid for g in facts.gpus]
     params["keep_uuids"] = [
         *(n["uuid"] for n in numa),
@@ -193,6 +194,29 @@ def host_params(facts: HostFacts, *, received_at: float) -> dict[str, Any]:
         *(n["uuid"] for n in nics),
     ]
     return params
+
+
+def mig_slice_params(facts: HostFacts) -> list[dict[str, Any]]:
+    """The MIG slices of the host's GPUs (keyed by their MIG uuid, globally unique as GPU uuids are).
+
+    The ingest replaces the host's slices: one missing here is deleted (and, if a reservation
+    held it, that reservation reports it as no longer held)."""
+    return [
+        {
+            "uuid": s.uuid,
+            "gpu": g.uuid,
+            "props": _props(
+                uuid=s.uuid,
+                host=facts.hostname,
+                gpu=g.uuid,
+                profile=s.profile,
+                gpu_instance_id=s.gpu_instance_id,
+                memory_mib=s.memory_mib,
+            ),
+        }
+        for g in facts.gpus
+        for s in g.mig_slices
+    ]
 
 
 def _domains(facts: HostFacts) -> tuple[list[dict[str, Any]], dict[str, str]]:

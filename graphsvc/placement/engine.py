@@ -18,6 +18,7 @@ from typing import cast
 
 from graphsvc.placement import score
 from graphsvc.placement.explain import describe, diagnose
+from graphsvc.placement.mig_service import place_slices
 from graphsvc.placement.model import (
     Candidate,
     DomainFreeRow,
@@ -31,7 +32,7 @@ from graphsvc.placement.model import (
     PlacementResult,
     hops,
 )
-from graphsvc.placement.request import NVLinkRequirement, Packing, PlacementRequest
+from graphsvc.placement.request import NVLinkRequirement, Packing, PlacementRequest, RequestError
 from graphsvc.placement.select import bottleneck, choose_in_host, eligible, rail_up, rank_order
 from graphsvc.sites import locality
 from graphsvc.sites.store import host_sites
@@ -146,6 +147,24 @@ class PlacementEngine:
             self._models_cache = (now, models)
         return models
 
+    async def _no_such_model(self, req: PlacementRequest) -> list[InfeasibleReason]:
+        """A request naming a model the graph has no GPU of: its one reason, before any search
+        (which would read every unit only to find nothing). Not in the cached model list: read it
+        again (the model may have just arrived)."""
+        if req.model_match is None or any(req.model_match.matches(m) for m in await self._models()):
+            return []
+        self._models_cache = (-MODELS_TTL_S, [])
+        return await unknown_model(self.gw, req, await self._models())
+
+    async def _place_slices(self, req: PlacementRequest, started: float) -> PlacementResult:
+        """A MIG request: slices, never whole GPUs (placement.mig); an unknown profile is infeasible here."""
+        try:
+            found = await place_slices(self.gw, req, now=self.clock(), stale_after_s=self.stale_after_s)
+        except RequestError as err:
+            return PlacementResult([], [InfeasibleReason(err.field, err.message)], 0, 0.0)
+        elapsed = (time.perf_counter() - started) * 1000
+        return PlacementResult([], found.infeasible, found.searched, elapsed, mig_candidates=found.candidates)
+
     async def place(
         self,
         req: PlacementRequest,
@@ -153,11 +172,21 @@ class PlacementEngine:
         explain_infeasible: bool = True,
         virtual_free: frozenset[str] = frozenset(),
         extra_hosts: tuple[str, ...] = (),
+        loader: HostLoader | None = None,
     ) -> PlacementResult:
-        """Ranked candidates; `virtual_free` GPUs (on `extra_hosts`) count as free, for preemption plans."""
+        """Ranked candidates; `virtual_free` GPUs (on `extra_hosts`) count as free, for preemption plans.
+        `loader`: hosts already read for this request (the diagnosis's searches reuse the first's)."""
         started = time.perf_counter()
         req = req.validated()
+        if req.mig_profile is not None:
+            return await self._place_slices(req, started)
+        unknown = await self._no_such_model(req)
+        if unknown:  # answered without a search
+            elapsed = (time.perf_counter() - started) * 1000
+            return PlacementResult([], unknown if explain_infeasible else [], 0, elapsed)
         search = _Search(self, req, virtual_free)
+        if loader is not None and loader.sites == req.site_set and not virtual_free:
+            search.loader = loader
         await search.run()
         if req.model is None and not virtual_free:
             await search.search_each_model(await self._models())
@@ -169,7 +198,9 @@ class PlacementEngine:
         infeasible = []
         if not candidates and explain_infeasible:
             infeasible = (
-                await unknown_model(self.gw, req) or await unmet_capabilities(self.gw, req) or await diagnose(self, req)
+                await unknown_model(self.gw, req, await self._models())
+                or await unmet_capabilities(self.gw, req)
+                or await diagnose(self, req, search.loader if not virtual_free else None)
             )
         return PlacementResult(
             candidates=candidates,
@@ -507,12 +538,14 @@ def _rail_aligned(gpus: list[Gpu]) -> bool:
     return len({frozenset(v) for v in by_host.values()}) == 1
 
 
-async def unknown_model(gw: Gateway, req: PlacementRequest) -> list[InfeasibleReason]:
-    """A request naming a model no GPU in the graph matches: say which models there are."""
+async def unknown_model(gw: Gateway, req: PlacementRequest, models: list[str] | None = None) -> list[InfeasibleReason]:
+    """A request naming a model no GPU in the graph matches: say which models there are
+    (`models`: the graph's models when the caller has just read them)."""
     match = req.model_match
     if match is None:
         return []
-    models = [str(r["model"]) for r in await gw.read("placement_gpu_models", {}) if r.get("model")]
+    if models is None:
+        models = [str(r["model"]) for r in await gw.read("placement_gpu_models", {}) if r.get("model")]
     if any(match.matches(m) for m in models):
         return []
     listed = ", ".join(models[:20]) + (f" and {len(models) - 20} more" if len(models) > 20 else "")

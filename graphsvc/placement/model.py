@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
+
+if TYPE_CHECKING:
+    from graphsvc.placement.mig import SliceCandidate
 
 # PCIe 4.0 x16, one direction, GB/s: the path between GPUs of one host without NVLink.
 PCIE_GBPS = 32.0
@@ -207,3 +210,5 @@ class PlacementResult:
     infeasible: list[InfeasibleReason]
     searched_units: int
     elapsed_ms: float
+    # A MIG request (`2x 3g.40gb`) is answered in slices, never in whole GPUs (placement.mig).
+    mig_candidates: list[SliceCandidate] = field(default_factory=list)

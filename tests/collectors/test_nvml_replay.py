@@ -107,3 +107,59 @@ def test_missing_answers_degrade_to_missing_facts() -> None:
         [],
         Health.UNKNOWN,
     )
+
+
+def _profiles(inv: object) -> list[list[str]]:
+    return [[s.profile for s in g.mig_slices] for g in inv.gpus]  # type: ignore[attr-defined]
+
+
+def test_mig_a100_40gb_reports_every_gpu_instance_by_profile() -> None:
+    inv = read_nvml(replay("a100-40gb-mig"))
+    assert inv.problems == []
+    assert all(g.mig_mode for g in inv.gpus)
+    assert _profiles(inv) == [
+        ["7g.40gb"],
+        ["3g.20gb", "3g.20gb"],
+        ["2g.10gb", "4g.20gb", "1g.5gb"],  # by GPU instance id: 3, 5, 13
+        ["1g.5gb"] * 7,
+    ]
+    s = inv.gpus[1].mig_slices[0]
+    assert (s.uuid, s.gpu_instance_id, s.memory_mib) == ("MIG-a100mig-1010-4000-8000-000000000101", 1, 20096)
+    assert {s.profile for g in inv.gpus for s in g.mig_slices} == {"1g.5gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"}
+
+
+def test_mig_h100_80gb_names_its_profiles_and_leaves_a_plain_gpu_whole() -> None:
+    inv = read_nvml(replay("h100-80gb-mig"))
+    assert _profiles(inv) == [
+        ["3g.40gb", "3g.40gb"],
+        ["7g.80gb"],
+        ["1g.20gb", "2g.20gb", "4g.40gb"],
+        ["1g.10gb"] * 7,
+        [],
+    ]
+    assert [g.mig_mode for g in inv.gpus] == [True, True, True, True, False]
+    facts = build_host_facts("h100-mig-1", inv, SysfsInventory())
+    params = host_params(facts, received_at=0)
+    assert len(params["mig_slices"]) == 2 + 1 + 3 + 7
+    first = params["mig_slices"][0]
+    assert (first["gpu"], first["props"]["profile"], first["props"]["host"]) == (
+        inv.gpus[0].uuid,
+        "3g.40gb",
+        "h100-mig-1",
+    )
+
+
+def test_mig_slices_survive_a_recording_round_trip(tmp_path: Path) -> None:
+    recorder = RecordingNvml(replay("h100-80gb-mig"))
+    first = read_nvml(recorder)
+    out = tmp_path / "rec.json"
+    recorder.save(out, {})
+    assert _profiles(read_nvml(ReplayNvml.load(out))) == _profiles(first)
+
+
+def test_a_mig_device_that_fails_is_skipped_and_reported() -> None:
+    calls = json.loads((RECORDINGS / "h100-80gb-mig.json").read_text())["calls"]
+    calls["mig_device(0,1)"] = {"uuid": "MIG-x"}  # no instance id, no slices: a broken answer
+    inv = read_nvml(ReplayNvml(calls))
+    assert _profiles(inv)[0] == ["3g.40gb"]
+    assert inv.problems and "MIG device 1" in inv.problems[0]

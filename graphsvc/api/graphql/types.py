@@ -15,6 +15,8 @@ import strawberry
 from topo_facts.gpu_models import vendor_of
 
 from graphsvc.api.graphql.context import Info
+from graphsvc.api.graphql.mig import MigSliceCandidate
+from graphsvc.placement.model import InfeasibleReason
 from graphsvc.placement.request import NVLinkRequirement, Packing
 from graphsvc.read import browse, hosts
 from graphsvc.read.browse import (
@@ -86,6 +88,7 @@ strawberry.enum(
 )
 strawberry.enum(Packing, description="Soft packing preference.")
 
+wrap(InfeasibleReason, fields={"nearest_feasible": "The nearest request that fits, in text form"})
 wrap(browse.PageInfo)
 wrap(browse.HostSummary, fields={"age_seconds": "Seconds since the host's facts arrived."})
 wrap(browse.HostConnection)
@@ -305,16 +308,12 @@ class PlacementCandidate:
 
 
 @strawberry.type
-class InfeasibleReason:
-    constraint: str
-    message: str
-    nearest_feasible: str | None = strawberry.field(description="The nearest request that fits, in text form")
-
-
-@strawberry.type
 class PlacementResult:
     request: str = strawberry.field(description="The request in canonical text form")
     candidates: list[PlacementCandidate]
     infeasible: list[InfeasibleReason]
     searched_units: int
     elapsed_ms: float
+    mig_candidates: list[MigSliceCandidate] = strawberry.field(
+        default_factory=list, description="For a MIG request (2x 3g.40gb): where the slices could be taken"
+    )
