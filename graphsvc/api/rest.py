@@ -21,6 +21,9 @@ from graphsvc.security.auth import Principal, Role, authenticate, require
 from graphsvc.services import Services
 
 router = APIRouter(responses=ERROR_RESPONSES, route_class=StrictJSONRoute)
+# The REST fast path for place/reserve/release (graphsvc/api/rest_reservations.py), first: routes
+# are matched in order, and a scheduler's per-job calls should not be compared against every other.
+router.include_router(fast_path_router)
 
 HostPath = Annotated[str, Path(min_length=1, max_length=253, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]
 
@@ -127,7 +130,3 @@ async def healthz(svc: ServicesDep) -> ServiceHealth:
         stale_host_names=list(counts.stale_host_names),
         all_hosts_stale=counts.all_stale,
     )
-
-
-# The REST fast path for place/reserve/release (graphsvc/api/rest_reservations.py).
-router.include_router(fast_path_router)

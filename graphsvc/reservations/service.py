@@ -17,6 +17,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 from graphsvc.placement.engine import PlacementEngine, unknown_model
 from graphsvc.placement.mig import SliceCandidate
@@ -38,6 +39,7 @@ from graphsvc.reservations.fastpath import (
 )
 from graphsvc.reservations.group_commit import GroupCommit
 from graphsvc.reservations.rows import (
+    HeldGpuRow,
     HoldingRow,
     ReservationProps,
     ReservationRow,
@@ -227,12 +229,18 @@ class ReservationService:
         self.release_group: GroupCommit[str, Reservation | None] | None = (
             GroupCommit(self._release_batch) if group_commit else None
         )
+        # So are the idempotency-key lookups that precede reserves with a key: one read for all.
+        self.key_group: GroupCommit[str, Reservation | None] | None = (
+            GroupCommit(self._by_keys, max_batch=128) if group_commit else None
+        )
 
     # ---- reading ----------------------------------------------------------------------
 
     async def get_many(self, ids: Sequence[str] = (), keys: Sequence[str] = ()) -> list[Reservation]:
         rows = await self.gw.read("reservations/reservation_get", {"ids": list(ids), "keys": list(keys)})
-        found = [_reservation(r) for r in as_reservation_rows(rows)]
+        return await self._with_slices([_reservation(r) for r in as_reservation_rows(rows)])
+
+    async def _with_slices(self, found: list[Reservation]) -> list[Reservation]:
         with_slices = [r.id for r in found if r.slice_count]
         if with_slices:  # only reservations of MIG slices cost this second read
             slices = await mig_slices.slices_of(self.gw, with_slices)
@@ -304,7 +312,11 @@ class ReservationService:
             labels=labels, allow_preemption=allow_preemption,
         )  # fmt: skip
         if idempotency_key is not None:
-            existing = await self.get_many(keys=[idempotency_key])
+            if self.key_group is not None:
+                earlier = await self.key_group.submit(idempotency_key)
+                existing = [earlier] if earlier is not None else []
+            else:
+                existing = await self.get_many(keys=[idempotency_key])
             if existing:
                 return await self._replay(existing[0], holder, fingerprint)
         reservation_id = f"rsv-{uuid.uuid4().hex[:20]}"
@@ -492,7 +504,7 @@ class ReservationService:
         by_key: dict[BatchKey, list[int]] = {}
         for n, item in enumerate(items):
             by_key.setdefault(item.key, []).append(n)
-        ids: list[str] = []
+        found: dict[str, Reservation] = {}
         for key, members in by_key.items():
             requests: list[BatchRequest] = [items[n].request for n in members]
             params = batch_params(key, requests, self.clock())
@@ -502,18 +514,32 @@ class ReservationService:
                 # An idempotency key raced in this statement (nothing of it was written): its requests
                 # go on alone, where the race is resolved; other statements of the batch stand.
                 continue
-            if rows:
-                ids.extend(str(i) for i in rows[0]["ids"])
-        found = {r.id: r for r in await self.get_many(ids=ids)} if ids else {}
+            if not rows:
+                continue
+            # The statement returns each reservation as stored and the GPUs it took: nothing is
+            # read back (one round trip per batch, not two).
+            for rid, props, taken in zip(rows[0]["ids"], rows[0]["reservations"], rows[0]["taken"], strict=True):
+                found[str(rid)] = _reservation(_written_row(cast(ReservationProps, props), taken, held=True))
         return [found.get(str(item.request["props"]["id"])) for item in items]
+
+    async def _by_keys(self, keys: list[str]) -> list[Reservation | None]:
+        """The reservations made with these idempotency keys (None: none yet), in one read."""
+        found = {r.idempotency_key: r for r in await self.get_many(keys=sorted(set(keys)))}
+        return [found.get(k) for k in keys]
 
     async def _release_batch(self, ids: list[str]) -> list[Reservation | None]:
         """One statement for a batch of releases; each released reservation, in order (None: not released here)."""
         rows = await self.gw.write(
             "reservations/release_batch", {"ids": sorted(set(ids)), "now": self.clock(), "state": "released"}
         )
-        ended = {str(i) for i in rows[0]["ids"]} if rows else set()
-        found = {r.id: r for r in await self.get_many(ids=sorted(ended))} if ended else {}
+        found: dict[str, Reservation] = {}
+        if rows:
+            # Each ended reservation as the statement left it (no read back): its properties and the
+            # GPUs it held, none of them held any more.
+            for rid, props, taken in zip(rows[0]["ids"], rows[0]["reservations"], rows[0]["taken"], strict=True):
+                found[str(rid)] = _reservation(_written_row(cast(ReservationProps, props), taken, held=False))
+        await self._with_slices(list(found.values()))  # (a reservation of MIG slices, should one be here)
+        ended = set(found)
         first = {i: n for n, i in reversed(list(enumerate(ids)))}  # a duplicate answers on its own (no 2nd event)
         return [found.get(i) if i in ended and first[i] == n else None for n, i in enumerate(ids)]
 
@@ -745,6 +771,16 @@ def _progress(row: HoldingRow) -> checkpoints.Progress:
 
 def _printable(text: str) -> bool:
     return 0 < len(text) <= 256 and not any(ord(c) < 0x20 for c in text)
+
+
+def _written_row(props: ReservationProps, taken: list[list[Any]], *, held: bool) -> ReservationRow:
+    """A reservation_get row from what a write returned: the node's properties and its GPUs as
+    [uuid, index, model, host, rack, scalable_unit] lists, in reservation_get's order."""
+    gpus: list[HeldGpuRow] = [
+        {"uuid": u, "index": int(i), "model": m, "host": h, "rack": rack, "scalable_unit": su, "held": held}
+        for u, i, m, h, rack, su in sorted(taken, key=lambda t: (str(t[3]), int(t[1])))
+    ]
+    return {"reservation": props, "gpus": gpus}
 
 
 def _reservation(row: ReservationRow) -> Reservation:
