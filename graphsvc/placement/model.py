@@ -48,6 +48,7 @@ class GpuRow(TypedDict, total=False):
     nvlink_errors: int
     xid_errors: int
     nic_errors: int
+    memory_used_mib: int | None
 
 
 class HostFreeRow(TypedDict):
@@ -104,6 +105,7 @@ class Gpu:
     nvlink_errors: int = 0  # NVLink replay + recovery + CRC errors counted since the driver loaded
     xid_errors: int = 0  # critical XIDs the collector saw on it
     nic_errors: int = 0  # its nearest NIC port's symbol, link-downed and receive errors
+    memory_used_mib: int | None = None  # device memory in use (NVML), whoever uses it
     # Filled from NVLink edges: total GB/s to switches, direct GB/s per peer uuid.
     switch_gbps: float = 0.0
     direct: dict[str, float] = field(default_factory=dict)
@@ -120,6 +122,7 @@ class Gpu:
             health=row.get("health"),
             temperature_c=row.get("temperature_c"),
             utilization_pct=row.get("utilization_pct"),
+            memory_used_mib=row.get("memory_used_mib"),
             nvlink_domain=row.get("domain"),
             domain_kind=row.get("domain_kind"),
             nic=row.get("nic"),

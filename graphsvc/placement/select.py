@@ -20,6 +20,9 @@ UNHEALTHY = frozenset({"failed", "degraded"})
 FAILED = "failed"
 # Utilisation at or above this, on a GPU no reservation holds, means someone runs outside the service.
 BUSY_UTILIZATION_PCT = 10.0
+# Device memory in use at or above this, on a GPU no reservation holds, means a process outside the
+# service holds it (an idle CUDA context takes ~0.3-0.6 GiB; a job's weights and buffers far more).
+BUSY_MEMORY_MIB = 2048
 # NIC port states (topo_facts.models.PortState) under which a GPU's rail carries no traffic.
 NIC_DOWN = frozenset({"down", "init"})
 MAX_CLIQUE_SEARCH_NODES = 32
@@ -45,9 +48,15 @@ def eligible(gpu: Gpu, req: PlacementRequest) -> bool:
         return False
     if req.capabilities and req.capabilities.unmet(gpu.model) is not None:
         return False
-    if req.exclusive and (gpu.utilization_pct or 0.0) >= BUSY_UTILIZATION_PCT:
+    if req.exclusive and busy_outside(gpu):
         return False
     return not (req.gpu_nic_affinity and gpu.via != "pcie-switch")
+
+
+def busy_outside(gpu: Gpu) -> bool:
+    """A free GPU that someone uses anyway (utilisation or memory in use): not free for an exclusive
+    job. Unknown telemetry is not busy (a collector without NVML load data must not hide GPUs)."""
+    return (gpu.utilization_pct or 0.0) >= BUSY_UTILIZATION_PCT or (gpu.memory_used_mib or 0) >= BUSY_MEMORY_MIB
 
 
 def rail_up(gpu: Gpu) -> bool:

@@ -90,3 +90,35 @@ async def test_error_counters_are_stored_and_rank_a_clean_host_first(
     by_host = {h: [r for r in rows if r["host"] == h] for h in (first.hostname, second.hostname)}
     assert all(r["xid_errors"] == 0 and r["nvlink_errors"] == 6 for r in by_host[second.hostname])
     assert all(r["nic_errors"] == 8 for r in by_host[first.hostname] if r["nic"] is not None)
+
+
+async def test_exclusive_jobs_skip_gpus_whose_memory_is_held_outside(
+    client: httpx.AsyncClient, gateway: Gateway
+) -> None:
+    """#17: an idle-looking GPU (0% utilisation) whose memory a process outside the service holds is
+    not free for an exclusive job; a shared job may still take it."""
+    from datetime import UTC, datetime, timedelta
+
+    from topo_facts import HostMetrics
+    from topo_facts.models import GPUMetrics
+
+    from graphsvc.ingest.service import ingest_metrics
+
+    c = SyntheticCluster("default")
+    leaves = add_superpod_h100(c, 1, seed=7)
+    add_spines(c, leaves, prefix="spine", sus=1)
+    c.hosts = [
+        h.model_copy(update={"gpus": [g.model_copy(update={"health": Health.OK}) for g in h.gpus]}) for h in c.hosts[:2]
+    ]
+    kept = {h.hostname for h in c.hosts}
+    c.nic_uplinks = [u for u in c.nic_uplinks if u.host in kept]
+    await load(gateway, c)
+    held, idle = c.hosts
+    later = datetime.now(UTC) + timedelta(seconds=1)
+    for host, used in ((held, 60_000), (idle, 500)):
+        gpus = [GPUMetrics(uuid=g.uuid, health="ok", utilization_pct=0.0, memory_used_mib=used) for g in host.gpus]
+        await ingest_metrics(gateway, HostMetrics(hostname=host.hostname, collected_at=later, gpus=gpus))
+    exclusive = await place(client, "8xH100 exclusive limit=5")
+    assert [{g["host"]["name"] for g in cand["gpus"]} for cand in exclusive["candidates"]] == [{idle.hostname}]
+    shared = await place(client, "8xH100 limit=5")
+    assert {n for cand in shared["candidates"] for n in {g["host"]["name"] for g in cand["gpus"]}} == kept
