@@ -15,6 +15,19 @@ Q = """query($t: String!) { placementText(text: $t) {
   candidates { gpus { uuid host { name } utilizationPct } } infeasible { constraint } } }"""
 
 
+def two_healthy_hosts(seed: int) -> SyntheticCluster:
+    """Two equal DGX H100 hosts of one SuperPOD unit, every GPU healthy, with their leaves and spines."""
+    c = SyntheticCluster("default")
+    leaves = add_superpod_h100(c, 1, seed=seed)
+    add_spines(c, leaves, prefix="spine", sus=1)
+    c.hosts = [
+        h.model_copy(update={"gpus": [g.model_copy(update={"health": Health.OK}) for g in h.gpus]}) for h in c.hosts[:2]
+    ]
+    kept = {h.hostname for h in c.hosts}
+    c.nic_uplinks = [u for u in c.nic_uplinks if u.host in kept]
+    return c
+
+
 async def place(client: httpx.AsyncClient, text: str) -> dict[str, Any]:
     body = (await client.post("/graphql", json={"query": Q, "variables": {"t": text}})).json()
     assert "errors" not in body, body
@@ -62,14 +75,7 @@ async def test_error_counters_are_stored_and_rank_a_clean_host_first(
 
     from graphsvc.ingest.service import ingest_metrics
 
-    c = SyntheticCluster("default")
-    leaves = add_superpod_h100(c, 1, seed=5)
-    add_spines(c, leaves, prefix="spine", sus=1)
-    c.hosts = [
-        h.model_copy(update={"gpus": [g.model_copy(update={"health": Health.OK}) for g in h.gpus]}) for h in c.hosts[:2]
-    ]
-    kept = {h.hostname for h in c.hosts}
-    c.nic_uplinks = [u for u in c.nic_uplinks if u.host in kept]
+    c = two_healthy_hosts(seed=5)
     first, second = c.hosts
     nics = [n.model_copy(update={"symbol_errors": 7, "link_downed": 1}) for n in first.nics]
     c.hosts[0] = first.model_copy(update={"nics": nics})
@@ -104,14 +110,8 @@ async def test_exclusive_jobs_skip_gpus_whose_memory_is_held_outside(
 
     from graphsvc.ingest.service import ingest_metrics
 
-    c = SyntheticCluster("default")
-    leaves = add_superpod_h100(c, 1, seed=7)
-    add_spines(c, leaves, prefix="spine", sus=1)
-    c.hosts = [
-        h.model_copy(update={"gpus": [g.model_copy(update={"health": Health.OK}) for g in h.gpus]}) for h in c.hosts[:2]
-    ]
+    c = two_healthy_hosts(seed=7)
     kept = {h.hostname for h in c.hosts}
-    c.nic_uplinks = [u for u in c.nic_uplinks if u.host in kept]
     await load(gateway, c)
     held, idle = c.hosts
     later = datetime.now(UTC) + timedelta(seconds=1)
