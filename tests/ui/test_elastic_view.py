@@ -197,7 +197,7 @@ def test_phase_plan_says_whether_the_next_phase_fits(elastic_service: ServicePro
             assert "does not fit" in p.inner_text(f"{panel} .next-phase")
             p.fill(f"{panel} input[name=plan]", "warmup=4, nonsense")
             p.click(f"{panel} button.set-phases")
-            p.wait_for_selector(f"{panel} .next-phase .error")
+            p.wait_for_selector(f"{panel} .next-phase p.error")  # not the "does not fit" span
             assert "expected label=request" in p.inner_text(f"{panel} .next-phase")
             assert p.get_attribute("#banner", "class") == "error"
     finally:
