@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from graphsvc import elastic_cli  # standard library only at import time
 from graphsvc.exports import drift_cli  # standard library only, like graphsvc.exports.names
 from graphsvc.exports.names import EXPORT_FORMATS
+from graphsvc.placement.shape_keys import is_shaped  # standard library only
 from graphsvc.sites import cli as sites_cli  # standard library only at import
 
 if TYPE_CHECKING:
@@ -638,6 +639,7 @@ query Place($text: String!) {
     candidates { rank score bottleneckGbps maxIbHops asOf reason
                  fragmentation { largestFreeBlockBefore largestFreeBlockAfter }
                  hosts { name } gpus { uuid index host { name } } }
+    migCandidates { rank scope reason slices { uuid profile gpuIndex host } }
     infeasible { constraint message nearestFeasible }
   }
 }
@@ -690,7 +692,6 @@ query Shaped($text: String!) {
   }
 }
 """
-SHAPED_KEYS = ("tp=", "pp=", "dp=", "groups=", "group-size=")
 
 
 def _place_shaped(server: str, text: str, *, as_json: bool) -> int:
@@ -724,24 +725,33 @@ def _place_shaped(server: str, text: str, *, as_json: bool) -> int:
 
 def _place(server: str, text: str, *, as_json: bool) -> int:
     # The service parses the text (importing the parser here would cost the CLI ~0.25 s).
-    if text.strip().lower().startswith(SHAPED_KEYS):
+    if is_shaped(text):
         return _place_shaped(server, text, as_json=as_json)
     result = (_graphql(server, PLACE_QUERY, {"text": text}))["placementText"]
     bad = [r for r in result["infeasible"] if r["constraint"] == "text"]
     if bad:
         raise CLIError(f"text: {bad[0]['message']}")
+    found = result["candidates"] or result["migCandidates"]
     if as_json:
         print(json.dumps(result, indent=2))
-        return 0 if result["candidates"] else 2
+        return 0 if found else 2
     print(f"{result['request']}  ({result['searchedUnits']} units read, {result['elapsedMs']:.1f} ms)")
     for c in result["candidates"]:
         print(f"#{c['rank']} score {c['score']}  bottleneck {c['bottleneckGbps']} GB/s  hops {c['maxIbHops']}")
         print(f"   GPUs: {_gpu_list(c['gpus'])}")
         print(f"   {c['reason']}")
+    for c in result["migCandidates"]:  # a MIG request (2x 3g.40gb): slices, never whole GPUs
+        print(f"#{c['rank']} MIG slices on one {c['scope']}: {c['reason']}")
+        print(f"   slices: {_slice_list(c['slices'])}")
     for r in result["infeasible"]:
         nearest = f"  nearest feasible: {r['nearestFeasible']}" if r["nearestFeasible"] else ""
         print(f"infeasible [{r['constraint']}]: {r['message']}{nearest}")
-    return 0 if result["candidates"] else 2
+    return 0 if found else 2
+
+
+def _slice_list(slices: list[dict[str, Any]]) -> str:
+    """MIG slices as 'host/gpu:profile uuid', the uuid being what CUDA_VISIBLE_DEVICES takes."""
+    return ", ".join(f"{s['host']}/{s['gpuIndex']}:{s['profile']} {s['uuid']}" for s in slices)
 
 
 def _reserve(args: argparse.Namespace) -> int:
@@ -766,7 +776,10 @@ def _reserve(args: argparse.Namespace) -> int:
         return 0 if kind == "Reservation" else 2
     if kind == "Reservation":
         print(f"{out['id']}  holder {out['holder']}  expires {human_time(out['expiresAt'])}")
-        print(f"   GPUs: {_gpu_list(out['gpus'])}")
+        if out.get("migSlices"):
+            print(f"   MIG slices: {_slice_list(out['migSlices'])}")
+        else:
+            print(f"   GPUs: {_gpu_list(out['gpus'])}")
         return 0
     if kind == "Conflict":
         print(f"conflict: {out['message']}")

@@ -102,7 +102,8 @@ RESERVE_MUTATION = """
 mutation Reserve($input: ReserveInput!) {
   reserve(input: $input) {
     __typename
-    ... on Reservation { id holder expiresAt gpus { uuid index host { name } } }
+    ... on Reservation { id holder expiresAt gpus { uuid index host { name } }
+                         migSlices { uuid profile gpuIndex host } }
     ... on Conflict { message gpus { uuid } holders { gpuUuid reservation holder } }
     ... on Infeasible { reasons { constraint message nearestFeasible } }
     ... on ValidationError { field message }
@@ -134,6 +135,7 @@ def request_input(text: str) -> dict[str, object]:
         **({"capabilities": _capabilities(r)} if r.capabilities else {}),
         "sites": list(r.sites),
         "allowCrossSite": r.cross_site,
+        **({"migProfile": r.mig_profile} if r.mig_profile is not None else {}),
     }
 
 

@@ -19,8 +19,10 @@ from graphsvc.exports.render import ExportFormat, Rendered, render
 from graphsvc.ingest import freshness
 from graphsvc.ingest.service import (
     FabricIngestResult,
+    Fingerprints,
     HostIngestResult,
     MetricsIngestResult,
+    UnchangedBatcher,
     ingest_fabric,
     ingest_host,
     ingest_metrics,
@@ -75,6 +77,8 @@ class Services:
     def __init__(self, gateway: Gateway, settings: Settings) -> None:
         self._gw = gateway
         self.settings = settings
+        self._fingerprints = Fingerprints()  # hosts whose topology this process wrote last (#15)
+        self._unchanged = UnchangedBatcher(gateway)  # group commit of unchanged host documents
         self.hosts = HostReader(gateway)
         self.browse = Browse(gateway, settings.stale_after_s)
         self.sites = SiteServices(gateway)
@@ -127,7 +131,7 @@ class Services:
     # -- writes -------------------------------------------------------------------------------
 
     async def ingest_host(self, facts: HostFacts) -> HostIngestResult:
-        return await ingest_host(self._gw, facts)
+        return await ingest_host(self._gw, facts, self._fingerprints, self._unchanged)
 
     async def ingest_metrics(self, metrics: HostMetrics) -> MetricsIngestResult:
         return await ingest_metrics(self._gw, metrics)

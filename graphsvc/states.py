@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from topo_facts import Health
+
 
 class GpuState(StrEnum):
     FREE = "free"
@@ -31,3 +33,10 @@ class ReservationState(StrEnum):
     RELEASED = "released"
     EXPIRED = "expired"
     PREEMPTED = "preempted"
+
+
+def counts_as_free(state: object, health: object) -> bool:
+    """Whether a GPU counts as free everywhere (counters, summaries, metrics, answers): its state
+    is free and its health is not failed. Degraded and unknown still count: they run work, and
+    `allow-unhealthy` may take a degraded GPU; a failed one can run nothing (docs/reservations.md)."""
+    return state == GpuState.FREE and health != Health.FAILED

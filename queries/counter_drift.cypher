@@ -5,13 +5,13 @@
 // @row kind string?, key string, stored int?, actual int
 MATCH (h:Host)
 OPTIONAL MATCH (h)-[:HAS_GPU]->(g:GPU)
-WITH h, count(CASE WHEN g.state = 'free' THEN 1 END) AS actual
+WITH h, count(CASE WHEN g.state = 'free' AND coalesce(g.health, 'ok') <> 'failed' THEN 1 END) AS actual
 WHERE coalesce(h.free_gpus, 0) <> actual
 RETURN 'Host' AS kind, h.name AS key, h.free_gpus AS stored, actual
 UNION ALL
 MATCH (d:NVLinkDomain)
 OPTIONAL MATCH (d)<-[:IN_DOMAIN]-(g:GPU)
-WITH d, count(CASE WHEN g.state = 'free' THEN 1 END) AS actual
+WITH d, count(CASE WHEN g.state = 'free' AND coalesce(g.health, 'ok') <> 'failed' THEN 1 END) AS actual
 WHERE coalesce(d.free_gpus, 0) <> actual
 RETURN 'NVLinkDomain' AS kind, d.uuid AS key, d.free_gpus AS stored, actual
 UNION ALL
@@ -20,6 +20,6 @@ OPTIONAL MATCH (leaf)<-[:UPLINK]-(:NIC)<-[:HAS_NIC]-(h:Host)
 WITH leaf, collect(DISTINCT h) AS hosts
 UNWIND (CASE WHEN size(hosts) = 0 THEN [null] ELSE hosts END) AS h
 OPTIONAL MATCH (h)-[:HAS_GPU]->(g:GPU)
-WITH leaf, count(CASE WHEN g.state = 'free' THEN 1 END) AS actual
+WITH leaf, count(CASE WHEN g.state = 'free' AND coalesce(g.health, 'ok') <> 'failed' THEN 1 END) AS actual
 WHERE coalesce(leaf.free_gpus, 0) <> actual
 RETURN 'Switch' AS kind, leaf.name AS key, leaf.free_gpus AS stored, actual

@@ -8,7 +8,11 @@
 // they feed (fragments/lock_counters), then the NVLink domains the new facts join, and only
 // then reads the stored collected_at it decides on. The free-GPU counters of the host, its
 // NVLink domains and leaves are recounted at the end of this same statement, so a crash can
-// never leave them behind the GPUs.
+// never leave them behind the GPUs. NVLink domains the host leaves (recabling; `domains_left`, already
+// locked by lock_counters as domains of the host's GPUs) are recounted too, or removed when no
+// GPU is left in them: one statement per host document, nothing to repair after a crash (#15).
+// MIG slices are replaced with the GPUs: a slice the facts no longer list is deleted, and a live
+// reservation holding it records it in lost_slices.
 // @write
 // @param domains list<map>
 // @param gpu_domains list<map>
@@ -20,6 +24,7 @@
 // @param gpus list<map>
 // @param host map
 // @param keep_uuids list<string>
+// @param mig_slices list<map>
 // @param nic_numa list<map>
 // @param nic_pcie list<map>
 // @param nics list<map>
@@ -43,12 +48,14 @@ WITH joined
 ORDER BY joined.uuid
 FOREACH (x IN CASE WHEN joined IS NULL THEN [] ELSE [joined] END | SET x:NVLinkDomain)
 WITH count(joined) AS locked
+OPTIONAL MATCH (:Host {name: $host.name})-[:HAS_GPU]->(:GPU)-[:IN_DOMAIN]->(od:NVLinkDomain)
+WITH [u IN collect(DISTINCT od.uuid) WHERE NOT u IN [d IN $domains | d.uuid]] AS domains_left
 OPTIONAL MATCH (prev:Host {name: $host.name})
-WITH coalesce(prev.collected_at, 0.0) AS stored_at
+WITH domains_left, coalesce(prev.collected_at, 0.0) AS stored_at
 WHERE stored_at <= $host.props.collected_at
 OPTIONAL MATCH (taken:GPU)
 WHERE taken.uuid IN $gpu_uuids AND taken.host <> $host.name
-WITH stored_at, count(taken) AS taken_count
+WITH domains_left, stored_at, count(taken) AS taken_count
 WHERE taken_count = 0
 MERGE (c:Cluster {name: $host.cluster})
 MERGE (r:Rack {uuid: $rack.uuid})
@@ -56,20 +63,27 @@ SET r.name = $rack.name, r.cluster = $host.cluster
 MERGE (c)-[:HAS_RACK]->(r)
 MERGE (h:Host {name: $host.name})
 SET h += $host.props
-WITH r, h
+WITH domains_left, r, h
 OPTIONAL MATCH (old_rack:Rack)-[old_home:HAS_HOST]->(h)
 WHERE old_rack.uuid <> $rack.uuid
 DELETE old_home
-WITH DISTINCT r, h
+WITH DISTINCT domains_left, r, h
 MERGE (r)-[:HAS_HOST]->(h)
-WITH h
+WITH domains_left, h
 OPTIONAL MATCH (h)-[:HAS_NUMA|HAS_GPU|HAS_NVSWITCH|HAS_PCIE_SWITCH|HAS_NIC]->(gone)
 WHERE NOT gone.uuid IN $keep_uuids
 DETACH DELETE gone
-WITH DISTINCT h
+WITH DISTINCT domains_left, h
+OPTIONAL MATCH (gone_slice:MigSlice {host: $host.name})
+WHERE NOT gone_slice.uuid IN [s IN $mig_slices | s.uuid]
+OPTIONAL MATCH (loser:Reservation)-[:HOLDS_SLICE]->(gone_slice)
+FOREACH (x IN CASE WHEN loser IS NULL OR loser.state <> 'active' THEN [] ELSE [loser] END |
+  SET x.lost_slices = coalesce(x.lost_slices, []) + gone_slice.uuid)
+DETACH DELETE gone_slice
+WITH DISTINCT domains_left, h
 OPTIONAL MATCH (h)-[:HAS_GPU|HAS_NIC|HAS_PCIE_SWITCH]->(dev)-[derived:NVLINK|PCIE_UPSTREAM|NUMA_AFFINITY|IN_DOMAIN|NIC_AFFINITY]->()
 DELETE derived
-WITH DISTINCT h
+WITH DISTINCT domains_left, h
 FOREACH (n IN $numa_nodes |
   MERGE (x:NUMANode {uuid: n.uuid})
   SET x += n.props
@@ -87,6 +101,12 @@ FOREACH (g IN $gpus |
   ON CREATE SET x.state = 'free'
   SET x += g.props
   MERGE (h)-[:HAS_GPU]->(x))
+FOREACH (s IN $mig_slices |
+  MERGE (x:MigSlice {uuid: s.uuid})
+  ON CREATE SET x.state = 'free'
+  SET x += s.props
+  MERGE (g:GPU {uuid: s.gpu})
+  MERGE (g)-[:HAS_SLICE]->(x))
 FOREACH (n IN $nics |
   MERGE (x:NIC {uuid: n.uuid})
   SET x += n.props
@@ -133,25 +153,33 @@ FOREACH (l IN $gpu_nics |
   MERGE (b:NIC {uuid: l.dst})
   CREATE (a)-[e:NIC_AFFINITY]->(b)
   SET e.via = l.via)
-WITH h
+WITH domains_left, h
 OPTIONAL MATCH (h)-[:HAS_GPU]->(g:GPU)
-WITH h, count(CASE WHEN g.state = 'free' THEN 1 END) AS host_free, min(g.model) AS host_model
+WITH domains_left, h, count(CASE WHEN g.state = 'free' AND coalesce(g.health, 'ok') <> 'failed' THEN 1 END) AS host_free, min(g.model) AS host_model
 SET h.free_gpus = host_free, h.gpu_model = host_model
-WITH h
+WITH domains_left, h
 OPTIONAL MATCH (h)-[:HAS_GPU]->(:GPU)-[:IN_DOMAIN]->(d:NVLinkDomain)
-WITH h, collect(DISTINCT d) AS domains
+WITH domains_left, h, collect(DISTINCT d) AS domains
 UNWIND (CASE WHEN size(domains) = 0 THEN [null] ELSE domains END) AS d
 OPTIONAL MATCH (d)<-[:IN_DOMAIN]-(m:GPU)
-WITH h, d, count(CASE WHEN m.state = 'free' THEN 1 END) AS domain_free, count(m) AS domain_size, min(m.model) AS domain_model
+WITH domains_left, h, d, count(CASE WHEN m.state = 'free' AND coalesce(m.health, 'ok') <> 'failed' THEN 1 END) AS domain_free, count(m) AS domain_size, min(m.model) AS domain_model
 FOREACH (x IN CASE WHEN d IS NULL THEN [] ELSE [d] END |
   SET x.free_gpus = domain_free, x.size = domain_size, x.gpu_model = domain_model)
-WITH DISTINCT h
+WITH DISTINCT domains_left, h
 OPTIONAL MATCH (h)-[:HAS_NIC]->(:NIC)-[:UPLINK]->(leaf:Switch)
-WITH h, collect(DISTINCT leaf) AS leaves
+WITH domains_left, h, collect(DISTINCT leaf) AS leaves
 UNWIND (CASE WHEN size(leaves) = 0 THEN [null] ELSE leaves END) AS leaf
 OPTIONAL MATCH (leaf)<-[:UPLINK]-(:NIC)<-[:HAS_NIC]-(lh:Host)
-WITH h, leaf, collect(DISTINCT lh) AS leaf_hosts
+WITH domains_left, h, leaf, collect(DISTINCT lh) AS leaf_hosts
 FOREACH (x IN CASE WHEN leaf IS NULL THEN [] ELSE [leaf] END |
   SET x.free_gpus = reduce(total = 0, y IN leaf_hosts | total + coalesce(y.free_gpus, 0)))
+WITH DISTINCT domains_left, h
+UNWIND (CASE WHEN size(domains_left) = 0 THEN [null] ELSE domains_left END) AS gone_uuid
+OPTIONAL MATCH (gone:NVLinkDomain {uuid: gone_uuid})
+OPTIONAL MATCH (gone)<-[:IN_DOMAIN]-(gm:GPU)
+WITH h, gone, count(CASE WHEN gm.state = 'free' AND coalesce(gm.health, 'ok') <> 'failed' THEN 1 END) AS gone_free, count(gm) AS gone_size, min(gm.model) AS gone_model
+FOREACH (x IN CASE WHEN gone IS NOT NULL AND gone_size = 0 THEN [gone] ELSE [] END | DETACH DELETE x)
+FOREACH (x IN CASE WHEN gone IS NOT NULL AND gone_size > 0 THEN [gone] ELSE [] END |
+  SET x.free_gpus = gone_free, x.size = gone_size, x.gpu_model = gone_model)
 WITH DISTINCT h
 RETURN h.name AS host

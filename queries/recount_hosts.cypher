@@ -1,4 +1,4 @@
-// Recomputes the free-GPU counter and GPU model of the given hosts from their GPUs, and
+// Recomputes the free-GPU counter (free and not failed) and GPU model of the given hosts, and
 // returns the NVLink domains and leaf switches whose counters depend on them.
 // @write
 // @param hosts list<string>
@@ -6,7 +6,7 @@
 MATCH (h:Host)
 WHERE h.name IN $hosts
 OPTIONAL MATCH (h)-[:HAS_GPU]->(g:GPU)
-WITH h, count(CASE WHEN g.state = 'free' THEN 1 END) AS free, min(g.model) AS model
+WITH h, count(CASE WHEN g.state = 'free' AND coalesce(g.health, 'ok') <> 'failed' THEN 1 END) AS free, min(g.model) AS model
 SET h.free_gpus = free, h.gpu_model = model
 WITH h
 OPTIONAL MATCH (h)-[:HAS_GPU]->(:GPU)-[:IN_DOMAIN]->(d:NVLinkDomain)

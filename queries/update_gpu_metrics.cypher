@@ -1,6 +1,12 @@
 // Applies a host's fast-changing GPU metrics (temperature, load, health), keyed by uuid.
 // Writes nothing when facts or metrics newer than $collected_at are already stored;
 // uuids the host does not have are ignored (the next full facts will tell).
+// A failed GPU is never counted free, so a health change into or out of `failed` moves the
+// free-GPU counters in this same statement: the GPUs whose failed-ness the metrics change are
+// locked (uuid order), then the counters they feed (fragments/lock_counters), the flips are
+// decided on the locked GPUs, the newly failed free GPUs leave the counters before the SET and
+// the recovered ones join after it (delta_tail counts only GPUs that are not failed).
+// Metrics that change no failed-ness lock nothing.
 // @write
 // @param collected_at float
 // @param host string
@@ -11,10 +17,27 @@ MATCH (h:Host {name: $host})
 WITH h, coalesce(h.metrics_at, 0.0) AS metrics_at, coalesce(h.collected_at, 0.0) AS collected_at
 WITH h, CASE WHEN metrics_at > collected_at THEN metrics_at ELSE collected_at END AS newest
 WHERE newest <= $collected_at
+OPTIONAL MATCH (h)-[:HAS_GPU]->(c:GPU)
+WHERE c.uuid IN keys($metrics) AND $metrics[c.uuid].health IS NOT NULL
+  AND (coalesce(c.health, 'ok') = 'failed') <> ($metrics[c.uuid].health = 'failed')
+WITH h, c
+ORDER BY c.uuid
+WITH h, collect(c) AS gpus
+FOREACH (x IN gpus | SET x:GPU)
+WITH gpus, h AS keep
+//@include lock_counters
+WITH keep AS h,
+     [x IN gpus WHERE x.state = 'free' AND coalesce(x.health, 'ok') <> 'failed' AND $metrics[x.uuid].health = 'failed'] AS down,
+     [x IN gpus WHERE x.state = 'free' AND coalesce(x.health, 'ok') = 'failed' AND $metrics[x.uuid].health <> 'failed'] AS up
+WITH {host: h.name, up: [x IN up | x.uuid]} AS carry, down AS moved, -1 AS sign
+//@include delta_tail
+MATCH (h:Host {name: carry.host})
 SET h.metrics_at = $collected_at, h.received_at = $received_at
-WITH h
+WITH h, carry.up AS up
 OPTIONAL MATCH (h)-[:HAS_GPU]->(g:GPU)
 WHERE g.uuid IN keys($metrics)
 SET g += $metrics[g.uuid]
-WITH h, collect(g.uuid) AS updated
-RETURN h.name AS host, updated
+WITH h, up, collect(g) AS touched
+WITH {host: h.name, updated: [x IN touched | x.uuid]} AS carry, [x IN touched WHERE x.uuid IN up] AS moved, 1 AS sign
+//@include delta_tail
+RETURN carry.host AS host, carry.updated AS updated

@@ -73,6 +73,9 @@ def nics_from_sysfs(sysfs: SysfsInventory) -> list[NICFact]:
                 link_layer=LinkLayer.ETHERNET if port.link_layer == "ethernet" else LinkLayer.INFINIBAND,
                 numa_node=pci.numa_node if pci else None,
                 pcie_path=sysfs.bridges_above(port.pci_bus_id) if port.pci_bus_id else [],
+                symbol_errors=port.symbol_errors,
+                link_downed=port.link_downed,
+                port_rcv_errors=port.port_rcv_errors,
             )
         )
     for net in sysfs.net:

@@ -13,9 +13,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from topo_facts import GPUFact, GPUMetrics, Health, NVLinkFact, NVSwitchFact, PeerType
+from topo_facts import GPUFact, GPUMetrics, Health, MigSliceFact, NVLinkFact, NVSwitchFact, PeerType
+from topo_facts.mig import MAX_SLICES_PER_GPU, profile_name
+from topo_facts.models import MAX_XIDS
 
 from topo_collector.nvml_api import (
+    NVLINK_ERROR_DL_CRC_DATA,
+    NVLINK_ERROR_DL_CRC_FLIT,
+    NVLINK_ERROR_DL_RECOVERY,
+    NVLINK_ERROR_DL_REPLAY,
     NVLINK_MAX_LINKS,
     NVLINK_REMOTE_GPU,
     NVLINK_REMOTE_SWITCH,
@@ -99,6 +105,7 @@ def _read(nv: NvmlApi) -> NvmlInventory:
                 numa_node=numa if numa is not None and numa >= 0 else None,
                 compute_capability=f"{cc[0]}.{cc[1]}" if cc else None,
                 mig_mode=bool(mig) if mig is not None else None,
+                mig_slices=_mig_slices(nv, i, memory.get("total"), inv.problems) if mig else [],
                 nvlinks=links,
                 nvlink_domain=clique,
                 **_telemetry(nv, i, memory),
@@ -158,11 +165,45 @@ def _nvlinks(
     return out
 
 
+def _mig_slices(nv: NvmlApi, i: int, gpu_memory: int | None, problems: list[str]) -> list[MigSliceFact]:
+    """The GPU instances of a MIG-enabled GPU, named by profile (topo_facts.mig.profile_name).
+
+    NVML numbers MIG devices 0..max-1 with gaps where no instance is (NOT_FOUND); an index
+    that fails otherwise is skipped and reported, the other slices are kept.
+    """
+    slots = _opt(nv.mig_device_count, i) or 0
+    board_mib = gpu_memory // (1024 * 1024) if gpu_memory else None
+    out: list[MigSliceFact] = []
+    for j in range(min(slots, MAX_SLICES_PER_GPU)):
+        dev = _opt(nv.mig_device, i, j)
+        if not dev:
+            continue
+        memory_mib = int(dev["profile_memory_mib"]) if dev.get("profile_memory_mib") else None
+        if memory_mib is None and dev.get("memory_total"):
+            memory_mib = int(dev["memory_total"]) // (1024 * 1024)
+        try:
+            out.append(
+                MigSliceFact(
+                    uuid=dev["uuid"],
+                    gpu_instance_id=int(dev["gpu_instance_id"]),
+                    profile=profile_name(int(dev["slices"]), memory_mib or 0, board_mib),
+                    memory_mib=memory_mib,
+                )
+            )
+        except (KeyError, ValueError) as exc:
+            problems.append(f"GPU {i} MIG device {j}: {exc}")
+    return sorted(out, key=lambda s: s.gpu_instance_id)
+
+
 def _telemetry(nv: NvmlApi, i: int, memory: dict[str, int]) -> dict[str, Any]:
     """The fields GPUFact and GPUMetrics share: what changes from one second to the next."""
     power = _opt(nv.power_mw, i)
     health, reasons, ecc, retired = _health(nv, i)
+    xids = xid_errors(nv, i)
+    health, reasons = xid_health(xids, health, reasons)
     return {
+        **nvlink_errors(nv, i),
+        "xid_errors": xids,
         "health": health,
         "health_reasons": reasons,
         "ecc_uncorrected": ecc,
@@ -194,6 +235,64 @@ def _health(nv: NvmlApi, i: int) -> tuple[Health, list[str], int | None, int | N
     if health is not Health.FAILED and reasons:
         health = Health.DEGRADED
     return health, reasons, ecc, retired
+
+
+# ---- NVLink error counters and XIDs (#17) ---------------------------------------------------
+
+# What a critical XID says about the GPU (NVIDIA's XID catalogue, "Xid Errors" in the GPU
+# deployment and management documentation). FAILED: the GPU cannot be trusted with work until it
+# is reset or serviced, so it leaves every free count; DEGRADED: it still runs work, placement
+# avoids it by default. Codes not listed leave the health as NVML's counters say.
+XID_HEALTH: dict[int, tuple[Health, str]] = {
+    48: (Health.FAILED, "double-bit ECC error"),
+    63: (Health.DEGRADED, "ECC page retirement or row remapping recorded: reset to apply"),
+    64: (Health.FAILED, "ECC page retirement or row remapping failed"),
+    74: (Health.DEGRADED, "NVLink error"),
+    79: (Health.FAILED, "GPU has fallen off the bus"),
+    94: (Health.DEGRADED, "contained ECC error: the application was stopped"),
+    95: (Health.FAILED, "uncontained ECC error: reset the GPU"),
+}
+_SEVERITY = {Health.UNKNOWN: 0, Health.OK: 1, Health.DEGRADED: 2, Health.FAILED: 3}
+
+
+def xid_errors(nv: NvmlApi, i: int) -> list[int]:
+    """The critical XIDs seen on GPU i (the last MAX_XIDS), or none where NVML has no events."""
+    return (_opt(nv.xid_errors, i) or [])[-MAX_XIDS:]
+
+
+def xid_health(xids: list[int], health: Health, reasons: list[str]) -> tuple[Health, list[str]]:
+    """The health after the XIDs seen: the worse of NVML's counters and XID_HEALTH, with a reason each."""
+    out = list(reasons)
+    for code in xids:
+        if code in XID_HEALTH:
+            verdict, why = XID_HEALTH[code]
+            out.append(f"XID {code}: {why}")
+            if _SEVERITY[verdict] > _SEVERITY[health]:
+                health = verdict
+    return health, out
+
+
+def nvlink_errors(nv: NvmlApi, i: int) -> dict[str, int | None]:
+    """Replay, recovery and CRC error counters summed over the GPU's active links (None: not known)."""
+    totals: dict[str, int | None] = {
+        "nvlink_replay_errors": None,
+        "nvlink_recovery_errors": None,
+        "nvlink_crc_errors": None,
+    }
+    counters = (
+        ("nvlink_replay_errors", NVLINK_ERROR_DL_REPLAY),
+        ("nvlink_recovery_errors", NVLINK_ERROR_DL_RECOVERY),
+        ("nvlink_crc_errors", NVLINK_ERROR_DL_CRC_FLIT),
+        ("nvlink_crc_errors", NVLINK_ERROR_DL_CRC_DATA),
+    )
+    for link in range(NVLINK_MAX_LINKS):
+        if not _opt(nv.nvlink_state, i, link):
+            continue
+        for name, counter in counters:
+            value = _opt(nv.nvlink_error_counter, i, link, counter)
+            if value is not None:
+                totals[name] = (totals[name] or 0) + value
+    return totals
 
 
 def read_metrics(nv: NvmlApi) -> list[GPUMetrics]:

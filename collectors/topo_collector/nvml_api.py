@@ -8,6 +8,7 @@ them into facts, so tests exercise the real parsing on real (or realistic) answe
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -17,9 +18,15 @@ NVML_ERROR_INVALID_ARGUMENT = 2
 NVML_ERROR_NOT_SUPPORTED = 3
 NVML_ERROR_LIBRARY_NOT_FOUND = 12
 NVML_ERROR_DRIVER_NOT_LOADED = 9
+NVML_ERROR_NOT_FOUND = 6
 NVLINK_MAX_LINKS = 36
 NVLINK_REMOTE_GPU = 0
 NVLINK_REMOTE_SWITCH = 2
+# nvmlNvLinkErrorCounter_t
+NVLINK_ERROR_DL_REPLAY = 0
+NVLINK_ERROR_DL_RECOVERY = 1
+NVLINK_ERROR_DL_CRC_FLIT = 2
+NVLINK_ERROR_DL_CRC_DATA = 3
 
 _T = TypeVar("_T")
 
@@ -53,6 +60,10 @@ class NvmlApi(Protocol):
     def nvlink_remote_pci(self, i: int, link: int) -> str: ...
     def nvlink_remote_type(self, i: int, link: int) -> int: ...
     def fabric_info(self, i: int) -> dict[str, Any]: ...
+    def mig_device_count(self, i: int) -> int: ...
+    def mig_device(self, i: int, j: int) -> dict[str, Any]: ...
+    def nvlink_error_counter(self, i: int, link: int, counter: int) -> int: ...
+    def xid_errors(self, i: int) -> list[int]: ...
 
 
 METHODS = [name for name in NvmlApi.__dict__ if not name.startswith("_")]
@@ -66,6 +77,8 @@ class RealNvml:
 
         self._nv: Any = pynvml
         self._handles: dict[int, Any] = {}
+        self._xid_set: Any = None  # the XID event set, created on the first xid_errors call
+        self._xids: dict[int, list[int]] = {}
 
     def _call(self, fn: Callable[..., _T], *args: Any) -> _T:
         try:
@@ -173,6 +186,62 @@ class RealNvml:
             "state": int(info.state),
             "status": int(info.status),
         }
+
+    # ---- MIG (only asked of a GPU whose MIG mode is on) ----------------------------------
+
+    def mig_device_count(self, i: int) -> int:
+        return int(self._call(self._nv.nvmlDeviceGetMaxMigDeviceCount, self._h(i)))
+
+    def mig_device(self, i: int, j: int) -> dict[str, Any]:
+        """MIG device `j` of GPU `i` (NOT_FOUND where that index holds no instance): its uuid, its
+        GPU instance id, and the slices and memory of its GPU instance profile (device attributes)."""
+        nv = self._nv
+        handle = self._call(nv.nvmlDeviceGetMigDeviceHandleByIndex, self._h(i), j)
+        attributes = self._call(nv.nvmlDeviceGetAttributes, handle)
+        memory = self._call(nv.nvmlDeviceGetMemoryInfo, handle)
+        return {
+            "uuid": _text(self._call(nv.nvmlDeviceGetUUID, handle)),
+            "gpu_instance_id": int(self._call(nv.nvmlDeviceGetGpuInstanceId, handle)),
+            "slices": int(attributes.gpuInstanceSliceCount),
+            "profile_memory_mib": int(attributes.memorySizeMB),
+            "memory_total": int(memory.total),
+        }
+
+    # ---- error counters and XIDs (#17) --------------------------------------------------
+
+    def nvlink_error_counter(self, i: int, link: int, counter: int) -> int:
+        """One of NVML's per-link error counters (NVLINK_ERROR_*), cumulative since the driver loaded."""
+        return int(self._call(self._nv.nvmlDeviceGetNvLinkErrorCounter, self._h(i), link, counter))
+
+    def xid_errors(self, i: int) -> list[int]:
+        """Critical XIDs seen on device i since this object first watched (distinct, oldest first).
+
+        NVML reports XIDs only as events, so a one-shot read would miss every XID between two
+        collections. The first call registers every device for XidCriticalError events on one
+        event set, holding its own NVML reference (nvmlInit is counted, so the collection's
+        shutdown does not close it); each call drains what is pending without waiting. The
+        record is sticky for the collector's life: a GPU that raised XID 79 stays marked until
+        the collector restarts (after the repair or reset).
+        """
+        nv = self._nv
+        if self._xid_set is None:
+            self._call(nv.nvmlInit)
+            events = self._call(nv.nvmlEventSetCreate)
+            for d in range(int(self._call(nv.nvmlDeviceGetCount))):
+                with contextlib.suppress(NvmlError):  # a GPU that cannot report events reports none
+                    self._call(nv.nvmlDeviceRegisterEvents, self._h(d), nv.nvmlEventTypeXidCriticalError, events)
+            self._xid_set = events
+        while True:
+            try:
+                event = self._call(nv.nvmlEventSetWait_v2, self._xid_set, 0)
+            except NvmlError:
+                break  # NVML_ERROR_TIMEOUT: nothing pending
+            index = int(self._call(nv.nvmlDeviceGetIndex, event.device))
+            seen = self._xids.setdefault(index, [])
+            code = int(event.eventData)
+            if code not in seen:
+                seen.append(code)
+        return list(self._xids.get(i, []))
 
 
 def _text(value: Any) -> str:

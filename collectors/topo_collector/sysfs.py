@@ -54,6 +54,10 @@ class IbPort:
     guid: str | None
     pci_bus_id: str | None
     netdevs: tuple[str, ...]
+    # Port error counters (ports/N/counters/*), None where the HCA does not expose them.
+    symbol_errors: int | None = None
+    link_downed: int | None = None
+    port_rcv_errors: int | None = None
 
 
 @dataclass(frozen=True)
@@ -183,9 +187,19 @@ def read_ib_device(path: Path) -> list[IbPort]:
                 guid=guid,
                 pci_bus_id=pci_bus_id,
                 netdevs=netdevs,
+                **read_port_counters(port_dir / "counters"),
             )
         )
     return ports
+
+
+# sysfs counter file -> IbPort field (#17): the errors placement weighs against a rail.
+PORT_COUNTERS = {"symbol_error": "symbol_errors", "link_downed": "link_downed", "port_rcv_errors": "port_rcv_errors"}
+
+
+def read_port_counters(counters: Path) -> dict[str, int | None]:
+    """The port's error counters; a missing or unreadable file is an unknown counter."""
+    return {field: _int(read_file(counters / name)) for name, field in PORT_COUNTERS.items()}
 
 
 def read_numa(node_root: Path) -> list[NumaNode]:

@@ -13,7 +13,9 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Self, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from topo_facts.mig import MAX_SLICES_PER_GPU, PROFILE_PATTERN
 
 FACT_FORMAT_VERSION = 1
 _T = TypeVar("_T")
@@ -24,6 +26,8 @@ MAX_PCIE_SWITCHES_PER_HOST = 512
 MAX_NVSWITCHES_PER_HOST = 64
 MAX_NVLINKS_PER_GPU = 72
 MAX_NUMA_NODES = 64
+MAX_XIDS = 16
+MAX_XID_CODE = 1023
 MAX_FABRIC_SWITCHES = 100_000
 MAX_FABRIC_LINKS = 1_000_000
 
@@ -136,6 +140,30 @@ class GPUState(_Strict):
     power_w: float | None = Field(default=None, ge=0, le=10_000)
     utilization_pct: float | None = Field(default=None, ge=0, le=100)
     memory_used_mib: int | None = Field(default=None, ge=0)
+    # NVLink error counters summed over the GPU's links since the driver loaded (NVML
+    # nvmlDeviceGetNvLinkErrorCounter): data-link replays, link recoveries, CRC errors (flit + data).
+    nvlink_replay_errors: int | None = Field(default=None, ge=0)
+    nvlink_recovery_errors: int | None = Field(default=None, ge=0)
+    nvlink_crc_errors: int | None = Field(default=None, ge=0)
+    # Critical XID codes seen on this GPU since the collector started watching (NVML
+    # XidCriticalError events), distinct, oldest first, the last MAX_XIDS kept.
+    xid_errors: list[int] = Field(default_factory=list, max_length=MAX_XIDS)
+
+    @field_validator("xid_errors")
+    @classmethod
+    def _xid_codes(cls, codes: list[int]) -> list[int]:
+        if any(not 0 <= c <= MAX_XID_CODE for c in codes):
+            raise ValueError(f"XID codes are between 0 and {MAX_XID_CODE}")
+        return codes
+
+
+class MigSliceFact(_Strict):
+    """One MIG GPU instance: the unit a MIG-enabled GPU is handed out in (topo_facts.mig names profiles)."""
+
+    uuid: Ident = Field(description="The MIG device uuid (MIG-...), what CUDA_VISIBLE_DEVICES takes")
+    gpu_instance_id: int = Field(ge=0, lt=64, description="NVML's GPU instance id on its GPU")
+    profile: str = Field(pattern=PROFILE_PATTERN, description="As nvidia-smi names it: 3g.40gb")
+    memory_mib: int | None = Field(default=None, ge=0, le=16 * 1024 * 1024)
 
 
 class GPUFact(GPUState):
@@ -154,6 +182,11 @@ class GPUFact(GPUState):
     nvlink_domain: Ident | None = Field(
         default=None, description="Fabric clique (clusterUuid/cliqueId) on multi-node NVLink systems"
     )
+    mig_slices: list[MigSliceFact] = Field(
+        default_factory=list,
+        max_length=MAX_SLICES_PER_GPU,
+        description="The GPU instances of a MIG-enabled GPU (mig_mode true); empty otherwise",
+    )
 
 
 class NICFact(_Strict):
@@ -167,6 +200,10 @@ class NICFact(_Strict):
     numa_node: int | None = Field(default=None, ge=0, lt=4096)
     rail: int | None = Field(default=None, ge=0, lt=64)
     pcie_path: list[PciBusId] = Field(default_factory=list, max_length=16)
+    # InfiniBand port error counters (sysfs ports/N/counters) since the HCA's last reset.
+    symbol_errors: int | None = Field(default=None, ge=0)
+    link_downed: int | None = Field(default=None, ge=0)
+    port_rcv_errors: int | None = Field(default=None, ge=0)
 
 
 class GPUNICAffinity(_Strict):
@@ -205,6 +242,7 @@ class HostFacts(_Strict):
         _unique(problems, "gpus", [g.index for g in self.gpus], "index")
         _unique(problems, "gpus", [g.pci_bus_id for g in self.gpus if g.pci_bus_id], "pci_bus_id")
         nics = _unique(problems, "nics", [n.name for n in self.nics], "name")
+        _check_mig(problems, self.gpus, gpus)
 
         for i, s in enumerate(self.pcie_switches):
             if s.parent is not None and s.parent not in switches:
@@ -249,6 +287,22 @@ def _unique(problems: list[str], field: str, values: list[_T], key: str) -> set[
             problems.append(f"{field}[{i}].{key}: duplicate {v!r}")
         seen.add(v)
     return seen
+
+
+def _check_mig(problems: list[str], gpus: list[GPUFact], gpu_uuids: set[str]) -> None:
+    """Slices only on a MIG-enabled GPU; slice uuids unique on the host and distinct from GPU uuids."""
+    seen: set[str] = set()
+    for i, g in enumerate(gpus):
+        if g.mig_slices and g.mig_mode is not True:
+            problems.append(f"gpus[{i}].mig_slices: MIG slices on a GPU whose mig_mode is not true")
+        ids: set[int] = set()
+        for j, s in enumerate(g.mig_slices):
+            if s.uuid in seen or s.uuid in gpu_uuids:
+                problems.append(f"gpus[{i}].mig_slices[{j}].uuid: duplicate {s.uuid!r}")
+            seen.add(s.uuid)
+            if s.gpu_instance_id in ids:
+                problems.append(f"gpus[{i}].mig_slices[{j}].gpu_instance_id: duplicate {s.gpu_instance_id}")
+            ids.add(s.gpu_instance_id)
 
 
 def _check_acyclic(problems: list[str], switches: list[PCIeSwitchFact]) -> None:

@@ -21,6 +21,9 @@ from graphsvc.security.auth import Principal, Role, authenticate, require
 from graphsvc.services import Services
 
 router = APIRouter(responses=ERROR_RESPONSES, route_class=StrictJSONRoute)
+# The REST fast path for place/reserve/release (graphsvc/api/rest_reservations.py), first: routes
+# are matched in order, and a scheduler's per-job calls should not be compared against every other.
+router.include_router(fast_path_router)
 
 HostPath = Annotated[str, Path(min_length=1, max_length=253, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]
 
@@ -56,13 +59,17 @@ def may_write_host(principal: Principal, host: str, body_hostname: str) -> None:
 class ServiceHealth(BaseModel):
     """The probe's answer (named apart from `topo_facts.Health`, a device's health)."""
 
-    status: str = Field(description="ok, or degraded when every host is stale (placement offers nothing)")
+    status: str = Field(
+        description="ok, or degraded when any host is stale (placement does not offer its GPUs); still HTTP 200"
+    )
     store: str
     graph_version: int | None
     hosts: int
     gpus: int
     gpus_by_model: dict[str, int]
     stale_hosts: int
+    stale_host_names: list[str] = Field(description="the first stale hosts by name (at most 20; stale_hosts: all)")
+    all_hosts_stale: bool = Field(description="every host is stale: placement offers nothing")
 
 
 @router.put("/v1/hosts/{name}/facts", tags=["ingest"])
@@ -112,7 +119,7 @@ async def get_host(name: HostPath, svc: ServicesDep, caller: Caller) -> dict[str
 async def healthz(svc: ServicesDep) -> ServiceHealth:
     counts = await svc.health()
     return ServiceHealth(
-        # Degraded (every host stale) is still 200, not 503: the service itself answers.
+        # Degraded (any host stale) is still 200, not 503: the service itself answers.
         status="degraded" if counts.degraded else "ok",
         store=counts.store,
         graph_version=counts.graph_version,
@@ -120,8 +127,6 @@ async def healthz(svc: ServicesDep) -> ServiceHealth:
         gpus=counts.gpus,
         gpus_by_model=counts.gpus_by_model,
         stale_hosts=counts.stale_hosts,
+        stale_host_names=list(counts.stale_host_names),
+        all_hosts_stale=counts.all_stale,
     )
-
-
-# The REST fast path for place/reserve/release (graphsvc/api/rest_reservations.py).
-router.include_router(fast_path_router)

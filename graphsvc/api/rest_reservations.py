@@ -24,7 +24,14 @@ from graphsvc.security.auth import Principal, Role, authenticate, require
 
 router = APIRouter(responses=ERROR_RESPONSES, route_class=StrictJSONRoute, tags=["reservations"])
 
-Caller = Annotated[Principal, Depends(authenticate)]
+
+async def caller(request: Request) -> Principal:
+    """`authenticate` as a coroutine: FastAPI runs a plain function dependency in a worker thread,
+    a hop per request that this path, called per job, does not need (the lookup never blocks)."""
+    return authenticate(request)
+
+
+Caller = Annotated[Principal, Depends(caller)]
 IdPath = Annotated[str, Path(min_length=1, max_length=256)]
 
 

@@ -2,9 +2,10 @@
 wraps, no transport) or over GraphQL (a running service, `--server`).
 
 Both ask the same engine for ranked candidates and reserve GPUs by uuid through the same
-reservation service; the in-process path skips HTTP, GraphQL and the infeasibility
-diagnosis (a scheduler falling back to a softer request does not need the words), which
-keeps a many-seed replay affordable on a small machine.
+reservation service; neither pays for the infeasibility diagnosis (a scheduler falling back to
+a softer request does not need the words: in process the engine is asked not to explain, over
+GraphQL the query does not select `infeasible`). The in-process path also skips HTTP and
+GraphQL, which keeps a many-seed replay affordable on a small machine.
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ from typing import Any, Protocol
 
 import httpx
 
-from graphsvc.client import PLACE, RESERVE_MUTATION
+from graphsvc.client import RESERVE_MUTATION
 from graphsvc.placement.request import parse_request
 from graphsvc.reservations.service import Reservation, ReservationService
 from graphsvc.store.gateway import Gateway
 
 HOLDER = "replay"
+# Candidates only: without `infeasible` selected, the service runs no diagnosis.
+PLACE_CANDIDATES = """query($t: String!) { placementText(text: $t) { candidates { gpus { uuid } } } }"""
 TTL_S = 7 * 86400
 
 
@@ -62,7 +65,7 @@ class OverGraphQL:
         return data
 
     async def candidates(self, text: str) -> list[list[str]]:
-        data = await self._gql(PLACE, {"t": text})
+        data = await self._gql(PLACE_CANDIDATES, {"t": text})
         return [[g["uuid"] for g in c["gpus"]] for c in data["placementText"]["candidates"]]
 
     async def reserve(self, gpus: list[str]) -> str | None:

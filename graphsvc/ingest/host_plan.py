@@ -8,6 +8,8 @@ one (NVL72), else from the connected components of the host's NVLink graph.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import defaultdict
 from datetime import datetime
 from typing import Any
@@ -132,6 +134,9 @@ def host_params(facts: HostFacts, *, received_at: float) -> dict[str, Any]:
                 link_layer=n.link_layer.value,
                 numa_node=n.numa_node,
                 rail=n.rail,
+                symbol_errors=n.symbol_errors,
+                link_downed=n.link_downed,
+                port_rcv_errors=n.port_rcv_errors,
             ),
         }
         for n in facts.nics
@@ -184,6 +189,7 @@ def host_params(facts: HostFacts, *, received_at: float) -> dict[str, Any]:
         gpu_domains=[{"src": uuid, "dst": dom} for uuid, dom in gpu_domain.items()],
         gpu_nics=[{"src": a.gpu_uuid, "dst": nic_by_name[a.nic], "via": a.via} for a in facts.gpu_nic_affinity],
     )
+    params["mig_slices"] = mig_slice_params(facts)
     params["gpu_uuids"] = [g.uuid for g in facts.gpus]
     params["keep_uuids"] = [
         *(n["uuid"] for n in numa),
@@ -192,7 +198,66 @@ def host_params(facts: HostFacts, *, received_at: float) -> dict[str, Any]:
         *params["gpu_uuids"],
         *(n["uuid"] for n in nics),
     ]
+    params["host"]["props"][FINGERPRINT] = fingerprint(params)
     return params
+
+
+def mig_slice_params(facts: HostFacts) -> list[dict[str, Any]]:
+    """The MIG slices of the host's GPUs (keyed by their MIG uuid, globally unique as GPU uuids are).
+
+    The ingest replaces the host's slices: one missing here is deleted (and, if a reservation
+    held it, that reservation reports it as no longer held)."""
+    return [
+        {
+            "uuid": s.uuid,
+            "gpu": g.uuid,
+            "props": _props(
+                uuid=s.uuid,
+                host=facts.hostname,
+                gpu=g.uuid,
+                profile=s.profile,
+                gpu_instance_id=s.gpu_instance_id,
+                memory_mib=s.memory_mib,
+            ),
+        }
+        for g in facts.gpus
+        for s in g.mig_slices
+    ]
+
+
+# The Host property holding the fingerprint of the facts last written in full (#15).
+FINGERPRINT = "facts_fingerprint"
+# What changes from one document to the next without changing the topology: left out of it.
+_VOLATILE_HOST = frozenset({"collected_at", "received_at", FINGERPRINT})
+
+
+def fingerprint(params: dict[str, Any]) -> str:
+    """A digest of everything a host document writes except its timestamps and its GPUs' health
+    and load (`GPUState`): two documents with the same fingerprint write the same nodes, edges
+    and properties but those, so the second can be applied as an update of those alone
+    (`ingest_host_unchanged`)."""
+    stable = {
+        **params,
+        "host": {
+            **params["host"],
+            "props": {k: v for k, v in params["host"]["props"].items() if k not in _VOLATILE_HOST},
+        },
+        "gpus": [
+            {**g, "props": {k: v for k, v in g["props"].items() if k not in _STATE_FIELDS}} for g in params["gpus"]
+        ],
+    }
+    return hashlib.blake2b(json.dumps(stable, sort_keys=True).encode(), digest_size=16).hexdigest()
+
+
+def unchanged_params(params: dict[str, Any]) -> dict[str, Any]:
+    """The parameters of `ingest_host_unchanged` for a document planned by `host_params`."""
+    props = params["host"]["props"]
+    return {
+        "host": params["host"]["name"],
+        "fingerprint": props[FINGERPRINT],
+        "props": props,
+        "gpus": {g["uuid"]: {k: v for k, v in g["props"].items() if k in _STATE_FIELDS} for g in params["gpus"]},
+    }
 
 
 def _domains(facts: HostFacts) -> tuple[list[dict[str, Any]], dict[str, str]]:

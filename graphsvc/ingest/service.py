@@ -6,16 +6,20 @@ write itself is one statement, so a host's facts land whole or not at all.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
 from topo_facts import FabricFacts, HostFacts, HostMetrics
+from topo_facts.models import Health
 
 from graphsvc.errors import ErrorKind, Rejected
 from graphsvc.ingest.fabric_plan import host_positions
-from graphsvc.ingest.host_plan import host_params, nic_uuid
+from graphsvc.ingest.host_plan import FINGERPRINT, host_params, nic_uuid, unchanged_params
+from graphsvc.store.errors import StoreError
 from graphsvc.store.gateway import Gateway
 
 log = logging.getLogger(__name__)
@@ -50,21 +54,130 @@ class HostIngestResult:
     reason: str | None = None
 
 
-async def ingest_host(gateway: Gateway, facts: HostFacts) -> HostIngestResult:
+@dataclass(frozen=True)
+class Written:
+    """What this process last wrote for a host: its facts' fingerprint and which GPUs failed."""
+
+    fingerprint: str
+    failed: frozenset[str]
+
+
+class Fingerprints:
+    """The fingerprint of the facts this process last wrote in full, per host (bounded, LRU).
+
+    A hint, never the truth: the store holds the fingerprint too and `ingest_host_unchanged`
+    checks it there, so another replica's write (or a lost cache) costs at most one statement
+    that writes nothing."""
+
+    def __init__(self, size: int = 100_000) -> None:
+        self.size = size
+        self._known: OrderedDict[str, Written] = OrderedDict()
+
+    def get(self, host: str) -> Written | None:
+        value = self._known.get(host)
+        if value is not None:
+            self._known.move_to_end(host)
+        return value
+
+    def put(self, host: str, value: Written) -> None:
+        self._known[host] = value
+        self._known.move_to_end(host)
+        while len(self._known) > self.size:
+            self._known.popitem(last=False)
+
+    def forget(self, host: str) -> None:
+        self._known.pop(host, None)
+
+
+class UnchangedBatcher:
+    """Group commit for unchanged documents: while one `ingest_hosts_unchanged` statement is in
+    flight, the documents that arrive wait and go together in the next (at most `max_batch`, each
+    host once per batch); each caller gets its own answer. No timer: a lone document goes at once.
+    """
+
+    def __init__(self, gateway: Gateway, max_batch: int = 64) -> None:
+        self.gw = gateway
+        self.max_batch = max_batch
+        self._pending: list[tuple[dict[str, Any], asyncio.Future[bool]]] = []
+        self._running = False
+
+    async def submit(self, doc: dict[str, Any]) -> bool:
+        done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._pending.append((doc, done))
+        if not self._running:
+            self._running = True
+            try:
+                while self._pending:
+                    await self._flush(self._take())
+            finally:
+                self._running = False
+        return await done
+
+    def _take(self) -> list[tuple[dict[str, Any], asyncio.Future[bool]]]:
+        batch: list[tuple[dict[str, Any], asyncio.Future[bool]]] = []
+        later: list[tuple[dict[str, Any], asyncio.Future[bool]]] = []
+        hosts: set[str] = set()
+        for item in self._pending:
+            if len(batch) < self.max_batch and item[0]["host"] not in hosts:
+                hosts.add(item[0]["host"])
+                batch.append(item)
+            else:
+                later.append(item)
+        self._pending = later
+        return batch
+
+    async def _flush(self, batch: list[tuple[dict[str, Any], asyncio.Future[bool]]]) -> None:
+        try:
+            rows = await self.gw.write("ingest_hosts_unchanged", {"docs": [doc for doc, _ in batch]})
+        except StoreError as exc:  # every caller of the batch sees the store's error
+            for _, done in batch:
+                done.set_exception(exc)
+            return
+        except BaseException:  # a bug or a cancellation: no caller of the batch waits forever
+            for _, done in batch:
+                done.cancel()
+            raise
+        applied = {r["host"] for r in rows}
+        for doc, done in batch:
+            if not done.done():
+                done.set_result(doc["host"] in applied)
+
+
+async def ingest_host(
+    gateway: Gateway,
+    facts: HostFacts,
+    fingerprints: Fingerprints | None = None,
+    batcher: UnchangedBatcher | None = None,
+) -> HostIngestResult:
+    """One statement per document (#15). A document whose topology is the one this process last
+    wrote for the host (same fingerprint: only timestamps, health and load differ) is applied by
+    `ingest_host_unchanged` (the host's properties, the GPUs' health and load, counters moved by
+    health flips); any other by `ingest_host` (the facts, the counters of the host, the NVLink
+    domains it joins and leaves, and its leaves, atomically). Nothing is lost either way: what the
+    fingerprint leaves out is exactly what the small statement writes. A refusal costs one more,
+    read-only statement, to say why."""
     received_at = time.time()
     params = host_params(facts, received_at=received_at)
-    before = await gateway.read("host_domains", {"host": facts.hostname})
+    written = Written(
+        params["host"]["props"][FINGERPRINT], frozenset(g.uuid for g in facts.gpus if g.health is Health.FAILED)
+    )
+    known = fingerprints.get(facts.hostname) if fingerprints is not None else None
+    if fingerprints is not None and known is not None and known.fingerprint == written.fingerprint:
+        small = unchanged_params(params)
+        if known.failed == written.failed and batcher is not None:
+            applied = await batcher.submit(small)  # no GPU fails or recovers: grouped with others
+        else:
+            applied = bool(await gateway.write("ingest_host_unchanged", small))
+        if applied:
+            fingerprints.put(facts.hostname, written)
+            log.debug("ingest host=%s unchanged topology", facts.hostname)
+            return HostIngestResult(facts.hostname, True, len(facts.gpus), len(facts.nics), received_at)
+        fingerprints.forget(facts.hostname)  # changed elsewhere, or newer facts stored: decide in full
     rows = await gateway.write("ingest_host", params)
     if not rows:
         return await _explain_host_refusal(gateway, facts, received_at)
-    old_domains = set(before[0]["uuids"]) if before else set()
-    new_domains = {d["uuid"] for d in params["domains"]}
-    left = sorted(old_domains - new_domains)
-    if left:
-        # The statement recounted the host and the domains it is in now; domains it left
-        # (rare: recabling) lose members: drop the empty ones, recount the rest.
-        await gateway.write("prune_nvlink_domains", {"uuids": left})
-        await gateway.write("recount_domains", {"uuids": left})
+    if fingerprints is not None:
+        fingerprints.put(facts.hostname, written)
     log.debug("ingest host=%s gpus=%d nics=%d", facts.hostname, len(facts.gpus), len(facts.nics))
     return HostIngestResult(facts.hostname, True, len(facts.gpus), len(facts.nics), received_at)
 

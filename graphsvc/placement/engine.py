@@ -18,6 +18,7 @@ from typing import cast
 
 from graphsvc.placement import score
 from graphsvc.placement.explain import describe, diagnose
+from graphsvc.placement.mig_service import place_slices
 from graphsvc.placement.model import (
     BlockRow,
     Candidate,
@@ -31,8 +32,16 @@ from graphsvc.placement.model import (
     PlacementResult,
     hops,
 )
-from graphsvc.placement.request import NVLinkRequirement, Packing, PlacementRequest
-from graphsvc.placement.select import BUSY_UTILIZATION_PCT, bottleneck, choose_in_host, eligible, rail_up, rank_order
+from graphsvc.placement.request import NVLinkRequirement, Packing, PlacementRequest, RequestError
+from graphsvc.placement.select import (
+    BUSY_MEMORY_MIB,
+    BUSY_UTILIZATION_PCT,
+    bottleneck,
+    choose_in_host,
+    eligible,
+    rail_up,
+    rank_order,
+)
 from graphsvc.placement.statement import Statement
 from graphsvc.sites import locality
 from graphsvc.sites.store import host_sites
@@ -180,6 +189,24 @@ class PlacementEngine:
             self._models_cache = (now, models)
         return models
 
+    async def _no_such_model(self, req: PlacementRequest) -> list[InfeasibleReason]:
+        """A request naming a model the graph has no GPU of: its one reason, before any search
+        (which would read every unit only to find nothing). Not in the cached model list: read it
+        again (the model may have just arrived)."""
+        if req.model_match is None or any(req.model_match.matches(m) for m in await self._models()):
+            return []
+        self._models_cache = (-MODELS_TTL_S, [])
+        return await unknown_model(self.gw, req, await self._models())
+
+    async def _place_slices(self, req: PlacementRequest, started: float) -> PlacementResult:
+        """A MIG request: slices, never whole GPUs (placement.mig); an unknown profile is infeasible here."""
+        try:
+            found = await place_slices(self.gw, req, now=self.clock(), stale_after_s=self.stale_after_s)
+        except RequestError as err:
+            return PlacementResult([], [InfeasibleReason(err.field, err.message)], 0, 0.0)
+        elapsed = (time.perf_counter() - started) * 1000
+        return PlacementResult([], found.infeasible, found.searched, elapsed, mig_candidates=found.candidates)
+
     async def place(
         self,
         req: PlacementRequest,
@@ -187,11 +214,21 @@ class PlacementEngine:
         explain_infeasible: bool = True,
         virtual_free: frozenset[str] = frozenset(),
         extra_hosts: tuple[str, ...] = (),
+        loader: HostLoader | None = None,
     ) -> PlacementResult:
-        """Ranked candidates; `virtual_free` GPUs (on `extra_hosts`) count as free, for preemption plans."""
+        """Ranked candidates; `virtual_free` GPUs (on `extra_hosts`) count as free, for preemption plans.
+        `loader`: hosts already read for this request (the diagnosis's searches reuse the first's)."""
         started = time.perf_counter()
         req = req.validated()
+        if req.mig_profile is not None:
+            return await self._place_slices(req, started)
+        unknown = await self._no_such_model(req)
+        if unknown:  # answered without a search
+            elapsed = (time.perf_counter() - started) * 1000
+            return PlacementResult([], unknown if explain_infeasible else [], 0, elapsed)
         search = _Search(self, req, virtual_free)
+        if loader is not None and loader.sites == req.site_set and not virtual_free:
+            search.loader = loader
         await search.run()
         if req.model is None and not virtual_free:
             await search.search_each_model(await self._models())
@@ -203,7 +240,9 @@ class PlacementEngine:
         infeasible = []
         if not candidates and explain_infeasible:
             infeasible = (
-                await unknown_model(self.gw, req) or await unmet_capabilities(self.gw, req) or await diagnose(self, req)
+                await unknown_model(self.gw, req, await self._models())
+                or await unmet_capabilities(self.gw, req)
+                or await diagnose(self, req, search.loader if not virtual_free else None)
             )
         return PlacementResult(
             candidates=candidates,
@@ -612,12 +651,14 @@ def _rail_aligned(gpus: list[Gpu]) -> bool:
     return len({frozenset(v) for v in by_host.values()}) == 1
 
 
-async def unknown_model(gw: Gateway, req: PlacementRequest) -> list[InfeasibleReason]:
-    """A request naming a model no GPU in the graph matches: say which models there are."""
+async def unknown_model(gw: Gateway, req: PlacementRequest, models: list[str] | None = None) -> list[InfeasibleReason]:
+    """A request naming a model no GPU in the graph matches: say which models there are
+    (`models`: the graph's models when the caller has just read them)."""
     match = req.model_match
     if match is None:
         return []
-    models = [str(r["model"]) for r in await gw.read("placement_gpu_models", {}) if r.get("model")]
+    if models is None:
+        models = [str(r["model"]) for r in await gw.read("placement_gpu_models", {}) if r.get("model")]
     if any(match.matches(m) for m in models):
         return []
     listed = ", ".join(models[:20]) + (f" and {len(models) - 20} more" if len(models) > 20 else "")
@@ -665,6 +706,7 @@ def gpu_filters(req: PlacementRequest, *, rail_up: bool) -> dict[str, object]:
         "min_memory_mib": req.min_memory_gib * 1024 if req.min_memory_gib is not None else -1,
         "max_temperature_c": req.max_temperature_c if req.max_temperature_c is not None else NO_LIMIT,
         "max_utilization_pct": BUSY_UTILIZATION_PCT if req.exclusive else NO_LIMIT,
+        "max_memory_used_mib": BUSY_MEMORY_MIB if req.exclusive else NO_LIMIT,
         "nic_affinity": req.gpu_nic_affinity,
         "rail_up": rail_up,
     }
@@ -710,6 +752,9 @@ def _candidate(
         largest_before=before,
         largest_after=after,
         idle=score.idleness([g.utilization_pct for g in gpus if g.utilization_pct is not None]),
+        nvlink_errors=sum(1 for g in gpus if g.nvlink_errors) / len(gpus),
+        xid_errors=sum(1 for g in gpus if g.xid_errors) / len(gpus),
+        nic_errors=sum(1 for g in gpus if g.nic_errors) / len(gpus) if len(hosts) > 1 else 0.0,
     )
     worst_hops = _max_hops(hosts) or 0
     received = [h.received_at for h in hosts if h.received_at is not None]

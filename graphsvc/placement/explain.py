@@ -14,7 +14,7 @@ from graphsvc.placement.model import Candidate, InfeasibleReason
 from graphsvc.placement.request import NVLinkRequirement, PlacementRequest, format_request
 
 if TYPE_CHECKING:
-    from graphsvc.placement.engine import PlacementEngine
+    from graphsvc.placement.engine import HostLoader, PlacementEngine
 
 
 def describe(req: PlacementRequest, c: Candidate, leftover: int) -> str:
@@ -72,9 +72,14 @@ def _changes(req: PlacementRequest, changes: dict[str, object]) -> bool:
     return any(getattr(req, k) != v for k, v in changes.items())
 
 
-async def diagnose(engine: PlacementEngine, req: PlacementRequest) -> list[InfeasibleReason]:
+async def diagnose(
+    engine: PlacementEngine, req: PlacementRequest, loader: HostLoader | None = None
+) -> list[InfeasibleReason]:
+    """Why `req` has no candidate. `loader`: the hosts the failed search read, so that the
+    relaxed and shrunk searches here read no host twice (they differ only in what they ask)."""
+
     async def feasible(r: PlacementRequest) -> bool:
-        return bool((await engine.place(r.with_(limit=1), explain_infeasible=False)).candidates)
+        return bool((await engine.place(r.with_(limit=1), explain_infeasible=False, loader=loader)).candidates)
 
     reasons: list[InfeasibleReason] = []
     if req.nvlink is NVLinkRequirement.FULL_MESH:

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
+
+if TYPE_CHECKING:
+    from graphsvc.placement.mig import SliceCandidate
 
 from graphsvc.placement.statement import Statement
+from graphsvc.states import counts_as_free
 
 # PCIe 4.0 x16, one direction, GB/s: the path between GPUs of one host without NVLink.
 PCIE_GBPS = 32.0
@@ -42,6 +46,10 @@ class GpuRow(TypedDict, total=False):
     lease_expires_at: float | None
     mig_mode: bool | None
     nic_state: str | None
+    nvlink_errors: int
+    xid_errors: int
+    nic_errors: int
+    memory_used_mib: int | None
 
 
 class GpuMap(GpuRow, total=False):
@@ -112,6 +120,10 @@ class Gpu:
     # MIG enabled: the GPU is partitioned into slices, so it is never offered whole.
     mig_mode: bool = False
     nic_state: str | None = None  # the nearest NIC's port state ("active", "down", ...), None if unknown
+    nvlink_errors: int = 0  # NVLink replay + recovery + CRC errors counted since the driver loaded
+    xid_errors: int = 0  # critical XIDs the collector saw on it
+    nic_errors: int = 0  # its nearest NIC port's symbol, link-downed and receive errors
+    memory_used_mib: int | None = None  # device memory in use (NVML), whoever uses it
     # Filled from NVLink edges: total GB/s to switches, direct GB/s per peer uuid.
     switch_gbps: float = 0.0
     direct: dict[str, float] = field(default_factory=dict)
@@ -128,6 +140,7 @@ class Gpu:
             health=row.get("health"),
             temperature_c=row.get("temperature_c"),
             utilization_pct=row.get("utilization_pct"),
+            memory_used_mib=row.get("memory_used_mib"),
             nvlink_domain=row.get("domain"),
             domain_kind=row.get("domain_kind"),
             nic=row.get("nic"),
@@ -138,6 +151,9 @@ class Gpu:
             switch_gbps=float(row.get("nvswitch_gbps") or 0.0),
             mig_mode=bool(row.get("mig_mode")),
             nic_state=row.get("nic_state"),
+            nvlink_errors=int(row.get("nvlink_errors") or 0),
+            xid_errors=int(row.get("xid_errors") or 0),
+            nic_errors=int(row.get("nic_errors") or 0),
         )
 
     @property
@@ -169,7 +185,8 @@ class Host:
 
     @property
     def free(self) -> list[Gpu]:
-        return [g for g in self.gpus if g.state == "free"]
+        """Free GPUs as the counters count them: a failed GPU is never free."""
+        return [g for g in self.gpus if counts_as_free(g.state, g.health)]
 
 
 def hops(a: Host, b: Host) -> int | None:
@@ -228,3 +245,5 @@ class PlacementResult:
     elapsed_ms: float
     # The candidate statements the search ran, in order, with their parameters (for `explain`).
     statements: list[Statement] = field(default_factory=list)
+    # A MIG request (`2x 3g.40gb`) is answered in slices, never in whole GPUs (placement.mig).
+    mig_candidates: list[SliceCandidate] = field(default_factory=list)

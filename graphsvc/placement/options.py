@@ -21,7 +21,7 @@ OPTIONS = {
     "same-domain": "all GPUs in one NVLink domain (e.g. one NVL72 rack)",
     "rail-aligned": "each GPU's NIC on the same rail across hosts",
     "gpu-nic-affinity": "each GPU with a NIC on its own PCIe switch or NUMA node",
-    "allow-unhealthy": "also consider degraded or failed GPUs",
+    "allow-unhealthy": "also consider degraded GPUs (a failed GPU is never offered)",
     "no-prefer-cool": "do not prefer cooler GPUs on ties",
     "exclusive": "the job needs its GPUs to itself: GPUs busy outside reservations (>= 10% utilised) are not free",
     "cc>=": "NVIDIA compute capability at least this (e.g. cc>=9.0)",

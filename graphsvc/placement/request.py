@@ -6,12 +6,15 @@ Text form (one function parses it for the CLI and for GraphQL)::
     16xGB200 nvlink=full-mesh
     32xH100 per-host=8 rail-aligned ib-hops<=1 mem>=80 temp<=85
     4 nvlink=any exclude=node-a,node-b limit=5 packing=spread allow-unhealthy
+    2x 3g.40gb model=H100 exclude=node-a          (MIG slices: a count, then a profile)
 
 Semantics: ``nvlink`` applies to the whole set of GPUs, or to each host's share when
 ``per-host`` is given. ``full-mesh`` means every pair of chosen GPUs is directly
 NVLink-connected (through a shared NVSwitch, the same NVL72 clique, or a direct link);
 ``any`` means all chosen GPUs are in one NVLink domain; ``none`` asks nothing. On AMD GPUs
 the scale-up link is xGMI: ``scale-up=`` (or ``xgmi=``) is the same option as ``nvlink=``.
+A MIG profile after the count (``2x 3g.40gb``; ``2x3g.40gb`` is the same) asks for that many
+MIG slices instead of whole GPUs (``placement.mig``, docs/placement.md).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from enum import StrEnum
 from functools import cached_property
 
 from topo_facts.gpu_models import ModelMatch, model_match
+from topo_facts.mig import is_profile
 
 from graphsvc.placement.capabilities import CapabilityNeeds, parse_cc
 from graphsvc.placement.options import OPTIONS
@@ -77,6 +81,8 @@ class PlacementRequest:
     # Sites (docs/sites.md): only these sites (empty: any), and whether one placement may span sites.
     sites: tuple[str, ...] = ()
     cross_site: bool = False
+    # MIG: `gpus` counts slices of this GPU instance profile (3g.40gb), never whole GPUs.
+    mig_profile: str | None = None
 
     def validated(self) -> PlacementRequest:
         if not 1 <= self.gpus <= MAX_GPUS:
@@ -108,7 +114,31 @@ class PlacementRequest:
             raise RequestError("minComputeCapability", "must look like 9.0 (major 0-99, minor 0-9)")
         if len(self.sites) > 100 or any(not 0 < len(s) <= 128 for s in self.sites):
             raise RequestError("sites", "at most 100 site names of 1 to 128 characters")
+        if self.mig_profile is not None:
+            self._validate_mig()
         return self
+
+    def _validate_mig(self) -> None:
+        """Slices are asked by count, profile and the parent GPU's model, health and host only."""
+        assert self.mig_profile is not None
+        if not is_profile(self.mig_profile):
+            raise RequestError(
+                "migProfile", f"{self.mig_profile!r} is not a MIG profile; profiles look like 3g.40gb or 1g.10gb"
+            )
+        default = PlacementRequest(gpus=self.gpus, mig_profile=self.mig_profile)
+        unsupported = [
+            name
+            for name in ("min_memory_gib", "nvlink", "gpus_per_host", "max_ib_hops", "same_nvlink_domain",
+                         "rail_aligned", "gpu_nic_affinity", "max_temperature_c", "exclusive", "capabilities",
+                         "packing", "sites", "cross_site")
+            if getattr(self, name) != getattr(default, name)
+        ]  # fmt: skip
+        if unsupported:
+            raise RequestError(
+                "migProfile",
+                f"MIG slices are asked by count, profile, model, exclude, prefer, limit and allow-unhealthy; "
+                f"not by {', '.join(unsupported)}",
+            )
 
     @cached_property
     def site_set(self) -> frozenset[str]:
@@ -138,6 +168,8 @@ class PlacementRequest:
 
 
 _COUNT = re.compile(r"^(\d+)(?:x(.+))?$", re.IGNORECASE)
+# Anything shaped like a MIG profile (3g.40gb) asks for slices; validation names a wrong one.
+_LOOKS_MIG = re.compile(r"^\d+g\.\d+", re.IGNORECASE)
 _OPTION = re.compile(r"^([a-z][a-z-]*)\s*(<=|>=|=)\s*(.+)$", re.IGNORECASE)
 
 
@@ -148,11 +180,15 @@ def parse_request(text: str) -> PlacementRequest:
     tokens = text.split()
     if not tokens:
         raise RequestError("text", "empty request; start with a GPU count such as 8xH100")
+    if len(tokens) > 1 and re.fullmatch(r"\d+x", tokens[0], re.IGNORECASE) and _LOOKS_MIG.match(tokens[1]):
+        tokens = [tokens[0] + tokens[1], *tokens[2:]]  # "2x 3g.40gb": a count of MIG slices
     m = _COUNT.match(tokens[0])
     if not m:
         raise RequestError("text", f"{tokens[0]!r}: start with a GPU count such as 8 or 8xH100")
     values: dict[str, object] = {"gpus": int(m.group(1))}
-    if m.group(2):
+    if m.group(2) and _LOOKS_MIG.match(m.group(2)):
+        values["mig_profile"] = m.group(2).lower()
+    elif m.group(2):
         values["model"] = m.group(2)
     for token in tokens[1:]:
         _apply(token, values)
@@ -281,6 +317,8 @@ def _apply(token: str, values: dict[str, object]) -> None:
 def format_request(req: PlacementRequest) -> str:
     """The canonical text form; parse_request(format_request(r)) == r."""
     parts = [f"{req.gpus}x{req.model}" if req.model else str(req.gpus)]
+    if req.mig_profile is not None:
+        parts = [f"{req.gpus}x {req.mig_profile}", *([f"model={req.model}"] if req.model else [])]
     if req.nvlink is not NVLinkRequirement.NONE:
         parts.append(f"nvlink={req.nvlink.value}")
     if req.gpus_per_host is not None:

@@ -10,17 +10,27 @@ The order (highest first):
 1. **Preferred hosts** (the share of the candidate's hosts the request prefers).
 2. Requests that **name a model** (all candidates are that model): **best fit** (the share of
    the touched units' free GPUs the candidate uses; 1.0 leaves no fragment), then
-   **bottleneck bandwidth**, then **health**, then **temperature** (only when the request
-   asks for cool GPUs), then **idleness** (live utilisation reported by the collectors: load
-   from outside the service's reservations slows a job sharing the GPU).
+   **bottleneck bandwidth**, then **health**, then **error-freeness** (the named error
+   penalties below), then **temperature** (only when the request asks for cool GPUs), then
+   **idleness** (live utilisation reported by the collectors: load from outside the service's
+   reservations slows a job sharing the GPU).
 3. Requests that **name no model** (a heterogeneous cluster may offer H100 boards, an NVL72
    rack and A100 bridged pairs to the same request): the **best bandwidth available, unless
    taking it would cost a larger job its place**. A candidate that keeps the cluster's
    largest free block intact ranks above one that shrinks it (the largest block is the only
    place the largest waiting job can go); among those, higher bandwidth first, then fit,
-   health, temperature. `choice_note` says in words which way the rule went.
+   health, error-freeness, temperature. `choice_note` says in words which way the rule went.
 
 `score` (0-100, shown to callers, never used to order) weighs the same facts with `WEIGHTS`.
+
+**Error penalties** (#17), each a named weight times the share of the candidate's GPUs it
+touches, subtracted from the score and from error-freeness in the order:
+- `nvlink_errors`: GPUs whose NVLink replay, recovery or CRC counters are non-zero (a flaky
+  link retransmits: collective bandwidth drops before anything fails);
+- `xid_errors`: GPUs on which the collector saw a critical XID (the codes that fail or degrade
+  a GPU also set its health; the others, application faults, still hint at trouble);
+- `nic_errors`: GPUs whose nearest NIC port counts symbol, link-downed or receive errors,
+  for multi-host candidates only (a single host's job does not cross the NIC).
 """
 
 from __future__ import annotations
@@ -41,6 +51,10 @@ class Weights:
     health_cool: float = 0.1  # healthy share x coolness (1 - mean °C / 100)
     preferred: float = 0.1  # share of hosts the request prefers
     bandwidth_ceiling_gbps: float = BANDWIDTH_CEILING_GBPS
+    # Penalties (subtracted; not part of the sum to 1): see "Error penalties" above.
+    nvlink_errors: float = 0.05  # x share of GPUs with NVLink replay/recovery/CRC errors
+    xid_errors: float = 0.1  # x share of GPUs with a critical XID seen
+    nic_errors: float = 0.05  # x share of GPUs whose nearest NIC port counts errors (multi-host)
 
 
 WEIGHTS = Weights()
@@ -59,6 +73,9 @@ class Facts:
     largest_before: int  # the cluster's largest free block (GPUs in one host or NVLink domain)
     largest_after: int  # ... if this candidate were taken
     idle: float = 1.0  # 0..1, 1 - mean utilisation / 100 (load outside the service's reservations)
+    nvlink_errors: float = 0.0  # 0..1, share of GPUs with NVLink errors counted
+    xid_errors: float = 0.0  # 0..1, share of GPUs with a critical XID seen
+    nic_errors: float = 0.0  # 0..1, share of GPUs whose nearest NIC counts errors (multi-host only)
 
 
 def bandwidth_share(gbps: float | None, weights: Weights = WEIGHTS) -> float:
@@ -81,6 +98,13 @@ def idleness(utilizations: list[float]) -> float:
     return 1.0 - min(100.0, sum(utilizations) / len(utilizations)) / 100.0
 
 
+def error_penalty(f: Facts, weights: Weights = WEIGHTS) -> float:
+    """The named error weights times their shares (0 for a candidate with no error counted)."""
+    return (
+        weights.nvlink_errors * f.nvlink_errors + weights.xid_errors * f.xid_errors + weights.nic_errors * f.nic_errors
+    )
+
+
 def keeps_largest_block(f: Facts) -> bool:
     return f.largest_after >= f.largest_before
 
@@ -93,7 +117,7 @@ def score(f: Facts, weights: Weights = WEIGHTS) -> float:
         + weights.health_cool * f.healthy * f.cool
         + weights.preferred * f.preferred
     )
-    return round(100 * total, 2)
+    return round(100 * max(0.0, total - error_penalty(f, weights)), 2)
 
 
 def sort_key(f: Facts, *, names_model: bool, cooler_gpus: bool) -> tuple[float, ...]:
@@ -102,9 +126,10 @@ def sort_key(f: Facts, *, names_model: bool, cooler_gpus: bool) -> tuple[float, 
     fit = round(f.fit, 4)
     cool = round(f.cool, 4) if cooler_gpus else 0.0
     idle = round(f.idle, 4)  # last: a GPU someone else is computing on is slower for this job
+    clean = -round(error_penalty(f), 4)  # error-freeness: after health, before temperature
     if names_model:
-        return (f.preferred, fit, bw, f.healthy, cool, idle)
-    return (f.preferred, 1.0 if keeps_largest_block(f) else 0.0, bw, fit, f.healthy, cool, idle)
+        return (f.preferred, fit, bw, f.healthy, clean, cool, idle)
+    return (f.preferred, 1.0 if keeps_largest_block(f) else 0.0, bw, fit, f.healthy, clean, cool, idle)
 
 
 def choice_note(chosen: Facts, others: list[Facts], *, names_model: bool) -> str:

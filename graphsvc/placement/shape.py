@@ -126,14 +126,7 @@ class JobShape:
         return " ".join(parts)
 
 
-SHAPE_KEYS = ("tp", "pp", "dp", "groups", "group-size")
 _TOKEN = re.compile(r"^([a-z][a-z-]*)\s*(>=|=)\s*(.+)$", re.IGNORECASE)
-
-
-def is_shaped(text: str) -> bool:
-    """Does this request text describe a shaped job (tp=/pp=/dp=/groups=) rather than a GPU count?"""
-    first = text.split(maxsplit=1)[0].lower() if text.strip() else ""
-    return any(first.startswith(k + "=") for k in SHAPE_KEYS)
 
 
 def _level(token: str, raw: str, default_required: bool) -> Level:

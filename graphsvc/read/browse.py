@@ -14,7 +14,7 @@ from typing import Any
 from graphsvc.placement.model import Host as PlacementHost
 from graphsvc.placement.model import hops
 from graphsvc.read.hosts import TopologyGpu, gpu_from_row
-from graphsvc.states import GpuState
+from graphsvc.states import counts_as_free
 from graphsvc.store.gateway import Gateway
 
 MAX_PAGE = 500
@@ -170,7 +170,7 @@ class Browse:
         return ClusterSummary(
             hosts=int(counts[0]["hosts"]) if counts else 0,
             gpus=sum(int(r["gpus"]) for r in rows),
-            free_gpus=sum(int(r["gpus"]) for r in rows if r["state"] == GpuState.FREE),
+            free_gpus=sum(int(r["gpus"]) for r in rows if counts_as_free(r["state"], r["health"])),
             stale_hosts=await self.stale_hosts(),
             gpus_by_model=[
                 ModelCount(model=r["model"], state=r["state"], health=r["health"], gpus=r["gpus"]) for r in rows

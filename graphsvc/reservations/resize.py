@@ -170,6 +170,8 @@ class ElasticService:
             live = await self.live(reservation_id)
             if not isinstance(live, Live):
                 return live
+            if live.props.get("slice_count"):  # MIG slices (reservations/mig.py) hold no GPU to grow from
+                return ValidationError("gpus", "a reservation of MIG slices is not resized; reserve more or release it")
             step = await self._plan(live, gpus, list(remove), list(remove_ranks), keep_layout)
             if not isinstance(step, tuple):
                 return step

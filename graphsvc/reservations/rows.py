@@ -44,6 +44,8 @@ class ReservationProps(TypedDict, total=False):
     started_at: float
     phase: str
     phases: list[str]
+    slice_count: int
+    lost_slices: list[str]
 
 
 class HeldGpuRow(TypedDict, total=False):

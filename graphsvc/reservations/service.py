@@ -17,11 +17,15 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 from graphsvc.placement.engine import PlacementEngine, unknown_model
+from graphsvc.placement.mig import SliceCandidate
+from graphsvc.placement.mig_service import place_slices
 from graphsvc.placement.model import InfeasibleReason
 from graphsvc.placement.request import PlacementRequest, RequestError, format_request
 from graphsvc.reservations import checkpoints
+from graphsvc.reservations import mig as mig_slices
 from graphsvc.reservations.events import Event, EventBus
 from graphsvc.reservations.fastpath import (
     BatchItem,
@@ -35,6 +39,7 @@ from graphsvc.reservations.fastpath import (
 )
 from graphsvc.reservations.group_commit import GroupCommit
 from graphsvc.reservations.rows import (
+    HeldGpuRow,
     HoldingRow,
     ReservationProps,
     ReservationRow,
@@ -47,6 +52,7 @@ from graphsvc.store.gateway import Gateway
 log = logging.getLogger(__name__)
 
 MAX_GPUS = 4096
+MAX_PREEMPTION_HOSTS = 1024  # hosts a preemption plan searches beyond the free ones (victims and neighbours)
 MAX_LABELS = 32
 
 
@@ -77,6 +83,15 @@ class Reservation:
     owner: str | None = None
     ended_at: float | None = None
     renewed_at: float | None = None
+    # MIG: a reservation of slices holds these instead of GPUs (reservations/mig.py).
+    slices: list[mig_slices.ReservedSlice] = field(default_factory=list)
+    slice_count: int = 0
+    lost_slices: list[str] = field(default_factory=list)  # held slices their host stopped reporting
+    # A preemption coming (on a live victim: by whom, its deadline) or waiting (on the pending
+    # preemptor: when the GPUs move), so every reader shows the warning without another query.
+    preempt_by: str | None = None
+    preempt_at: float | None = None
+    grace_ends_at: float | None = None
 
 
 @dataclass
@@ -214,12 +229,24 @@ class ReservationService:
         self.release_group: GroupCommit[str, Reservation | None] | None = (
             GroupCommit(self._release_batch) if group_commit else None
         )
+        # So are the idempotency-key lookups that precede reserves with a key: one read for all.
+        self.key_group: GroupCommit[str, Reservation | None] | None = (
+            GroupCommit(self._by_keys, max_batch=128) if group_commit else None
+        )
 
     # ---- reading ----------------------------------------------------------------------
 
     async def get_many(self, ids: Sequence[str] = (), keys: Sequence[str] = ()) -> list[Reservation]:
         rows = await self.gw.read("reservations/reservation_get", {"ids": list(ids), "keys": list(keys)})
-        return [_reservation(r) for r in as_reservation_rows(rows)]
+        return await self._with_slices([_reservation(r) for r in as_reservation_rows(rows)])
+
+    async def _with_slices(self, found: list[Reservation]) -> list[Reservation]:
+        with_slices = [r.id for r in found if r.slice_count]
+        if with_slices:  # only reservations of MIG slices cost this second read
+            slices = await mig_slices.slices_of(self.gw, with_slices)
+            for r in found:
+                r.slices = slices.get(r.id, [])
+        return found
 
     async def get(self, reservation_id: str) -> Reservation | None:
         found = await self.get_many(ids=[reservation_id])
@@ -285,7 +312,11 @@ class ReservationService:
             labels=labels, allow_preemption=allow_preemption,
         )  # fmt: skip
         if idempotency_key is not None:
-            existing = await self.get_many(keys=[idempotency_key])
+            if self.key_group is not None:
+                earlier = await self.key_group.submit(idempotency_key)
+                existing = [earlier] if earlier is not None else []
+            else:
+                existing = await self.get_many(keys=[idempotency_key])
             if existing:
                 return await self._replay(existing[0], holder, fingerprint)
         reservation_id = f"rsv-{uuid.uuid4().hex[:20]}"
@@ -306,6 +337,8 @@ class ReservationService:
             return await self._reserve_exact(list(gpus), props, ttl, idempotency_key, holder)
         assert request is not None
         props["request"] = format_request(request)
+        if request.mig_profile is not None:
+            return await self._reserve_slices(request, props, ttl, idempotency_key, holder)
         fast = await self._reserve_in_host(request, props, ttl, idempotency_key, holder)
         if fast is not None:
             return fast
@@ -340,7 +373,14 @@ class ReservationService:
             for r in rows
         }
         owner = {g: v.reservation for v in victims.values() for g in v.gpus}
-        hosts = tuple(sorted({h for r in rows for h in r["hosts"]}))
+        # The victims' hosts and their neighbours (same NVLink domains, same leaves): the counters
+        # show the engine only free GPUs, so a placement mixing freed and free GPUs (the rest of
+        # a rack or a leaf) is found only if the free neighbours are searched with the victims.
+        near = await self.gw.read(
+            "reservations/preemption_neighbourhood",
+            {"hosts": sorted({h for r in rows for h in r["hosts"]}), "limit": MAX_PREEMPTION_HOSTS},
+        )
+        hosts = tuple(sorted({h for r in rows for h in r["hosts"]} | {str(r["name"]) for r in near}))
         result = await self.engine.place(
             request.with_(limit=20), explain_infeasible=False, virtual_free=frozenset(owner), extra_hosts=hosts
         )
@@ -464,7 +504,7 @@ class ReservationService:
         by_key: dict[BatchKey, list[int]] = {}
         for n, item in enumerate(items):
             by_key.setdefault(item.key, []).append(n)
-        ids: list[str] = []
+        found: dict[str, Reservation] = {}
         for key, members in by_key.items():
             requests: list[BatchRequest] = [items[n].request for n in members]
             params = batch_params(key, requests, self.clock())
@@ -474,18 +514,32 @@ class ReservationService:
                 # An idempotency key raced in this statement (nothing of it was written): its requests
                 # go on alone, where the race is resolved; other statements of the batch stand.
                 continue
-            if rows:
-                ids.extend(str(i) for i in rows[0]["ids"])
-        found = {r.id: r for r in await self.get_many(ids=ids)} if ids else {}
+            if not rows:
+                continue
+            # The statement returns each reservation as stored and the GPUs it took: nothing is
+            # read back (one round trip per batch, not two).
+            for rid, props, taken in zip(rows[0]["ids"], rows[0]["reservations"], rows[0]["taken"], strict=True):
+                found[str(rid)] = _reservation(_written_row(cast(ReservationProps, props), taken, held=True))
         return [found.get(str(item.request["props"]["id"])) for item in items]
+
+    async def _by_keys(self, keys: list[str]) -> list[Reservation | None]:
+        """The reservations made with these idempotency keys (None: none yet), in one read."""
+        found = {r.idempotency_key: r for r in await self.get_many(keys=sorted(set(keys)))}
+        return [found.get(k) for k in keys]
 
     async def _release_batch(self, ids: list[str]) -> list[Reservation | None]:
         """One statement for a batch of releases; each released reservation, in order (None: not released here)."""
         rows = await self.gw.write(
             "reservations/release_batch", {"ids": sorted(set(ids)), "now": self.clock(), "state": "released"}
         )
-        ended = {str(i) for i in rows[0]["ids"]} if rows else set()
-        found = {r.id: r for r in await self.get_many(ids=sorted(ended))} if ended else {}
+        found: dict[str, Reservation] = {}
+        if rows:
+            # Each ended reservation as the statement left it (no read back): its properties and the
+            # GPUs it held, none of them held any more.
+            for rid, props, taken in zip(rows[0]["ids"], rows[0]["reservations"], rows[0]["taken"], strict=True):
+                found[str(rid)] = _reservation(_written_row(cast(ReservationProps, props), taken, held=False))
+        await self._with_slices(list(found.values()))  # (a reservation of MIG slices, should one be here)
+        ended = set(found)
         first = {i: n for n, i in reversed(list(enumerate(ids)))}  # a duplicate answers on its own (no 2nd event)
         return [found.get(i) if i in ended and first[i] == n else None for n, i in enumerate(ids)]
 
@@ -520,8 +574,47 @@ class ReservationService:
         missing = sorted(set(uuids) - {r["uuid"] for r in known})
         if missing:
             return ValidationError("gpus", f"unknown GPU uuid(s): {', '.join(missing[:10])}")
+        partitioned = sorted(str(r["uuid"]) for r in known if r.get("mig_mode"))
+        if partitioned:  # a MIG-enabled GPU is handed out in slices, never whole
+            return ValidationError(
+                "gpus", f"MIG-enabled GPU(s) {', '.join(partitioned[:10])}: reserve their slices (e.g. 2x 3g.40gb)"
+            )
         done = await self._attempt(sorted(uuids), props, ttl, key, holder)
         return done if done is not None else await self._conflict(uuids)
+
+    async def _reserve_slices(
+        self, request: PlacementRequest, props: ReservationProps, ttl: int, key: str | None, holder: str
+    ) -> ReserveOutcome:
+        """MIG slices: ranked candidates (placement.mig), each tried in one conditional write."""
+        tried = 0
+        for _round in range(2):  # a second look if every candidate was taken under us
+            try:
+                found = await place_slices(
+                    self.gw,
+                    request.with_(limit=min(20, max(request.limit, self.max_attempts))),
+                    now=self.clock(),
+                    stale_after_s=self.engine.stale_after_s,
+                )
+            except RequestError as err:
+                return ValidationError(err.field, err.message)
+            if not found.candidates:
+                if tried:
+                    break
+                return Infeasible(found.infeasible)
+            for candidate in found.candidates[: self.max_attempts]:
+                tried += 1
+
+                async def write(candidate: SliceCandidate = candidate) -> bool:
+                    now = self.clock()
+                    full: ReservationProps = {
+                        **props, "created_at": now, "expires_at": now + ttl, "slice_count": len(candidate.slices)
+                    }  # fmt: skip
+                    return await mig_slices.take(self.gw, candidate, full, now)
+
+                done = await self._attempt_with(write, props, key, holder)
+                if done is not None:
+                    return done
+        return Conflict(f"every candidate ({tried} tried) was taken by concurrent reservations", [], [])
 
     async def _reserve_placed(
         self,
@@ -581,13 +674,22 @@ class ReservationService:
             return ValidationError(err.field, err.message)
         if not _printable(reservation_id):
             return NotFound(reservation_id, "no such reservation")
-        now = self.clock()
-        rows = await self.gw.write(
-            "reservations/renew_reservation", {"id": reservation_id, "now": now, "expires_at": now + ttl}
-        )
-        current = await self.get(reservation_id)
-        if current is None:
-            return NotFound(reservation_id, f"no reservation {reservation_id!r}")
+        for _ in range(self.max_attempts):
+            now = self.clock()
+            rows = await self.gw.write(
+                "reservations/renew_reservation", {"id": reservation_id, "now": now, "expires_at": now + ttl}
+            )
+            current = await self.get(reservation_id)
+            if current is None:
+                return NotFound(reservation_id, f"no reservation {reservation_id!r}")
+            if not rows and current.slice_count and await mig_slices.renew(self.gw, reservation_id, now, now + ttl):
+                rows, current = [{"id": reservation_id}], await self.get(reservation_id)
+                assert current is not None
+            if rows or current.state != "active" or current.expires_at < now:
+                break
+            # Live and unexpired, yet not renewed: a resize committed between the statement's read
+            # of the GPUs and its locks (Neo4j), so the GPUs it locked were not all it owns. Again.
+        assert current is not None  # the loop runs at least once and returns on None
         if not rows:
             if current.state == "active" or current.state == "expired":
                 return LeaseExpired(reservation_id, current.expires_at, "the lease ran out; reserve again")
@@ -606,17 +708,29 @@ class ReservationService:
             if released is not None:
                 await self.events.publish(Event("reservation.released", released.id, released.holder, self.clock()))
                 return released
-        rows = await self.gw.write(
-            "reservations/release_reservation", {"id": reservation_id, "now": self.clock(), "state": state}
-        )
-        if not rows:
-            # Holds nothing (all taken over) or already ended: end it without GPU changes if still live.
-            await self.gw.write(
-                "reservations/end_empty_reservation", {"id": reservation_id, "now": self.clock(), "state": state}
+        for _ in range(self.max_attempts):
+            rows = await self.gw.write(
+                "reservations/release_reservation", {"id": reservation_id, "now": self.clock(), "state": state}
             )
-        current = await self.get(reservation_id)
-        if current is None:
-            return NotFound(reservation_id, f"no reservation {reservation_id!r}")
+            if not rows:
+                # Holds nothing (all taken over) or already ended: end it without GPU changes if still live.
+                await self.gw.write(
+                    "reservations/end_empty_reservation", {"id": reservation_id, "now": self.clock(), "state": state}
+                )
+            current = await self.get(reservation_id)
+            if current is None:
+                return NotFound(reservation_id, f"no reservation {reservation_id!r}")
+            if rows or current.state != "active":
+                break
+            # Still live and holding GPUs: a grow committed between the statement's read of the
+            # GPUs and its locks (Neo4j), so it freed nothing; read them again.
+        assert current is not None  # the loop runs at least once and returns on None
+        if current.slice_count and current.state != "active" and any(s.held for s in current.slices):
+            # A reservation of MIG slices holds no GPU: the statements above ended it; free its slices.
+            await mig_slices.free_ended(self.gw, [reservation_id])
+            rows = rows or [{"id": reservation_id}]
+            current = await self.get(reservation_id)
+            assert current is not None
         if rows:
             kind = "reservation.preempted" if state == "preempted" else "reservation.released"
             await self.events.publish(Event(kind, current.id, current.holder, self.clock()))
@@ -638,6 +752,7 @@ class ReservationService:
         expired.extend(i for r in empty for i in r["ids"])
         if expired:
             found = {r.id: r for r in await self.get_many(ids=expired)}
+            await mig_slices.free_ended(self.gw, [rid for rid, r in found.items() if r.slice_count])
             for rid in expired:
                 holder = found[rid].holder if rid in found else ""
                 await self.events.publish(Event("reservation.expired", rid, holder, now))
@@ -658,6 +773,16 @@ def _printable(text: str) -> bool:
     return 0 < len(text) <= 256 and not any(ord(c) < 0x20 for c in text)
 
 
+def _written_row(props: ReservationProps, taken: list[list[Any]], *, held: bool) -> ReservationRow:
+    """A reservation_get row from what a write returned: the node's properties and its GPUs as
+    [uuid, index, model, host, rack, scalable_unit] lists, in reservation_get's order."""
+    gpus: list[HeldGpuRow] = [
+        {"uuid": u, "index": int(i), "model": m, "host": h, "rack": rack, "scalable_unit": su, "held": held}
+        for u, i, m, h, rack, su in sorted(taken, key=lambda t: (str(t[3]), int(t[1])))
+    ]
+    return {"reservation": props, "gpus": gpus}
+
+
 def _reservation(row: ReservationRow) -> Reservation:
     r = row["reservation"]
     return Reservation(
@@ -674,6 +799,11 @@ def _reservation(row: ReservationRow) -> Reservation:
         owner=r.get("owner"),
         ended_at=r.get("ended_at"),
         renewed_at=r.get("renewed_at"),
+        slice_count=int(r.get("slice_count") or 0),
+        lost_slices=list(r.get("lost_slices") or []),
+        preempt_by=r.get("preempt_by") if r["state"] == "active" else None,
+        preempt_at=r.get("preempt_at") if r["state"] == "active" else None,
+        grace_ends_at=r.get("grace_ends_at") if r["state"] == "pending" else None,
         gpus=[
             ReservedGpu(
                 uuid=g["uuid"],

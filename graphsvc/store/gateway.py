@@ -27,6 +27,7 @@ class QueryStat:
     errors: int = 0
     total_s: float = 0.0
     max_s: float = 0.0
+    rows: int = 0  # rows returned, summed over calls (what a read costs the client to parse)
 
 
 class Gateway:
@@ -86,6 +87,7 @@ class Gateway:
             stat.max_s = max(stat.max_s, elapsed)
             for observe in self.observers:
                 observe(name, elapsed)
+        stat.rows += len(rows)
         level = logging.INFO if elapsed >= self.slow_query_s else logging.DEBUG
         log.log(level, "query=%s rows=%d %.1f ms", name, len(rows), elapsed * 1000)
         return rows

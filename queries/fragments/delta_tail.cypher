@@ -5,6 +5,9 @@
 // under it: the counters are locked, so the deltas apply to the latest committed values. In:
 // `carry` (any value to return), `moved` (the GPU nodes that flipped) and `sign` (-1: taken,
 // +1: freed). Out: `WITH DISTINCT carry`, one row.
+// A failed GPU is never counted free (docs/reservations.md, "Free means free and not failed"), so
+// taking or freeing one moves no counter: `moved` is narrowed to the GPUs that are not failed.
+WITH carry, sign, [x IN moved WHERE coalesce(x.health, 'ok') <> 'failed'] AS moved
 UNWIND (CASE WHEN size(moved) = 0 THEN [null] ELSE moved END) AS dx
 OPTIONAL MATCH (dh:Host)-[:HAS_GPU]->(dx)
 WITH carry, sign, moved, dh, count(dx) AS dk

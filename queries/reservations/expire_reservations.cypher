@@ -2,7 +2,9 @@
 // GPUs, frees those GPUs, and moves the counters, in one statement. Lapsed reservations
 // holding nothing (all taken over) are ended by expired_without_gpus. Candidates are found
 // without locks; then their GPUs (uuid order), the counters and the reservations are locked
-// and the lapse is checked again, so a renew or release that committed meanwhile wins.
+// and the lapse is checked again, so a renew or release that committed meanwhile wins. Each
+// reservation's GPUs are read again after its lock: one that a grow gave GPUs this statement
+// did not lock is left for the next run (it stays lapsed), never ended with GPUs still marked.
 // @write
 // @param limit int
 // @param now float
@@ -25,7 +27,10 @@ WITH gpus, r
 ORDER BY r.id
 SET r:Reservation
 WITH gpus, r
-WHERE r.state = 'active' AND r.expires_at < $now
+OPTIONAL MATCH (r)-[:HOLDS]->(now:GPU)
+WITH gpus, r, collect(CASE WHEN now.reservation = r.id THEN now.uuid END) AS held
+WITH gpus, r, size([u IN held WHERE NOT u IN [x IN gpus | x.uuid]]) AS unlocked
+WHERE r.state = 'active' AND r.expires_at < $now AND unlocked = 0
 SET r.state = 'expired', r.ended_at = $now
 WITH gpus, collect(r) AS ended
 WITH ended, [x IN gpus WHERE x.reservation IN [e IN ended | e.id]] AS freed

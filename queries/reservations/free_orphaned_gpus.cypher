@@ -1,8 +1,9 @@
 // Frees GPUs still marked reserved for a reservation that has ended (at most $limit), with the
-// counters. On Neo4j a release, expiry or preemption reads a reservation's GPUs before it locks
-// them, so a grow that commits in between leaves the added GPUs marked for the ended
-// reservation; this sweep (the lease job's, every minute) gives them back. An ended
-// reservation never becomes live again, so locking the GPUs (then their counters) is enough.
+// counters. A safety net (the lease job's, every minute): release, expiry and preemption read a
+// reservation's GPUs again after its lock, so a grow committing between their first read and
+// their locks (Neo4j) no longer leaves GPUs marked for the ended reservation; should a missed
+// path ever do so, this gives them back. An ended reservation never becomes live again, so
+// locking the GPUs (then their counters) is enough.
 // @write
 // @param limit int
 // @row freed any

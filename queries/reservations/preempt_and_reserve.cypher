@@ -3,7 +3,9 @@
 // with the counters. Writes nothing and returns no row if any condition fails (a victim
 // ended or was renewed away, a GPU is held by someone else). Locks, in the global order, the
 // union of the wanted GPUs and the victims' GPUs, then their counters, then the victims,
-// and only then reads what it decides on (see reserve_gpus).
+// and only then reads what it decides on (see reserve_gpus). The victims' GPUs are read again
+// after their locks: a grow that committed in between gave a victim GPUs not locked here, and
+// then nothing is written (the caller plans again).
 // @write
 // @param now float
 // @param props map
@@ -26,7 +28,12 @@ WHERE v.id IN $victims
 WITH gpus, v
 ORDER BY v.id
 FOREACH (x IN CASE WHEN v IS NULL THEN [] ELSE [v] END | SET x:Reservation)
-WITH gpus, collect(v) AS named
+WITH gpus, v
+OPTIONAL MATCH (v)-[:HOLDS]->(now:GPU)
+WITH gpus, v, collect(CASE WHEN now.reservation = v.id THEN now.uuid END) AS held
+WITH gpus, v, size([u IN held WHERE NOT u IN [x IN gpus | x.uuid]]) AS unlocked_here
+WITH gpus, collect(v) AS named, toInteger(sum(unlocked_here)) AS unlocked
+WHERE unlocked = 0
 WITH gpus, [v IN named WHERE v.state = 'active' AND v.preemptible = true AND v.priority < $props.priority] AS victims
 WITH gpus, victims, [v IN victims | v.id] AS victim_ids, [x IN gpus WHERE x.uuid IN $uuids] AS wanted
 // (Counted in a projection: see renew_reservation for the FalkorDB quirk this avoids.)

@@ -1,14 +1,17 @@
 // Group commit of release_reservation: ends the live reservations among $ids and frees the GPUs
 // each still holds, in one statement (one transaction). The same lock order as every write: all
 // their GPUs by uuid, the counters those feed, then the reservations by id; only then are states
-// read. Counters move by deltas. Returns one row with the ids it ended; an id not among them
-// (already ended, unknown, or holding nothing any more) is answered by release_reservation and
-// end_empty_reservation on their own.
+// read. Counters move by deltas. Returns one row with the ids it ended and, in the same order,
+// each one's properties and the GPUs it holds as [uuid, index, model, host, rack, scalable_unit]
+// lists (what reservation_get would read back, so the caller answers without a second round
+// trip); an id not among them (already ended, unknown, holding nothing any more, or grown after
+// the first read: GPUs read again after its lock that were not locked here) is answered by
+// release_reservation and end_empty_reservation on their own.
 // @write
 // @param ids list<string>
 // @param now float
 // @param state string
-// @row ids any
+// @row ids any, reservations any, taken any
 MATCH (r:Reservation)-[:HOLDS]->(g:GPU)
 WHERE r.id IN $ids
 WITH DISTINCT g
@@ -21,12 +24,19 @@ WHERE r.id IN $ids
 WITH gpus, r
 ORDER BY r.id
 SET r:Reservation
-WITH r, [x IN gpus WHERE x.reservation = r.id] AS owned
-WHERE r.state = 'active' AND size(owned) > 0
+WITH r, gpus
+OPTIONAL MATCH (r)-[:HOLDS]->(now:GPU)
+WITH r, gpus, collect(CASE WHEN now.reservation = r.id THEN now.uuid END) AS held
+WITH r, gpus, size([u IN held WHERE NOT u IN [x IN gpus | x.uuid]]) AS unlocked
+WITH r, [x IN gpus WHERE x.reservation = r.id] AS owned, unlocked
+WHERE r.state = 'active' AND size(owned) > 0 AND unlocked = 0
 SET r.state = $state, r.ended_at = $now
 WITH r, owned, [x IN owned WHERE x.state <> 'free'] AS moved
 FOREACH (x IN owned | SET x.state = 'free', x.reservation = NULL, x.lease_expires_at = NULL)
-WITH collect(r.id) AS carry, collect(moved) AS freed
+WITH collect(r) AS carry, collect(moved) AS freed
 WITH carry, reduce(m = [], s IN freed | m + s) AS moved, 1 AS sign
 //@include delta_tail
-RETURN carry AS ids
+UNWIND carry AS r
+OPTIONAL MATCH (r)-[:HOLDS]->(x:GPU)<-[:HAS_GPU]-(xh:Host)
+WITH r, collect(CASE WHEN x IS NULL THEN NULL ELSE [x.uuid, x.index, x.model, xh.name, xh.rack, xh.scalable_unit] END) AS held
+RETURN collect(r.id) AS ids, collect(properties(r)) AS reservations, collect(held) AS taken

@@ -2,7 +2,10 @@
 // the counters, in one statement. Returns no row when it is not live (already ended) or
 // holds no GPU any more (then end_empty_reservation ends it). Locks the GPUs it may free
 // (uuid order), their counters, then the reservation, before it reads state (see
-// reserve_gpus): a concurrent expiry or takeover is seen, never overwritten.
+// reserve_gpus): a concurrent expiry or takeover is seen, never overwritten. The GPUs are read
+// again after the reservation's lock: a grow (resize, replacement) that committed between the
+// first read and the locks added GPUs this statement did not lock, so it writes nothing and
+// returns no row (the caller reads again) rather than leave them marked for an ended reservation.
 // @write
 // @param id string
 // @param now float
@@ -16,8 +19,12 @@ WITH collect(g) AS gpus, null AS keep
 //@include lock_counters
 MATCH (r:Reservation {id: $id})
 SET r:Reservation
-WITH r, [x IN gpus WHERE x.reservation = r.id] AS owned
-WHERE r.state = 'active' AND size(owned) > 0
+WITH r, gpus
+OPTIONAL MATCH (r)-[:HOLDS]->(now:GPU)
+WITH r, gpus, collect(CASE WHEN now.reservation = r.id THEN now.uuid END) AS held
+WITH r, gpus, size([u IN held WHERE NOT u IN [x IN gpus | x.uuid]]) AS unlocked
+WITH r, [x IN gpus WHERE x.reservation = r.id] AS owned, unlocked
+WHERE r.state = 'active' AND size(owned) > 0 AND unlocked = 0
 SET r.state = $state, r.ended_at = $now
 WITH r, owned, [x IN owned WHERE x.state <> 'free'] AS moved
 FOREACH (x IN owned | SET x.state = 'free', x.reservation = NULL, x.lease_expires_at = NULL)

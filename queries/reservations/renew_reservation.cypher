@@ -3,6 +3,7 @@
 // GPU was taken over after the lease lapsed (the holder must stop: another job owns it).
 // Locks its GPUs (uuid order) and then the reservation before reading, so a renew racing a
 // takeover either extends the lease before the takeover looks, or sees the GPU gone.
+// A reservation of MIG slices (slice_count) is renewed by renew_mig_slices instead.
 // @write
 // @param expires_at float
 // @param id string
@@ -19,6 +20,7 @@ SET r:Reservation
 // list predicate over a collected list that refers to a node bound in the same WITH.)
 WITH r, gpus, size([x IN gpus WHERE x.reservation = r.id]) AS owned
 WHERE r.state = 'active' AND r.expires_at >= $now AND size(gpus) = r.gpu_count AND owned = size(gpus)
+  AND coalesce(r.slice_count, 0) = 0
 SET r.expires_at = $expires_at, r.renewed_at = $now
 FOREACH (x IN gpus | SET x.lease_expires_at = $expires_at)
 RETURN r.id AS id, size(gpus) AS gpus

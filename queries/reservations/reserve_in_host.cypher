@@ -59,7 +59,7 @@ FOREACH (x IN gpus |
   MERGE (r)-[:HOLDS]->(x))
 WITH r, gpus
 UNWIND gpus AS x
-OPTIONAL MATCH (old:Reservation)-[stale:HOLDS]->(x)
+OPTIONAL MATCH (x)<-[stale:HOLDS]-(old)
 WHERE old.id <> $props.id
 DELETE stale
 WITH DISTINCT r.id AS carry, gpus AS moved, -1 AS sign

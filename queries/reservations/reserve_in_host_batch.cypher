@@ -9,7 +9,13 @@
 // requests pack together. Locks as everywhere (all the GPUs of the batch by uuid, then their
 // counters), then each request checks its own GPUs' states: one whose GPUs another transaction
 // took gets no reservation (it retries on its own), the others commit. Counters move by deltas.
-// Returns one row: the ids created.
+// Returns one row: the ids created and, in the same order, each one's properties as stored and
+// the GPUs it took as [uuid, index, model, host, rack, scalable_unit] lists (what reservation_get
+// would read back, so the caller answers without a second round trip).
+// Cost (FalkorDB copies a row's list values from one clause to the next): what crosses the lock
+// and counter fragments is kept small. The plan goes through the locks as one int per GPU (which
+// request takes it), not as lists of nodes per request; the stale HOLDS edges (an ended
+// reservation's) are found from the GPU without a label test (only reservations hold GPUs).
 // @write
 // @param exclude list<string>
 // @param min_n int
@@ -19,7 +25,7 @@
 // @param requests list<map>
 // @param scan int
 // @param stale_before float
-// @row ids any
+// @row ids any, reservations any, taken any
 UNWIND range($min_n, 128) AS want
 MATCH (h:Host)
 WHERE h.free_gpus = want AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
@@ -47,28 +53,31 @@ WITH groups, reduce(acc = [[x IN groups | 0], []], k IN range(0, size($requests)
 WITH [c IN chosen WHERE c[1] >= 0 | [c[0], groups[c[1]][c[2]..c[2] + $requests[c[0]].n]]] AS picks
 UNWIND picks AS pick
 UNWIND pick[1] AS g
-WITH picks, g
+WITH pick[0] AS owner, g
 ORDER BY g.uuid
 SET g:GPU
-WITH collect(g) AS gpus, picks AS keep
+WITH collect(g) AS gpus, collect(owner) AS keep
 //@include lock_counters
-WITH keep AS picks
-UNWIND picks AS pick
-WITH pick[0] AS i, pick[1] AS gpus
+UNWIND range(0, size(gpus) - 1) AS k
+WITH keep[k] AS i, gpus[k] AS g
+WITH i, collect(g) AS gpus
 WHERE size(gpus) > 0 AND all(x IN gpus WHERE x.state = 'free')
 WITH $requests[i].props AS props, gpus
 CREATE (r:Reservation)
 SET r += props, r.gpu_count = size(gpus)
 FOREACH (x IN gpus |
   SET x.state = 'reserved', x.reservation = props.id, x.lease_expires_at = props.expires_at
-  MERGE (r)-[:HOLDS]->(x))
+  CREATE (r)-[:HOLDS]->(x))
 WITH r, gpus
 UNWIND gpus AS x
-OPTIONAL MATCH (old:Reservation)-[stale:HOLDS]->(x)
+OPTIONAL MATCH (x)<-[stale:HOLDS]-(old)
 WHERE old.id <> r.id
 DELETE stale
 WITH DISTINCT r, gpus
-WITH collect(r.id) AS carry, collect(gpus) AS taken
+WITH collect(r) AS carry, collect(gpus) AS taken
 WITH carry, reduce(m = [], s IN taken | m + s) AS moved, -1 AS sign
 //@include delta_tail
-RETURN carry AS ids
+UNWIND carry AS r
+MATCH (r)-[:HOLDS]->(x:GPU)<-[:HAS_GPU]-(h:Host)
+WITH r, collect([x.uuid, x.index, x.model, h.name, h.rack, h.scalable_unit]) AS held
+RETURN collect(r.id) AS ids, collect(properties(r)) AS reservations, collect(held) AS taken

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from topo_collector.collect import build_host_facts
-from topo_collector.nvml import RACK_SWITCH_ID, read_metrics, read_nvml
+from topo_collector.nvml import RACK_SWITCH_ID, XID_HEALTH, read_metrics, read_nvml
 from topo_collector.nvml_api import RecordingNvml, ReplayNvml
 from topo_collector.sysfs import SysfsInventory
 from topo_facts import Health, PeerType
+from topo_facts.models import MAX_XIDS
 
 from graphsvc.ingest.host_plan import host_params
 
@@ -107,3 +109,118 @@ def test_missing_answers_degrade_to_missing_facts() -> None:
         [],
         Health.UNKNOWN,
     )
+
+
+def _profiles(inv: object) -> list[list[str]]:
+    return [[s.profile for s in g.mig_slices] for g in inv.gpus]  # type: ignore[attr-defined]
+
+
+def test_mig_a100_40gb_reports_every_gpu_instance_by_profile() -> None:
+    inv = read_nvml(replay("a100-40gb-mig"))
+    assert inv.problems == []
+    assert all(g.mig_mode for g in inv.gpus)
+    assert _profiles(inv) == [
+        ["7g.40gb"],
+        ["3g.20gb", "3g.20gb"],
+        ["2g.10gb", "4g.20gb", "1g.5gb"],  # by GPU instance id: 3, 5, 13
+        ["1g.5gb"] * 7,
+    ]
+    s = inv.gpus[1].mig_slices[0]
+    assert (s.uuid, s.gpu_instance_id, s.memory_mib) == ("MIG-a100mig-1010-4000-8000-000000000101", 1, 20096)
+    assert {s.profile for g in inv.gpus for s in g.mig_slices} == {"1g.5gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb"}
+
+
+def test_mig_h100_80gb_names_its_profiles_and_leaves_a_plain_gpu_whole() -> None:
+    inv = read_nvml(replay("h100-80gb-mig"))
+    assert _profiles(inv) == [
+        ["3g.40gb", "3g.40gb"],
+        ["7g.80gb"],
+        ["1g.20gb", "2g.20gb", "4g.40gb"],
+        ["1g.10gb"] * 7,
+        [],
+    ]
+    assert [g.mig_mode for g in inv.gpus] == [True, True, True, True, False]
+    facts = build_host_facts("h100-mig-1", inv, SysfsInventory())
+    params = host_params(facts, received_at=0)
+    assert len(params["mig_slices"]) == 2 + 1 + 3 + 7
+    first = params["mig_slices"][0]
+    assert (first["gpu"], first["props"]["profile"], first["props"]["host"]) == (
+        inv.gpus[0].uuid,
+        "3g.40gb",
+        "h100-mig-1",
+    )
+
+
+def test_mig_slices_survive_a_recording_round_trip(tmp_path: Path) -> None:
+    recorder = RecordingNvml(replay("h100-80gb-mig"))
+    first = read_nvml(recorder)
+    out = tmp_path / "rec.json"
+    recorder.save(out, {})
+    assert _profiles(read_nvml(ReplayNvml.load(out))) == _profiles(first)
+
+
+def test_a_mig_device_that_fails_is_skipped_and_reported() -> None:
+    calls = json.loads((RECORDINGS / "h100-80gb-mig.json").read_text())["calls"]
+    calls["mig_device(0,1)"] = {"uuid": "MIG-x"}  # no instance id, no slices: a broken answer
+    inv = read_nvml(ReplayNvml(calls))
+    assert _profiles(inv)[0] == ["3g.40gb"]
+    assert inv.problems and "MIG device 1" in inv.problems[0]
+
+
+def with_errors(name: str, extra: dict[str, object]) -> ReplayNvml:
+    """A recording plus answers for the error counters and XIDs (#17), as a real driver gives them."""
+    calls = json.loads((RECORDINGS / f"{name}.json").read_text())["calls"]
+    return ReplayNvml({**calls, **extra})
+
+
+def test_nvlink_error_counters_are_summed_over_active_links() -> None:
+    calls = json.loads((RECORDINGS / "hgx-h100.json").read_text())["calls"]
+    active = [link for link in range(36) if calls.get(f"nvlink_state(0,{link})") == 1]
+    assert active
+    extra: dict[str, object] = {}
+    for link in active:
+        extra.update({f"nvlink_error_counter(0,{link},{c})": v for c, v in ((0, 2), (1, 1), (2, 3), (3, 4))})
+    extra["nvlink_error_counter(1,0,0)"] = {"nvml_error": 3}  # not supported: stays unknown
+    inv = read_nvml(with_errors("hgx-h100", extra))
+    g0, g1 = inv.gpus[0], inv.gpus[1]
+    n = len(active)
+    assert (g0.nvlink_replay_errors, g0.nvlink_recovery_errors, g0.nvlink_crc_errors) == (2 * n, n, 7 * n)
+    assert (g1.nvlink_replay_errors, g1.nvlink_recovery_errors, g1.nvlink_crc_errors) == (None, None, None)
+    (m0, *_) = read_metrics(with_errors("hgx-h100", extra))
+    assert m0.nvlink_replay_errors == 2 * n  # the metrics push carries them too
+
+
+@pytest.mark.parametrize(
+    ("xids", "health"),
+    [
+        # One row per line of XID_HEALTH, and codes outside it.
+        ([48], Health.FAILED),
+        ([63], Health.DEGRADED),
+        ([64], Health.FAILED),
+        ([74], Health.DEGRADED),
+        ([79], Health.FAILED),
+        ([94], Health.DEGRADED),
+        ([95], Health.FAILED),
+        ([13], Health.OK),  # a graphics engine exception: the application's fault, not the GPU's
+        ([94, 79], Health.FAILED),  # the worst wins
+        ([], Health.OK),
+    ],
+)
+def test_critical_xids_mark_the_gpu(xids: list[int], health: Health) -> None:
+    inv = read_nvml(with_errors("hgx-h100", {"xid_errors(2)": xids}))
+    gpu = inv.gpus[2]
+    assert gpu.xid_errors == xids and gpu.health is health
+    assert sum(r.startswith("XID") for r in gpu.health_reasons) == sum(x in XID_HEALTH for x in xids)
+
+
+def test_xids_are_bounded() -> None:
+    inv = read_nvml(with_errors("hgx-h100", {"xid_errors(0)": list(range(40))}))
+    assert inv.gpus[0].xid_errors == list(range(40 - MAX_XIDS, 40))
+
+
+def test_error_counters_and_xids_reach_the_graph_params() -> None:
+    inv = read_nvml(with_errors("hgx-h100", {"xid_errors(5)": [79], "nvlink_error_counter(5,0,1)": 9}))
+    facts = build_host_facts("node-1", inv, SysfsInventory())
+    params = host_params(facts, received_at=0.0)
+    gpu = next(g for g in params["gpus"] if g["props"]["index"] == 5)["props"]
+    assert gpu["xid_errors"] == [79] and gpu["health"] == "failed"

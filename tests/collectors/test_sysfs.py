@@ -64,6 +64,14 @@ def test_ib_ports_parse(tmp_path: Path) -> None:
         "infiniband",
     )
     assert (port.guid, port.pci_bus_id, port.netdevs) == ("0xb83fd20300a1b2c4", "0000:1a:00.0", ("ibp26s0",))
+    assert (port.symbol_errors, port.link_downed, port.port_rcv_errors) == (None, None, None)  # no counters dir
+    counters = hca / "ports" / "1" / "counters"
+    counters.mkdir()
+    (counters / "symbol_error").write_text("12\n")
+    (counters / "link_downed").write_text("1\n")
+    (counters / "port_rcv_errors").write_text("0\n")
+    (port,) = read_ib_device(hca)
+    assert (port.symbol_errors, port.link_downed, port.port_rcv_errors) == (12, 1, 0)
 
 
 def test_one_switch_chip_is_one_switch() -> None:

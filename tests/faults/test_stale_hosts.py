@@ -1,5 +1,6 @@
 """#13.11: hosts not heard from for stale_after_s are not offered by placement, and /healthz
-says "degraded" when every host is stale (collectors, or their network, are down)."""
+says "degraded" when any host is stale (#17: with their count and names; `all_hosts_stale`
+when every host is: the collectors, or their network, are down)."""
 
 from __future__ import annotations
 
@@ -41,8 +42,12 @@ async def test_stale_host_is_not_offered(gateway: Gateway, client: httpx.AsyncCl
     assert await offered(client) == {"l40s-001", "l40s-002"}
     await make_silent(gateway, "l40s-001", hours=1)
     assert await offered(client) == {"l40s-002"}
-    health = (await client.get("/healthz")).json()
-    assert health["status"] == "ok" and health["stale_hosts"] == 1
+    resp = await client.get("/healthz")
+    health = resp.json()
+    # #17: one stale host is enough for degraded (it was "ok" until every host was stale).
+    assert resp.status_code == 200
+    assert health["status"] == "degraded" and health["stale_hosts"] == 1
+    assert health["stale_host_names"] == ["l40s-001"] and health["all_hosts_stale"] is False
 
 
 async def test_every_host_stale_is_degraded(gateway: Gateway, client: httpx.AsyncClient) -> None:
@@ -56,12 +61,15 @@ async def test_every_host_stale_is_degraded(gateway: Gateway, client: httpx.Asyn
     assert resp.status_code == 200
     assert resp.json()["status"] == "degraded"
     assert resp.json()["stale_hosts"] == 2
+    assert resp.json()["stale_host_names"] == ["l40s-001", "l40s-002"] and resp.json()["all_hosts_stale"] is True
 
 
 async def test_a_recent_report_brings_a_host_back(gateway: Gateway, client: httpx.AsyncClient) -> None:
     await make_silent(gateway, "l40s-001", hours=1)
     await make_silent(gateway, "l40s-001", hours=0)
     assert await offered(client) == {"l40s-001", "l40s-002"}
+    health = (await client.get("/healthz")).json()
+    assert health["status"] == "ok" and health["stale_hosts"] == 0 and health["stale_host_names"] == []
 
 
 async def test_empty_graph_is_ok_not_degraded(client: httpx.AsyncClient, gateway: Gateway) -> None:

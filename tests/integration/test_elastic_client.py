@@ -51,7 +51,8 @@ def test_lease_holder_resizes_checkpoints_and_yields_to_a_preemption(service: Se
             assert grown.layout_kept and len(lease.rank_order) == 8 and resizes == []  # its own resize: no notice
             host = {g.host for g in lease.reservation.gpus}.pop()
             others = [h.hostname for h in build(PROFILE).hosts if h.hostname != host]
-            out = httpx.post(f"{service.url}/graphql", json={"query": PREEMPT, "variables": {"exclude": others}})
+            body = {"query": PREEMPT, "variables": {"exclude": others}}
+            out = httpx.post(f"{service.url}/graphql", json=body, timeout=120)  # not httpx's 5 s: a loaded Neo4j
             pending = out.json()["data"]["preempt"]
             assert pending["__typename"] == "PendingPreemption", pending
             assert [v["reservation"] for v in pending["victims"]] == [lease.id]
@@ -59,7 +60,7 @@ def test_lease_holder_resizes_checkpoints_and_yields_to_a_preemption(service: Se
             assert len(notices) == 1 and notices[0].by == pending["reservation"]["id"]
             lease.checkpointed()  # the job saves its state, then leaves the block: released
         variables = {"id": pending["reservation"]["id"]}
-        taken = httpx.post(f"{service.url}/graphql", json={"query": STATE, "variables": variables})
+        taken = httpx.post(f"{service.url}/graphql", json={"query": STATE, "variables": variables}, timeout=120)
         got = taken.json()["data"]["reservation"]
         assert got["state"] == "active" and len(got["gpus"]) == 8  # moved on release, not at the deadline
 

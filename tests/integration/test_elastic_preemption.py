@@ -164,3 +164,20 @@ async def test_elastic_properties_are_declared_in_the_schema(gateway: Gateway) -
             for prop, value in row["props"].items():
                 assert prop in node.properties, f"Reservation.{prop} is not declared"
                 assert isinstance(value, PY_TYPES[node.properties[prop]]), f"Reservation.{prop}={value!r}"
+
+
+async def test_a_plan_combines_the_freed_gpus_with_free_ones_next_to_them(gateway: Gateway) -> None:
+    """One preemptible job holds half an NVL72 rack (9 trays); the other half is free. 64 GPUs in
+    one NVLink domain need the victim's GPUs and the free trays together: the plan searches the
+    victims' neighbours (same domain, same leaves), not only the victims' hosts."""
+    cluster = await load(gateway, "nvl72:racks=1")
+    svc = ReservationService(gateway)
+    trays = sorted(h.hostname for h in cluster.hosts)[:9]
+    rows = await gateway.read("placement_host_gpus", {"hosts": trays})
+    held = sorted(r["uuid"] for r in rows if (r.get("health") or "ok") not in ("failed", "degraded"))
+    victim = await svc.reserve(holder="half", gpus=held, ttl_s=3600, preemptible=True)
+    assert isinstance(victim, Reservation), victim
+    plan = await svc.preemption_plan(BIG, priority=9)
+    assert plan.feasible, plan.reason
+    assert [v.reservation for v in plan.victims] == [victim.id] and len(plan.gpus) == 64
+    assert set(plan.hosts) - set(trays), "the free trays are part of the placement"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -9,11 +10,14 @@ from typing import Any
 
 import httpx
 import pytest
+from topo_facts import HostFacts
 
+from graphsvc.ingest.service import ingest_host
 from graphsvc.store.gateway import Gateway
 from graphsvc.store.schema import GRAPH_VERSION
 from graphsvc.synthetic.clusters import build
 from tests.helpers import a100, as_json, h100, l40, tray
+from tests.queries import with_test_queries
 
 pytestmark = pytest.mark.asyncio
 
@@ -226,6 +230,33 @@ async def test_domain_pruned_when_host_loses_nvlink(client: httpx.AsyncClient, g
     assert await gateway.read("nvlink_domains") == []
 
 
+async def test_one_statement_per_document_even_when_a_tray_leaves_its_domain(
+    client: httpx.AsyncClient, gateway: Gateway
+) -> None:
+    """#15: a host document is one write (facts and every counter it moves, the domains it
+    leaves included): nothing to repair if the service dies between statements."""
+    for t in range(3):
+        assert (await put_host(client, as_json(tray(f"tray-{t}", "c/rack/clique-0", seed=t)))).status_code == 200
+    moved = as_json(tray("tray-2", "c/rack/clique-1", seed=2))
+    moved["collected_at"] = soon(100)
+    gateway.stats.clear()
+    assert (await put_host(client, moved)).status_code == 200
+    assert {name: s.calls for name, s in gateway.stats.items()} == {"ingest_host": 1}
+    rows = await gateway.read("nvlink_domains")
+    assert [(r["uuid"], r["members"]) for r in rows] == [("c/rack/clique-0", 8), ("c/rack/clique-1", 4)]
+    sizes = sorted((r["size"], r["domains"], int(r["free_gpus"])) for r in await gateway.read("domain_summary"))
+    assert sizes == [(4, 1, 4), (8, 1, 8)]  # the domain left behind was recounted (size and free)
+    assert await gateway.read("counter_drift") == []
+    # The last tray of a domain leaving it removes the domain, in the same statement.
+    back = as_json(tray("tray-2", "c/rack/clique-0", seed=2))
+    back["collected_at"] = soon(200)
+    gateway.stats.clear()
+    assert (await put_host(client, back)).status_code == 200
+    assert {name: s.calls for name, s in gateway.stats.items()} == {"ingest_host": 1}
+    assert [(r["uuid"], r["members"]) for r in await gateway.read("nvlink_domains")] == [("c/rack/clique-0", 12)]
+    assert await gateway.read("counter_drift") == []
+
+
 async def test_fabric_ingest_and_replace(client: httpx.AsyncClient, gateway: Gateway) -> None:
     cluster = build("a100-pcie:hosts=3")
     for h in cluster.hosts:
@@ -278,3 +309,99 @@ async def test_metrics_update_only_what_changes_fast(client: httpx.AsyncClient) 
     assert (await client.put("/v1/hosts/node-a/metrics", json=metrics)).json()["applied"] is False
     metrics["hostname"] = "nobody"
     assert (await client.put("/v1/hosts/nobody/metrics", json=metrics)).status_code == 404
+
+
+def calls(gw: Gateway) -> dict[str, int]:
+    return {name: s.calls for name, s in gw.stats.items() if s.calls}
+
+
+async def test_a_document_with_an_unchanged_topology_is_one_small_write(
+    client: httpx.AsyncClient, gateway: Gateway
+) -> None:
+    """#15: collectors resend the same topology every interval; the service applies it as the
+    host's timestamps and the GPUs' health and load (`ingest_host_unchanged`), losing nothing,
+    and moves the counters when a GPU fails."""
+    first = as_json(h100())
+    assert (await put_host(client, first)).json()["applied"]
+    full = await snapshot(gateway)
+    again = as_json(h100())
+    again["collected_at"] = soon(100)
+    again["gpus"][0]["temperature_c"] = 77.0
+    again["gpus"][1]["health"] = "failed"
+    again["gpus"][1]["xid_errors"] = [79]
+    gateway.stats.clear()
+    resp = await put_host(client, again)
+    assert resp.status_code == 200 and resp.json()["applied"] is True
+    assert calls(gateway) == {"ingest_host_unchanged": 1}
+    host = (await client.get("/v1/hosts/node-a")).json()
+    assert host["gpus"][0]["temperature_c"] == 77.0 and host["gpus"][1]["health"] == "failed"
+    [row] = await gateway.read("host_freshness", {"host": "node-a"})
+    assert row["collected_at"] == pytest.approx(datetime.fromisoformat(again["collected_at"]).timestamp(), abs=1e-3)
+    [counts] = await gateway.read("reservations/free_counts", {"hosts": ["node-a"]})
+    assert counts["host_free"] == 7 and await gateway.read("counter_drift") == []
+    # The same document through the full statement writes the same graph.
+    await with_test_queries(gateway).write("reset_graph")
+    direct = HostFacts.model_validate(again)
+    assert (await ingest_host(gateway, direct)).applied
+    assert await snapshot(gateway) != full  # (the document did change something)
+    whole = await snapshot(gateway)
+    await with_test_queries(gateway).write("reset_graph")
+    assert (await put_host(client, first)).json()["applied"]
+    gateway.stats.clear()
+    assert (await put_host(client, again)).json()["applied"]
+    assert calls(gateway) == {"ingest_host_unchanged": 1}
+    assert await snapshot(gateway) == whole
+
+
+async def test_a_changed_topology_or_another_writer_goes_through_the_full_statement(
+    client: httpx.AsyncClient, gateway: Gateway
+) -> None:
+    data = as_json(h100())
+    await put_host(client, data)
+    fewer = as_json(h100())
+    fewer["collected_at"] = soon(100)
+    fewer["nics"] = fewer["nics"][:-1]
+    fewer["gpu_nic_affinity"] = [a for a in fewer["gpu_nic_affinity"] if a["nic"] != data["nics"][-1]["name"]]
+    gateway.stats.clear()
+    assert (await put_host(client, fewer)).json()["applied"]
+    assert calls(gateway) == {"ingest_host": 1}  # the fingerprint differs: no small statement tried
+    # Another replica (no shared cache) writes the first topology back...
+    data["collected_at"] = soon(200)
+    assert (await ingest_host(gateway, HostFacts.model_validate(data))).applied
+    # ... so this process's hint is stale: the small statement writes nothing, the full one decides.
+    fewer["collected_at"] = soon(300)
+    gateway.stats.clear()
+    assert (await put_host(client, fewer)).json()["applied"]
+    assert calls(gateway) == {"ingest_hosts_unchanged": 1, "ingest_host": 1}
+    host = (await client.get("/v1/hosts/node-a")).json()
+    assert len(host["nics"]) == len(fewer["nics"])
+    # An older document with the same topology is refused as before (nothing lost, nothing older applied).
+    fewer["collected_at"] = soon(250)
+    resp = await put_host(client, fewer)
+    assert resp.status_code == 200 and resp.json()["applied"] is False
+
+
+async def test_unchanged_documents_arriving_together_share_one_statement(
+    client: httpx.AsyncClient, gateway: Gateway
+) -> None:
+    """#15: the steady state (every collector resends its topology) is group-committed: documents
+    arriving while a statement is in flight go together in the next, each with its own answer."""
+    hosts = build("l40s:hosts=16").hosts
+    for h in hosts:
+        assert (await put_host(client, as_json(h))).json()["applied"]
+    resent = []
+    for i, h in enumerate(hosts):
+        data = as_json(h)
+        data["collected_at"] = soon(100)
+        data["gpus"][0]["temperature_c"] = 40.0 + i
+        resent.append(data)
+    gateway.stats.clear()
+    answers = await asyncio.gather(*(put_host(client, d) for d in resent))
+    assert all(a.status_code == 200 and a.json()["applied"] for a in answers)
+    used = calls(gateway)
+    assert set(used) == {"ingest_hosts_unchanged"} and used["ingest_hosts_unchanged"] < len(hosts)
+    temps = {}
+    for h in hosts:
+        temps[h.hostname] = (await client.get(f"/v1/hosts/{h.hostname}")).json()["gpus"][0]["temperature_c"]
+    assert temps == {h.hostname: 40.0 + i for i, h in enumerate(hosts)}
+    assert await gateway.read("counter_drift") == []

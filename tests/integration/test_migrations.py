@@ -42,6 +42,7 @@ async def test_v1_graph_is_brought_forward(gateway: Gateway) -> None:
         "migrations/0003_1_host_counters",
         "migrations/0003_2_domain_counters",
         "migrations/0003_3_leaf_counters",
+        "migrations/0004_1_mig_slices",
     )
     host = await gateway.read("host_detail", {"hosts": ["node-a"]})
     assert {g["state"] for g in host[0]["gpus"]} == {"free"}

@@ -174,3 +174,17 @@ def test_bad_requests_name_the_field(text: str, field: str) -> None:
 
 def test_demo_profile_builds() -> None:
     assert build("demo").gpu_count >= 1000
+
+
+async def test_an_infeasible_placement_reads_each_host_once(gateway: Gateway) -> None:
+    """The diagnosis's relaxed and shrunk searches reuse the hosts the failed search read
+    (issue #15): GPU rows read, summed over every query, stay within the cluster's GPUs."""
+    cluster = await load(gateway, "superpod-h100:sus=1")
+    await occupy(gateway, [h.gpus[0].uuid for h in cluster.hosts[:8]])  # 8 hosts can no longer give 8
+    gateway.stats.clear()
+    _, r = await place(gateway, "200xH100 per-host=8 ib-hops<=1")
+    assert not r.candidates
+    by = {i.constraint: i for i in r.infeasible}
+    assert by["gpus"].nearest_feasible == "160xH100 per-host=8 ib-hops<=1"
+    assert "gpusPerHost" in by
+    assert gateway.stats["placement_host_gpus"].rows <= cluster.gpu_count

@@ -42,12 +42,15 @@ async def test_model_less_request_gets_the_best_bandwidth(gateway: Gateway) -> N
 
 async def test_the_fastest_is_skipped_when_it_would_cost_a_larger_job_its_place(gateway: Gateway) -> None:
     cluster = await load(gateway, mixed(nvl72=True))
+    # The rack's free block: its 72 GPUs less the failed ones (#17: a failed GPU is never free).
+    rack = sum(1 for h in cluster.hosts if h.gpus[0].model == "NVIDIA GB200" for g in h.gpus if g.health != "failed")
     r = await place(gateway, "2 nvlink=full-mesh")
-    # 1,800 GB/s on the NVL72 rack would shrink the largest free block (the 72-GPU rack) to 70:
-    # a 72-GPU job would lose its only place. An H100 board keeps it.
+    # 1,800 GB/s on the NVL72 rack would shrink the largest free block (the rack) by 2:
+    # a rack-sized job would lose its only place. An H100 board keeps it.
     top = r.candidates[0]
-    assert models(r) == {"NVIDIA H100 80GB HBM3"} and top.largest_free_block_after == 72
-    assert "1800 GB/s was free" in top.reason and "from 72 to 70" in top.reason and "larger job" in top.reason
+    assert models(r) == {"NVIDIA H100 80GB HBM3"} and top.largest_free_block_after == rack
+    assert "1800 GB/s was free" in top.reason and f"from {rack} to {rack - 2}" in top.reason
+    assert "larger job" in top.reason
     # With every H100 taken, the A100 pair keeps the rack whole.
     await occupy(gateway, [g.uuid for h in cluster.hosts[:2] for g in h.gpus])
     r = await place(gateway, "2 nvlink=full-mesh")

@@ -7,7 +7,10 @@ A new query without an entry in EXAMPLES fails here, on purpose.
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 from typing import Any
+
+from topo_facts import MigSliceFact
 
 from graphsvc.ingest.host_plan import host_params
 from graphsvc.ingest.service import ingest_fabric, ingest_host
@@ -17,6 +20,26 @@ from tests.queries import registry_with_tests, with_test_queries
 
 CLUSTER = build("demo:sus=1,nvl72_racks=1,a100_hosts=2,l40s_hosts=2")
 FIRST = CLUSTER.hosts[0]
+# A second host with GPU 0 in MIG mode (two 3g.40gb slices), so the MIG queries return rows.
+_MIG_GPU = CLUSTER.hosts[1].gpus[0]
+MIG_SLICES = [f"MIG-example-{n}" for n in range(2)]
+MIG_HOST = CLUSTER.hosts[1].model_copy(
+    update={
+        "collected_at": CLUSTER.hosts[1].collected_at + timedelta(seconds=1),
+        "gpus": [
+            _MIG_GPU.model_copy(
+                update={
+                    "mig_mode": True,
+                    "mig_slices": [
+                        MigSliceFact(uuid=u, gpu_instance_id=n + 1, profile="3g.40gb", memory_mib=40448)
+                        for n, u in enumerate(MIG_SLICES)
+                    ],
+                }
+            ),
+            *CLUSTER.hosts[1].gpus[1:],
+        ],
+    }
+)
 
 # What every one-statement placement query takes besides its sizes and page (engine.fit_params).
 FIT: dict[str, Any] = {
@@ -26,6 +49,7 @@ FIT: dict[str, Any] = {
         "min_memory_mib": -1,
         "max_temperature_c": 1e9,
         "max_utilization_pct": 1e9,
+        "max_memory_used_mib": 1e9,
         "nic_affinity": False,
         "rail_up": False,
     },
@@ -73,11 +97,28 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "migrations/0003_1_host_counters": {},
     "migrations/0003_2_domain_counters": {},
     "migrations/0003_3_leaf_counters": {},
+    "migrations/0004_1_mig_slices": {},
     "update_gpu_metrics": {
         "host": FIRST.hostname,
         "collected_at": time.time() + 1,
         "received_at": time.time(),
         "metrics": {FIRST.gpus[0].uuid: {"temperature_c": 50.0}},
+    },
+    "ingest_host_unchanged": {
+        "host": FIRST.hostname,
+        "fingerprint": "not-the-stored-one",
+        "props": {"collected_at": time.time() + 2, "received_at": time.time()},
+        "gpus": {FIRST.gpus[0].uuid: {"temperature_c": 51.0, "health": "ok"}},
+    },
+    "ingest_hosts_unchanged": {
+        "docs": [
+            {
+                "host": FIRST.hostname,
+                "fingerprint": "not-the-stored-one",
+                "props": {"collected_at": time.time() + 2, "received_at": time.time()},
+                "gpus": {FIRST.gpus[0].uuid: {"temperature_c": 51.0, "health": "ok"}},
+            }
+        ]
     },
     "host_freshness": {"host": FIRST.hostname},
     "host_reset_freshness": {"host": FIRST.hostname},
@@ -249,6 +290,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "reservations/orphaned_gpus": {},
     "reservations/pending_ready": {"limit": 10, "now": time.time()},
     "reservations/record_checkpoint": {"id": "rsv-example", "last_checkpoint_at": 1.0, "checkpoint_every_s": 600.0},
+    "reservations/preemption_neighbourhood": {"hosts": ["h100-su1-n01"], "limit": 10},
     "reservations/resize_neighbourhood": {"id": "rsv-example", "limit": 10},
     "reservations/resize_reservation": {
         "id": "rsv-example",
@@ -264,6 +306,27 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "reservations/reservations_page": {"holder": "", "state": "", "after": "", "first": 5},
     "reservations/gpu_holders": {"uuids": [FIRST.gpus[1].uuid], "now": 0.0},
     "reservations/double_holds": {"now": 0.0},
+    "reservations/double_held_slices": {"now": 0.0},
+    "host_mig_slices": {"hosts": [MIG_HOST.hostname]},
+    "mig_profiles": {"now": time.time()},
+    "placement_mig_slices": {"profile": "3g.40gb", "now": time.time(), "exclude": []},
+    "reservations/reservation_slices": {"ids": ["rsv-mig-example"]},
+    "reservations/reserve_mig_slices": {
+        "uuids": MIG_SLICES,
+        "now": time.time(),
+        "props": {
+            "id": "rsv-mig-example",
+            "holder": "t",
+            "state": "active",
+            "created_at": 1.0,
+            "expires_at": 2.0,
+            "gpu_count": 0,
+            "slice_count": 2,
+            "idempotency_key": "rsv-mig-example",
+        },
+    },
+    "reservations/renew_mig_slices": {"id": "rsv-mig-example", "now": 1.0, "expires_at": 5.0},
+    "reservations/free_mig_slices": {"ids": ["rsv-mig-example"]},
     "reservations/incomplete_reservations": {"now": 0.0},
     "reservations/preemptible_holdings": {"priority": 10},
     "reservations/lapsed_exists": {"now": 0.0},
@@ -350,6 +413,7 @@ async def test_every_query_runs_on_each_store(gateway: Gateway) -> None:
     for host in CLUSTER.hosts:
         await ingest_host(gateway, host)
     await ingest_fabric(gateway, CLUSTER.fabric())
+    assert (await ingest_host(gateway, MIG_HOST)).applied
     gateway = with_test_queries(gateway)
     registry = gateway.registry
     # Reads first, then writes, and the graph reset last.

@@ -164,6 +164,53 @@ async def test_concurrent_reserves_are_group_committed(gateway: Gateway) -> None
     assert not await gateway.read("reservations/gpu_holders", {"uuids": taken, "now": 0.0})  # all free again
 
 
+async def test_batch_answers_come_from_the_write_and_match_what_is_stored(gateway: Gateway) -> None:
+    """A batch's reserves and releases are answered from what the statement returned (no read
+    back), each with its own reservation, equal to what a later read gives."""
+    await load(gateway, "superpod-h100:sus=1")
+    svc = ReservationService(gateway)
+    sizes = [1, 2, 4, 8]
+    outs = await asyncio.gather(
+        *(
+            svc.reserve(holder=f"c{i}", request=parse_request(f"{sizes[i % 4]}xH100 nvlink=full-mesh"), ttl_s=TTL,
+                        labels=[f"l{i}"], priority=i)
+            for i in range(16)
+        )
+    )  # fmt: skip
+    made = [o for o in outs if isinstance(o, Reservation)]
+    assert len(made) == 16 and svc.group is not None and svc.group.batches < 16
+    assert "reservations/reservation_get" not in gateway.stats  # answered from the write
+    assert [len(o.gpus) for o in made] == [sizes[i % 4] for i in range(16)]
+    assert [o.labels for o in made] == [[f"l{i}"] for i in range(16)]
+    for o in made:
+        assert o == await svc.get(o.id)
+    reads = gateway.stats["reservations/reservation_get"].calls
+    released = await asyncio.gather(*(svc.release(o.id) for o in made))
+    assert gateway.stats["reservations/reservation_get"].calls == reads  # answered from the write
+    for o, r in zip(made, released, strict=True):
+        assert isinstance(r, Reservation) and r.id == o.id and r.state == "released"
+        assert r == await svc.get(o.id)
+        assert {g.uuid for g in r.gpus} == {g.uuid for g in o.gpus} and not any(g.held for g in r.gpus)
+    await counters_agree(gateway)
+
+
+async def test_idempotency_key_lookups_of_concurrent_reserves_share_one_read(gateway: Gateway) -> None:
+    await load(gateway, "superpod-h100:sus=1")
+    svc = ReservationService(gateway)
+    ask = parse_request("2xH100 nvlink=full-mesh")
+    first = await svc.reserve(holder="a", request=ask, ttl_s=TTL, idempotency_key="k0")
+    assert isinstance(first, Reservation)
+    outs = await asyncio.gather(
+        *(svc.reserve(holder="a", request=ask, ttl_s=TTL, idempotency_key=f"k{i}") for i in range(12))
+    )
+    assert outs[0] == first  # the key already used: its reservation, nothing new
+    made = [o for o in outs if isinstance(o, Reservation)]
+    assert len(made) == 12 and len({o.id for o in made}) == 12
+    assert [o.idempotency_key for o in made] == [f"k{i}" for i in range(12)]
+    assert svc.key_group is not None and svc.key_group.items == 13 and svc.key_group.batches < 13
+    await counters_agree(gateway)
+
+
 async def test_reserve_explains_an_infeasible_request_only_when_asked(gateway: Gateway) -> None:
     await load(gateway, "l40s:hosts=2")
     svc = ReservationService(gateway)

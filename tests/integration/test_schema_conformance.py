@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from topo_facts import MigSliceFact
+
 from graphsvc.ingest.service import ingest_fabric, ingest_host
 from graphsvc.placement.request import parse_request
 from graphsvc.reservations.service import Reservation, ReservationService
@@ -23,6 +25,13 @@ PY_TYPES = {
 
 async def test_stored_graph_conforms_to_declared_schema(gateway: Gateway) -> None:
     cluster = build("demo:sus=1,nvl72_racks=1,a100_hosts=2,l40s_hosts=2")
+    # One GPU in MIG mode with two slices (MigSlice, HAS_SLICE), one of them reserved (HOLDS_SLICE).
+    mig = cluster.hosts[1].gpus[0]
+    slices = [MigSliceFact(uuid=f"MIG-conf-{n}", gpu_instance_id=n + 1, profile="3g.40gb", memory_mib=40448)
+              for n in range(2)]  # fmt: skip
+    cluster.hosts[1] = cluster.hosts[1].model_copy(
+        update={"gpus": [mig.model_copy(update={"mig_mode": True, "mig_slices": slices}), *cluster.hosts[1].gpus[1:]]}
+    )
     for host in cluster.hosts:
         await ingest_host(gateway, host)
     await ingest_fabric(gateway, cluster.fabric())
@@ -30,6 +39,8 @@ async def test_stored_graph_conforms_to_declared_schema(gateway: Gateway) -> Non
         holder="conformance", request=parse_request("2xH100"), labels=["team=infra"]
     )
     assert isinstance(reserved, Reservation)
+    sliced = await ReservationService(gateway).reserve(holder="conformance", request=parse_request("1x 3g.40gb"))
+    assert isinstance(sliced, Reservation) and len(sliced.slices) == 1
     # Sites (docs/sites.md): a site owning the cluster, a link, and the example price file.
     catalog = SiteCatalog.model_validate(
         {

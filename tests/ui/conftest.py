@@ -51,7 +51,10 @@ def docs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
-    svc = ServiceProcess(tmp_path_factory.mktemp("ui") / "data", free_port(), env={"GRAPHSVC_DEV_MODE": "true"})
+    # Facts pushed once must not go stale during a long UI run (other modules' services start
+    # between): staleness has its own service in test_stale.py.
+    env = {"GRAPHSVC_DEV_MODE": "true", "GRAPHSVC_STALE_AFTER_S": "86400"}
+    svc = ServiceProcess(tmp_path_factory.mktemp("ui") / "data", free_port(), env=env)
     svc.start()
     asyncio.run(push_cluster(svc.url, build("demo")))
     yield svc

@@ -10,11 +10,14 @@ from graphsvc.placement.request import PlacementRequest, parse_request
 from graphsvc.placement.select import eligible, rail_up
 
 
-def gpu(util: float | None = 0.0, nic_state: str | None = "active", mig: bool = False) -> Gpu:
+def gpu(
+    util: float | None = 0.0, nic_state: str | None = "active", mig: bool = False, mem_used: int | None = None
+) -> Gpu:
     return Gpu(
         uuid="g", index=0, host="h", model="NVIDIA H100 80GB HBM3", memory_mib=81559, state="free", health="ok",
         temperature_c=40.0, utilization_pct=util, nvlink_domain="d", domain_kind="nvswitch", nic="n", rail=0,
         nic_rate_gbps=400.0, via="pcie-switch", leaf="l", mig_mode=mig, nic_state=nic_state,
+        memory_used_mib=mem_used,
     )  # fmt: skip
 
 
@@ -25,6 +28,15 @@ def gpu(util: float | None = 0.0, nic_state: str | None = "active", mig: bool = 
 )  # fmt: skip
 def test_exclusive_jobs_skip_gpus_busy_outside_reservations(util: float | None, exclusive: bool, ok: bool) -> None:
     assert eligible(gpu(util), PlacementRequest(gpus=1, exclusive=exclusive)) is ok
+
+
+@pytest.mark.parametrize(
+    ("mem_used", "exclusive", "ok"),
+    [(None, True, True), (0, True, True), (600, True, True), (2047, True, True), (2048, True, False),
+     (70_000, True, False), (70_000, False, True)],
+)  # fmt: skip
+def test_exclusive_jobs_skip_gpus_whose_memory_is_in_use(mem_used: int | None, exclusive: bool, ok: bool) -> None:
+    assert eligible(gpu(mem_used=mem_used), PlacementRequest(gpus=1, exclusive=exclusive)) is ok
 
 
 @pytest.mark.parametrize(("state", "up"), [("active", True), (None, True), ("unknown", True), ("down", False),

@@ -8,7 +8,7 @@ import pytest
 from graphsvc.placement.engine import NO_LIMIT, cover, gpu_filters, merge_blocks
 from graphsvc.placement.model import BlockRow
 from graphsvc.placement.request import parse_request
-from graphsvc.placement.select import BUSY_UTILIZATION_PCT
+from graphsvc.placement.select import BUSY_MEMORY_MIB, BUSY_UTILIZATION_PCT
 
 
 @pytest.mark.parametrize(
@@ -37,6 +37,7 @@ def test_cover_counts_hosts_until_their_free_gpus_hold_the_request(free: list[in
                 "min_memory_mib": -1,
                 "max_temperature_c": NO_LIMIT,
                 "max_utilization_pct": NO_LIMIT,
+                "max_memory_used_mib": NO_LIMIT,
                 "nic_affinity": False,
                 "rail_up": False,
             },
@@ -49,6 +50,7 @@ def test_cover_counts_hosts_until_their_free_gpus_hold_the_request(free: list[in
                 "min_memory_mib": 80 * 1024,
                 "max_temperature_c": 75,
                 "max_utilization_pct": BUSY_UTILIZATION_PCT,
+                "max_memory_used_mib": BUSY_MEMORY_MIB,
                 "nic_affinity": True,
                 "rail_up": True,
             },

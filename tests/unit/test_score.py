@@ -38,6 +38,11 @@ def test_weights_sum_to_one_so_scores_are_0_to_100() -> None:
         ({"cool": 1.0}, +10.0 * 0.5),
         ({"preferred": 1.0}, +10.0),
         ({"largest_after": 0}, 0.0),  # fragmentation orders candidates, it does not score them
+        # The error penalties (#17), one row per named weight: every GPU affected costs 100 x weight.
+        ({"nvlink_errors": 1.0}, -100 * WEIGHTS.nvlink_errors),
+        ({"xid_errors": 1.0}, -100 * WEIGHTS.xid_errors),
+        ({"nic_errors": 1.0}, -100 * WEIGHTS.nic_errors),
+        ({"nvlink_errors": 0.5}, -50 * WEIGHTS.nvlink_errors),
     ],
 )
 def test_each_weight_moves_the_score_by_its_share(change: dict[str, Any], delta: float) -> None:
@@ -84,6 +89,20 @@ TIE_BREAKS = [
     ("no model: fit breaks a bandwidth tie", BASE, replace(BASE, fit=0.5), ANY, False),
     ("no model: health breaks a fit tie", BASE, replace(BASE, healthy=0.5), ANY, False),
     ("no model: cool breaks a health tie", replace(BASE, cool=0.7), BASE, ANY, True),
+    # Error-freeness (#17): after health, before temperature; one row per named weight.
+    ("named model: NVLink errors break a health tie", BASE, replace(BASE, nvlink_errors=0.25), NAMED, False),
+    ("named model: XIDs break a health tie", BASE, replace(BASE, xid_errors=0.25), NAMED, False),
+    ("named model: NIC errors break a health tie", BASE, replace(BASE, nic_errors=0.25), NAMED, False),
+    ("no model: NVLink errors break a health tie", BASE, replace(BASE, nvlink_errors=0.25), ANY, False),
+    ("health before errors", replace(BASE, xid_errors=1.0), replace(BASE, healthy=0.9), NAMED, False),
+    ("errors before temperature", replace(BASE, cool=0.2), replace(BASE, cool=0.9, nvlink_errors=0.1), NAMED, True),
+    (
+        "an XID weighs more than NVLink errors",
+        replace(BASE, nvlink_errors=1.0),
+        replace(BASE, xid_errors=1.0),
+        NAMED,
+        False,
+    ),
     ("a single GPU counts as full bandwidth", replace(BASE, bottleneck_gbps=None), BASE, ANY, False),
 ]
 
@@ -102,6 +121,11 @@ def test_temperature_is_ignored_unless_asked(names_model: bool) -> None:
     assert sort_key(hot, names_model=names_model, cooler_gpus=False) == sort_key(
         cool, names_model=names_model, cooler_gpus=False
     )
+
+
+def test_the_score_never_goes_below_zero() -> None:
+    worst = Facts(0.0, 0.0, 0.0, 0.0, 0.0, 8, 0, nvlink_errors=1.0, xid_errors=1.0, nic_errors=1.0)
+    assert score(worst) == 0.0
 
 
 def test_choice_note_says_why_not_the_fastest() -> None:

@@ -8,6 +8,7 @@ from graphsvc.placement.model import Gpu, Host
 from graphsvc.placement.rank_layout import launch_plan
 from graphsvc.placement.request import RequestError
 from graphsvc.placement.shape import JobShape, Level, ShapedPlacement, Tier, parse_shape
+from graphsvc.placement.shape_keys import is_shaped
 from graphsvc.placement.shaped import place_shape
 
 
@@ -157,3 +158,18 @@ def test_uneven_hosts_need_the_rankfile() -> None:
     hosts = cluster({"su1-n0": 8, "su1-n1": 4})
     plan = launch_plan(placed(JobShape(tp=4, dp=3), hosts))
     assert not plan.contiguous and [len(h.ranks) for h in plan.hosts] == [8, 4]
+
+
+@pytest.mark.parametrize(
+    ("text", "shaped"),
+    [
+        ("tp=8 pp=2 dp=4 model=H100", True),
+        ("groups=8 group-size=8 group-in=nvlink-domain", True),
+        ("  TP=4", True),
+        ("8xH100 nvlink=full-mesh", False),
+        ("", False),
+        ("model=H100 tp=8", False),
+    ],
+)
+def test_the_cli_tells_a_shaped_job_by_its_first_key(text: str, shaped: bool) -> None:
+    assert is_shaped(text) is shaped

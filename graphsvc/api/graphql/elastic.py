@@ -24,7 +24,6 @@ from graphsvc.api.graphql.reservations import (
     _own,
     to_graphql,
 )
-from graphsvc.api.graphql.types import InfeasibleReason
 from graphsvc.reservations import phases as ph
 from graphsvc.reservations import preemption as pre
 from graphsvc.reservations import resize as rz
@@ -114,10 +113,7 @@ class PreemptInput:
 def _infeasible(out: svc.Infeasible) -> Infeasible:
     return Infeasible(
         message="; ".join(r.message for r in out.reasons) or "nothing fits the request now",
-        reasons=[
-            InfeasibleReason(constraint=r.constraint, message=r.message, nearest_feasible=r.nearest_feasible)
-            for r in out.reasons
-        ],
+        reasons=list(out.reasons),
     )
 
 

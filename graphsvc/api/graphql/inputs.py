@@ -75,6 +75,11 @@ class PlacementRequestInput:
     allow_cross_site: bool = strawberry.field(
         default=False, description="One placement may span sites; the inter-site link is then its bottleneck"
     )
+    mig_profile: str | None = strawberry.field(
+        default=None,
+        description="Ask for `gpus` MIG slices of this GPU instance profile (3g.40gb), never whole GPUs; "
+        "only model, excludeHosts, preferences.hosts, limit and excludeUnhealthy apply. Answered in migCandidates.",
+    )
 
     def to_request(self) -> PlacementRequest:
         prefs = self.preferences or PlacementPreferences()
@@ -99,6 +104,7 @@ class PlacementRequestInput:
             capabilities=self.capabilities.to_needs() if self.capabilities is not None else CapabilityNeeds(),
             sites=tuple(self.sites),
             cross_site=self.allow_cross_site,
+            mig_profile=self.mig_profile.lower() if self.mig_profile is not None else None,
         )
 
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import cast
 
 from strawberry.scalars import JSON
+from strawberry.types.nodes import SelectedField, Selection
 
+from graphsvc.api.graphql import mig
+from graphsvc.api.graphql.context import Info
 from graphsvc.api.graphql.types import (
     GPU,
     CypherStatement,
@@ -25,7 +29,7 @@ def _invalid(text: str, err: RequestError) -> PlacementResult:
     return PlacementResult(
         request=text,
         candidates=[],
-        infeasible=[InfeasibleReason(constraint=err.field, message=err.message, nearest_feasible=None)],
+        infeasible=[InfeasibleReason(err.field, err.message)],
         searched_units=0,
         elapsed_ms=0.0,
     )
@@ -69,10 +73,7 @@ def to_graphql(req: PlacementRequest, result: EngineResult) -> PlacementResult:
     return PlacementResult(
         request=format_request(req),
         candidates=candidates,
-        infeasible=[
-            InfeasibleReason(constraint=r.constraint, message=r.message, nearest_feasible=r.nearest_feasible)
-            for r in result.infeasible
-        ],
+        infeasible=list(result.infeasible),
         searched_units=result.searched_units,
         elapsed_ms=round(result.elapsed_ms, 3),
         explain=PlacementExplain(
@@ -81,12 +82,32 @@ def to_graphql(req: PlacementRequest, result: EngineResult) -> PlacementResult:
                 for s in result.statements
             ]
         ),
+        mig_candidates=mig.candidates(result.mig_candidates),
     )
 
 
-async def place(engine: PlacementEngine, build: PlacementRequest | None, text: str = "") -> PlacementResult:
+async def place(
+    engine: PlacementEngine, build: PlacementRequest | None, text: str = "", *, explain: bool = True
+) -> PlacementResult:
+    """`explain`: diagnose an infeasible request (several more searches); off when the query
+    does not select `infeasible`, so a scheduler that only reads candidates does not pay for it."""
     try:
         req = (build if build is not None else parse_request(text)).validated()
     except RequestError as err:
         return _invalid(text, err)
-    return to_graphql(req, await engine.place(req))
+    return to_graphql(req, await engine.place(req, explain_infeasible=explain))
+
+
+def selects_infeasible(info: Info) -> bool:
+    """Does the query read `infeasible` of this field's result (directly or through fragments)?"""
+    return any(_selects(f.selections, "infeasible") for f in info.selected_fields)
+
+
+def _selects(nodes: Sequence[Selection], name: str) -> bool:
+    for node in nodes:
+        if isinstance(node, SelectedField):
+            if node.name == name:
+                return True
+        elif _selects(node.selections, name):  # an inline fragment or a fragment spread
+            return True
+    return False

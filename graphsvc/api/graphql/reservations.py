@@ -7,6 +7,7 @@ from typing import Annotated
 
 import strawberry
 
+from graphsvc.api.graphql import mig
 from graphsvc.api.graphql.context import READERS, Forbidden, Info
 from graphsvc.api.graphql.errors import Error, NotFound, ValidationError
 from graphsvc.api.graphql.inputs import PlacementRequestInput
@@ -21,7 +22,7 @@ from graphsvc.security.auth import Role
 class Reservation:
     id: str
     holder: str
-    state: str = strawberry.field(description="active, released, expired or preempted")
+    state: str = strawberry.field(description="active, released, expired, preempted; pending or failed (a preemption)")
     created_at: float
     expires_at: float
     ended_at: float | None
@@ -32,6 +33,21 @@ class Reservation:
     request: str | None = strawberry.field(description="The placement request in text form, if any")
     gpus: list[GPU]
     hosts: list[HostRef]
+    mig_slices: list[mig.MigSlice] = strawberry.field(
+        default_factory=list, description="The MIG slices it holds (a reservation of slices holds no whole GPU)"
+    )
+    lost_slices: list[str] = strawberry.field(
+        default_factory=list, description="Uuids of held MIG slices their host stopped reporting"
+    )
+    preempt_by: str | None = strawberry.field(
+        default=None, description="A live victim: the pending reservation that will take its GPUs"
+    )
+    preempt_at: float | None = strawberry.field(
+        default=None, description="A live victim: when its GPUs move (checkpoint and release before then)"
+    )
+    grace_ends_at: float | None = strawberry.field(
+        default=None, description="A pending preemption: when the victims' grace period ends and the GPUs move"
+    )
 
 
 @strawberry.type
@@ -129,7 +145,12 @@ def to_graphql(r: svc.Reservation) -> Reservation:
         idempotency_key=r.idempotency_key,
         request=r.request,
         gpus=gpus,
-        hosts=list(hosts.values()),
+        hosts=list(hosts.values()) or [HostRef(name=h) for h in sorted({s.host for s in r.slices})],
+        mig_slices=mig.reserved(r.slices),
+        lost_slices=r.lost_slices,
+        preempt_by=r.preempt_by,
+        preempt_at=r.preempt_at,
+        grace_ends_at=r.grace_ends_at,
     )
 
 
@@ -178,10 +199,7 @@ class ReservationMutations:
         if isinstance(out, svc.Infeasible):
             return Infeasible(
                 message="; ".join(r.message for r in out.reasons) or "nothing fits the request now",
-                reasons=[
-                    InfeasibleReason(constraint=r.constraint, message=r.message, nearest_feasible=r.nearest_feasible)
-                    for r in out.reasons
-                ],
+                reasons=list(out.reasons),
             )
         return ValidationError(field=out.field, message=out.message)
 

@@ -40,7 +40,7 @@ from graphsvc.api.graphql.impact import ImpactQuery
 from graphsvc.api.graphql.inputs import GPUFilter, HostFilter, PlacementRequestInput
 from graphsvc.api.graphql.limiter_rules import limit_rules
 from graphsvc.api.graphql.operator import OperatorMutations
-from graphsvc.api.graphql.placement import place
+from graphsvc.api.graphql.placement import place, selects_infeasible
 from graphsvc.api.graphql.reservations import (
     PreemptionPlanResult,
     Reservation,
@@ -132,7 +132,7 @@ class Query:
     @strawberry.field(description="Ranked places where a job can run, each with its reason; or why none fits.")
     async def placement(self, info: Info, request: PlacementRequestInput) -> PlacementResult:
         info.context.require(*READERS)
-        return await place(info.context.engine, request.to_request())
+        return await place(info.context.engine, request.to_request(), explain=selects_infeasible(info))
 
     @strawberry.field(
         description="Which reservations a request of this priority would displace; changes nothing. "
@@ -164,7 +164,7 @@ class Query:
     @strawberry.field(description='The same from the compact text form, e.g. "8xH100 nvlink=full-mesh ib-hops<=1".')
     async def placement_text(self, info: Info, text: str) -> PlacementResult:
         info.context.require(*READERS)
-        return await place(info.context.engine, None, text=text)
+        return await place(info.context.engine, None, text=text, explain=selects_infeasible(info))
 
 
 def _mask(error: GraphQLError) -> bool:

@@ -117,13 +117,10 @@ class ShapedQuery:
                 raise RequestError("text", "give the job either as text or as shape, not both or neither")
             job = _parse(text) if text is not None else shape.to_shape()  # type: ignore[union-attr]
         except RequestError as err:
-            reason = InfeasibleReason(constraint=err.field, message=err.message, nearest_feasible=None)
+            reason = InfeasibleReason(err.field, err.message)
             return _empty(text or "", [reason])
         result = await ctx.services.place_shaped(job)
-        reasons = [
-            InfeasibleReason(constraint=r.constraint, message=r.message, nearest_feasible=r.nearest_feasible)
-            for r in result.infeasible
-        ]
+        reasons = list(result.infeasible)
         p = result.placement
         if p is None:
             out = _empty(job.text(), reasons)

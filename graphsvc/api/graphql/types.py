@@ -16,6 +16,8 @@ from strawberry.scalars import JSON
 from topo_facts.gpu_models import vendor_of
 
 from graphsvc.api.graphql.context import Info
+from graphsvc.api.graphql.mig import MigSliceCandidate
+from graphsvc.placement.model import InfeasibleReason
 from graphsvc.placement.request import NVLinkRequirement, Packing
 from graphsvc.read import browse, hosts
 from graphsvc.read.browse import (
@@ -87,6 +89,7 @@ strawberry.enum(
 )
 strawberry.enum(Packing, description="Soft packing preference.")
 
+wrap(InfeasibleReason, fields={"nearest_feasible": "The nearest request that fits, in text form"})
 wrap(browse.PageInfo)
 wrap(browse.HostSummary, fields={"age_seconds": "Seconds since the host's facts arrived."})
 wrap(browse.HostConnection)
@@ -305,13 +308,6 @@ class PlacementCandidate:
     as_of: float = strawberry.field(description="Age in seconds of the oldest host facts this relied on")
 
 
-@strawberry.type
-class InfeasibleReason:
-    constraint: str
-    message: str
-    nearest_feasible: str | None = strawberry.field(description="The nearest request that fits, in text form")
-
-
 @strawberry.type(description="A Cypher statement placement ran to find its candidates, with its parameters")
 class CypherStatement:
     name: str = strawberry.field(description="The named query, queries/NAME.cypher")
@@ -339,4 +335,7 @@ class PlacementResult:
     explain: PlacementExplain = strawberry.field(
         default_factory=lambda: PlacementExplain(cypher=[]),
         description="The Cypher that found the candidates (docs/placement.md: where each constraint is evaluated)",
+    )
+    mig_candidates: list[MigSliceCandidate] = strawberry.field(
+        default_factory=list, description="For a MIG request (2x 3g.40gb): where the slices could be taken"
     )

@@ -508,13 +508,30 @@ async function fabric(params) {
 }
 
 // ---- reservations ---------------------------------------------------------------------------
+// Elastic reservations (docs/reservations.md): resize, preempt with a grace period (plan ->
+// confirm -> preempt), the warning on victims, failed-GPU replacement and phase plans, all
+// through GraphQL; every expected failure is an `Error` (its message goes in the banner).
 let sortBy = { key: "default", dir: 1 };
+const openPanels = new Set(); // reservation ids whose elastic panel is open (kept across refreshes)
+const hours = (x) => `${x.toFixed(2)} GPU-h`;
+const failure = (out) => esc(out.message || (out.reasons || []).map((r) => r.message).join("; ") || out.__typename);
+// A click handler that cannot leave the page blank or silent: errors go to the banner.
+const act = (fn) => async (ev) => {
+  const b = ev.currentTarget;
+  if (ev.type === "submit") ev.preventDefault();
+  if (b.disabled) return;
+  b.disabled = true;
+  try { await fn(ev); } catch (err) { banner(`Failed: ${esc(err.message)}`, "error"); } finally { b.disabled = false; }
+};
+const RES_FIELDS = "id holder state expiresAt endedAt priority preemptible preemptBy preemptAt graceEndsAt gpus { uuid index host { name } }";
+
 async function reservations() {
-  const data = await gql(`{ reservations(first: 500) { id holder state expiresAt endedAt priority preemptible gpus { uuid index host { name } } } }`);
+  const data = await gql(`{ reservations(first: 500) { ${RES_FIELDS} } }`);
   const rows = data.reservations;
   const live = rows.filter((r) => r.state === "active").length;
+  const pending = rows.filter((r) => r.state === "pending").length;
   const keys = {
-    default: (r) => [r.state === "active" ? 0 : 1, r.state === "active" ? r.expiresAt : -r.expiresAt],
+    default: (r) => [r.state === "active" || r.state === "pending" ? 0 : 1, r.state === "active" ? r.expiresAt : r.state === "pending" ? r.graceEndsAt || 0 : -r.expiresAt],
     id: (r) => [r.id], holder: (r) => [r.holder], state: (r) => [r.state], gpus: (r) => [r.gpus.length],
     priority: (r) => [r.priority], expires: (r) => [r.expiresAt],
   };
@@ -522,18 +539,47 @@ async function reservations() {
   rows.sort((a, b) => { const x = key(a), y = key(b); for (let i = 0; i < x.length; i++) { const c = typeof x[i] === "number" ? x[i] - y[i] : natural(x[i], y[i]); if (c) return c * sortBy.dir; } return natural(a.id, b.id); });
   const head = (k, label) => `<th class="sort${sortBy.key === k ? (sortBy.dir > 0 ? " asc" : " desc") : ""}" data-sort="${k}">${label}</th>`;
   const where = (r) => { const by = {}; for (const g of r.gpus) (by[g.host.name] ||= []).push(g.index); return Object.entries(by).map(([h, ix]) => `<a href="#/host/${encodeURIComponent(h)}">${esc(h)}</a>:${ranges(ix)}`).join(" "); };
-  view.innerHTML = `<h2>Reservations: ${live} active of ${rows.length}</h2>
-    <p class="legend">active first, soonest expiry first; click a column to sort. Release asks for confirmation; +1h renews the lease.</p>
-    <table id="reservations"><tr>${head("id", "id")}${head("holder", "holder")}${head("state", "state")}${head("gpus", "GPUs")}${head("priority", "priority")}${head("expires", "expires")}<th></th></tr>
-    ${rows.map((r) => `<tr data-id="${esc(r.id)}" class="${r.state === "active" ? "active" : "ended"}"><td class="nowrap">${esc(r.id)}</td><td>${esc(r.holder)}</td><td>${esc(r.state)}</td>
+  const state = (r) => {
+    if (r.state === "pending") return `pending <div class="note pending-note">preempting: GPUs move ${r.graceEndsAt ? `at ${stamp(r.graceEndsAt)} · <span class="countdown" data-at="${r.graceEndsAt}">${countdown(r.graceEndsAt)}</span>` : "when the grace period ends"} (or when the victims release)</div>`;
+    if (r.state === "active" && r.preemptBy) return `active <div class="note warning" data-by="${esc(r.preemptBy)}">⚠ preempted by ${esc(r.preemptBy)}: checkpoint and release before ${stamp(r.preemptAt)} · <span class="countdown" data-at="${r.preemptAt}">${countdown(r.preemptAt)}</span></div>`;
+    return esc(r.state);
+  };
+  const actions = (r) => (r.state !== "active" ? "" : `<button class="renew" data-id="${esc(r.id)}">+1h</button> <button class="release" data-id="${esc(r.id)}">release</button> <input class="size" type="number" min="1" max="4096" value="${r.gpus.length}" data-id="${esc(r.id)}" title="new size: grows keeping the layout, or frees the GPUs that leave the largest free block"> <button class="resize" data-id="${esc(r.id)}">resize</button> <button class="elastic" data-id="${esc(r.id)}" aria-expanded="${openPanels.has(r.id)}">phases & repair</button>`);
+  if (!$("#res-table", view)) {
+    view.innerHTML = `<h2 id="res-title"></h2>
+      <p class="legend">active and pending first, soonest expiry first; click a column to sort. Release asks for confirmation; +1h renews the lease; “phases &amp; repair” shows the ranks, the phase plan and failed-GPU replacement.</p>
+      <section id="preempt"><h3>Preempt</h3>
+      <form id="preempt-form" novalidate title="reserve with a priority; if nothing is free, lower-priority preemptible jobs get a grace period to checkpoint before their GPUs move">
+        <label>holder <input name="holder" value="${esc(localStorage.getItem("graphsvc-holder") || "explorer")}" size="10"></label>
+        <label>GPUs <input name="gpus" type="number" min="1" max="4096" value="8" size="4"></label>
+        <label>model <input name="model" placeholder="any" size="8"></label>
+        <label>scale-up <select name="nvlink"><option value="NONE">any placement</option><option value="ANY">NVLink between some</option><option value="FULL_MESH">full mesh</option></select></label>
+        <label>priority <input name="priority" type="number" value="10" size="3"></label>
+        <label>grace <input name="grace" value="5m" size="4" title="how long the victims have to checkpoint: 90s, 5m (at most 1h)"></label>
+        <label>lease <input name="ttl" value="1h" size="4"></label>
+        <button class="plan">plan</button>
+      </form><div id="preempt-plan"></div></section>
+      <div id="res-table"></div>`;
+    wirePreempt();
+  }
+  $("#res-title", view).textContent = `Reservations: ${live} active${pending ? `, ${pending} pending` : ""} of ${rows.length}`;
+  const keep = new Map($$("tr.panel", view).map((tr) => [tr.dataset.for, tr]));
+  $("#res-table", view).innerHTML = `<table id="reservations"><tr>${head("id", "id")}${head("holder", "holder")}${head("state", "state")}${head("gpus", "GPUs")}${head("priority", "priority")}${head("expires", "expires")}<th></th></tr>
+    ${rows.map((r) => `<tr data-id="${esc(r.id)}" class="${r.state === "active" ? "active" : r.state === "pending" ? "pending" : "ended"}${r.preemptBy && r.state === "active" ? " preempting" : ""}"><td class="nowrap">${esc(r.id)}</td><td>${esc(r.holder)}</td><td class="state">${state(r)}</td>
       <td>${r.gpus.length} · ${where(r)}</td><td>${r.priority}${r.preemptible ? " (preemptible)" : ""}</td>
-      <td class="nowrap">${r.state === "active" ? `${stamp(r.expiresAt)} · <span class="countdown" data-at="${r.expiresAt}">${countdown(r.expiresAt)}</span>` : `ended ${stamp(r.endedAt ?? r.expiresAt)}`}</td>
-      <td class="nowrap">${r.state === "active" ? `<button class="renew" data-id="${esc(r.id)}">+1h</button> <button class="release" data-id="${esc(r.id)}">release</button> <input class="size" type="number" min="1" max="4096" value="${r.gpus.length}" data-id="${esc(r.id)}" title="new size: grows keeping the layout, or frees the GPUs that leave the largest free block"> <button class="resize" data-id="${esc(r.id)}">resize</button>` : ""}</td></tr>`).join("")}</table>`;
+      <td class="nowrap">${r.state === "active" ? `${stamp(r.expiresAt)} · <span class="countdown" data-at="${r.expiresAt}">${countdown(r.expiresAt)}</span>` : r.state === "pending" ? "after the move" : `ended ${stamp(r.endedAt ?? r.expiresAt)}`}</td>
+      <td class="nowrap">${actions(r)}</td></tr>`).join("")}</table>`;
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  for (const id of [...openPanels]) {
+    const row = $(`#reservations tr[data-id="${CSS.escape(id)}"]`, view);
+    if (!row || byId.get(id).state !== "active") { openPanels.delete(id); continue; }
+    row.after(keep.get(id) || panelRow(byId.get(id)));
+  }
   $$("th.sort", view).forEach((th) => th.addEventListener("click", () => {
     sortBy = { key: th.dataset.sort, dir: sortBy.key === th.dataset.sort ? -sortBy.dir : 1 };
     reservations();
   }));
-  $$("button.release", view).forEach((b) => b.addEventListener("click", async () => {
+  $$("button.release", view).forEach((b) => b.addEventListener("click", act(async () => {
     if (!b.classList.contains("confirm")) {
       b.classList.add("confirm"); b.textContent = "confirm release";
       const cancel = document.createElement("button"); cancel.textContent = "cancel"; cancel.className = "cancel";
@@ -541,25 +587,145 @@ async function reservations() {
       b.after(" ", cancel);
       return;
     }
-    const out = (await gql(`mutation($id: String!) { release(id: $id) { __typename ... on Reservation { id gpus { uuid } } ... on NotFound { message } } }`, { id: b.dataset.id })).release;
+    const out = (await gql(`mutation($id: String!) { release(id: $id) { __typename ... on Reservation { id gpus { uuid } } ... on Error { message } } }`, { id: b.dataset.id })).release;
     invalidate();
-    banner(out.__typename === "Reservation" ? `Released ${esc(out.id)}: ${out.gpus.length} GPUs free again.` : esc(out.message || out.__typename), out.__typename === "Reservation" ? "ok" : "error");
+    banner(out.__typename === "Reservation" ? `Released ${esc(out.id)}: ${out.gpus.length} GPUs free again.` : failure(out), out.__typename === "Reservation" ? "ok" : "error");
     await reservations();
-  }));
-  $$("button.resize", view).forEach((b) => b.addEventListener("click", async () => {
-    // elastic reservations (docs/reservations.md): one atomic change, typed refusals in the banner
+  })));
+  $$("button.resize", view).forEach((b) => b.addEventListener("click", act(async () => {
     const size = Number($(`input.size[data-id="${CSS.escape(b.dataset.id)}"]`, view).value);
-    const out = (await gql(`mutation($id: String!, $n: Int!) { resize(id: $id, gpus: $n) { __typename ... on Resized { added removed layoutKept reason reservation { id gpus { uuid } } } ... on Infeasible { reasons { message } } ... on ValidationError { message } ... on NotFound { message } ... on LeaseExpired { message } ... on Conflict { message } } }`, { id: b.dataset.id, n: size })).resize;
+    const out = (await gql(`mutation($id: String!, $n: Int!) { resize(id: $id, gpus: $n) { __typename ... on Resized { added removed layoutKept reason reservation { id gpus { uuid } } } ... on Infeasible { reasons { message } } ... on Error { message } } }`, { id: b.dataset.id, n: size })).resize;
     invalidate();
     if (out.__typename === "Resized") banner(`Resized ${esc(out.reservation.id)} to ${out.reservation.gpus.length} GPUs (+${out.added.length} −${out.removed.length}), ${out.layoutKept ? "layout kept" : "layout NOT kept"}: ${esc(out.reason)}.`, "ok");
-    else banner(esc(out.message || (out.reasons || []).map((r) => r.message).join("; ") || out.__typename), "error");
+    else banner(failure(out), "error");
     await reservations();
-  }));
-  $$("button.renew", view).forEach((b) => b.addEventListener("click", async () => {
-    const out = (await gql(`mutation($id: String!) { renew(id: $id, ttlSeconds: 3600) { __typename ... on Reservation { id expiresAt } ... on LeaseExpired { message } ... on ValidationError { message } ... on NotFound { message } } }`, { id: b.dataset.id })).renew;
-    banner(out.__typename === "Reservation" ? `Renewed ${esc(out.id)} until ${stamp(out.expiresAt)} (${countdown(out.expiresAt)}).` : esc(out.message || out.__typename), out.__typename === "Reservation" ? "ok" : "error");
+  })));
+  $$("button.renew", view).forEach((b) => b.addEventListener("click", act(async () => {
+    const out = (await gql(`mutation($id: String!) { renew(id: $id, ttlSeconds: 3600) { __typename ... on Reservation { id expiresAt } ... on Error { message } } }`, { id: b.dataset.id })).renew;
+    banner(out.__typename === "Reservation" ? `Renewed ${esc(out.id)} until ${stamp(out.expiresAt)} (${countdown(out.expiresAt)}).` : failure(out), out.__typename === "Reservation" ? "ok" : "error");
     await reservations();
+  })));
+  $$("button.elastic", view).forEach((b) => b.addEventListener("click", () => {
+    const id = b.dataset.id;
+    const open = $(`tr.panel[data-for="${CSS.escape(id)}"]`, view);
+    if (open) { open.remove(); openPanels.delete(id); b.setAttribute("aria-expanded", "false"); return; }
+    openPanels.add(id); b.setAttribute("aria-expanded", "true");
+    b.closest("tr").after(panelRow(byId.get(id)));
   }));
+}
+
+// ---- preempt: the plan first (victims, lost work, deadline), then confirm ----------------------
+function preemptInput(form) {
+  const grace = form.grace.value.trim() === "0" ? 0 : parseTtl(form.grace.value);
+  const ttl = parseTtl(form.ttl.value);
+  const holder = form.holder.value.trim();
+  if (!holder) throw new Error("give a holder: who the GPUs are for");
+  if (grace === null) throw new Error(`grace ${form.grace.value} is not a duration: use 0, 90s or 5m`);
+  if (!ttl) throw new Error(`lease ${form.ttl.value} is not a duration: use 30m, 4h or 1d`);
+  const request = { gpus: Number(form.gpus.value), nvlink: form.nvlink.value };
+  if (form.model.value.trim()) request.model = form.model.value.trim();
+  return { holder, request, priority: Number(form.priority.value), graceSeconds: grace, ttlSeconds: ttl };
+}
+
+function wirePreempt() {
+  const form = $("#preempt-form", view);
+  const box = $("#preempt-plan", view);
+  form.addEventListener("submit", act(async () => {
+    const input = preemptInput(form);
+    const plan = (await gql(`query($r: PlacementRequestInput!, $p: Int!) { preemptionPlan(request: $r, priority: $p) { __typename
+      ... on PreemptionPlan { feasible gpus hosts reason lostGpuHours largestFreeBlockBefore largestFreeBlockAfter victims { reservation holder priority gpus lostGpuHours } }
+      ... on Error { message } } }`, { r: input.request, p: input.priority })).preemptionPlan;
+    if (plan.__typename !== "PreemptionPlan") { box.innerHTML = `<p class="error">${failure(plan)}</p>`; banner(failure(plan), "error"); return; }
+    if (!plan.feasible) { box.innerHTML = `<p class="error plan-none">Nothing fits, even preempting lower-priority preemptible work: ${esc(plan.reason)}</p>`; return; }
+    const deadline = Date.now() / 1000 + input.graceSeconds;
+    box.innerHTML = `<div class="plan" data-victims="${plan.victims.length}">
+      <p>Takes <b>${plan.gpus.length} GPUs</b> on ${esc(plan.hosts.join(", "))}. ${plan.victims.length
+        ? `<b>${plural(plan.victims.length, "victim")}</b> lose <b class="lost">${hours(plan.lostGpuHours)}</b> of work since their checkpoints (restarts included); they are warned now and their GPUs move when the grace period ends, <span class="deadline">at ${stamp(deadline)} (${input.graceSeconds ? `in ${span(input.graceSeconds)}` : "at once"})</span>, or as soon as they all release.`
+        : "Nothing has to be preempted: the GPUs are free."}</p>
+      <p class="reason">${esc(plan.reason)} · largest free block ${plan.largestFreeBlockBefore} → ${plan.largestFreeBlockAfter}</p>
+      ${plan.victims.length ? `<table class="victims"><tr><th>victim</th><th>holder</th><th>priority</th><th>GPUs</th><th>lost work</th></tr>
+        ${plan.victims.map((v) => `<tr data-id="${esc(v.reservation)}"><td>${esc(v.reservation)}</td><td>${esc(v.holder)}</td><td>${v.priority}</td><td>${v.gpus.length}</td><td>${hours(v.lostGpuHours)}</td></tr>`).join("")}</table>` : ""}
+      <button class="confirm preempt">${plan.victims.length ? "confirm preempt" : "reserve"}</button> <button class="cancel">cancel</button></div>`;
+    $("button.cancel", box).addEventListener("click", () => { box.innerHTML = ""; });
+    $("button.preempt", box).addEventListener("click", act(async () => {
+      const out = (await gql(`mutation($i: PreemptInput!) { preempt(input: $i) { __typename
+        ... on PendingPreemption { graceEndsAt lostGpuHours reason reservation { id } victims { reservation holder } }
+        ... on Reservation { id gpus { uuid } } ... on Infeasible { reasons { message } } ... on Error { message } } }`, { i: input })).preempt;
+      invalidate();
+      box.innerHTML = "";
+      if (out.__typename === "PendingPreemption") banner(`Preemption pending: <b>${esc(out.reservation.id)}</b> takes the GPUs of ${esc(out.victims.map((v) => v.reservation).join(", "))} at ${stamp(out.graceEndsAt)} (${countdown(out.graceEndsAt)}); the victims were warned (${hours(out.lostGpuHours)} of work at stake).`);
+      else if (out.__typename === "Reservation") banner(`Reserved <b>${esc(out.id)}</b>: ${out.gpus.length} GPUs.`);
+      else banner(failure(out), "error");
+      await reservations();
+    }));
+  }));
+}
+
+// ---- per reservation: ranks, phase plan and next-phase fit, failed-GPU replacement -----------
+function panelRow(r) {
+  const tr = document.createElement("tr");
+  tr.className = "panel"; tr.dataset.for = r.id;
+  const gpu = new Map(r.gpus.map((g) => [g.uuid, `${g.host.name}:${g.index}`]));
+  tr.innerHTML = `<td colspan="7"><div class="elastic-panel">
+    <div class="ranks">loading…</div>
+    <form class="phases" novalidate><label>phase <input name="phase" size="8"></label>
+      <label>plan <input name="plan" size="44" placeholder="warmup=8xH100, main=16xH100, eval=4xH100"></label>
+      <button class="set-phases">set phases</button></form>
+    <div class="next-phase"></div>
+    <p><button class="check-replacement" title="propose GPUs that keep the layout for the failed or stale ones">check failed GPUs</button></p>
+    <div class="replacement"></div></div></td>`;
+  const name = (u) => `${esc(gpu.get(u) || u)}`;
+  const showFit = async () => {
+    const fit = (await gql(`query($id: String!) { nextPhase(id: $id) { __typename ... on PhaseFit { phase nextPhase request fits gpusNow gpusNext add layoutKept reason } ... on Error { message } } }`, { id: r.id })).nextPhase;
+    const box = $(".next-phase", tr);
+    if (fit.__typename !== "PhaseFit") { box.innerHTML = `<p class="error">${failure(fit)}</p>`; return; }
+    box.dataset.fits = String(fit.fits);
+    if (!fit.nextPhase) { box.innerHTML = `<p>${fit.phase ? `Phase <b>${esc(fit.phase)}</b>: ` : ""}${esc(fit.reason)}.</p>`; return; }
+    box.innerHTML = `<p>Next phase <b>${esc(fit.nextPhase)}</b> (${esc(fit.request)}, ${fit.gpusNow} → ${fit.gpusNext} GPUs): ${fit.fits
+      ? `<span class="fits">fits</span>${fit.add.length ? ` — it would add ${fit.add.map((u) => `<code>${esc(u)}</code>`).join(", ")}, ${fit.layoutKept ? "layout kept" : "layout NOT kept"}` : ""}`
+      : `<span class="error">does not fit</span>`}: ${esc(fit.reason)}.</p>`;
+  };
+  (async () => {
+    try {
+      const st = (await gql(`query($id: String!) { elasticState(id: $id) { rankOrder phase phases lastCheckpointAt } }`, { id: r.id })).elasticState;
+      if (!st) { $(".ranks", tr).innerHTML = `<p class="error">no reservation ${esc(r.id)}</p>`; return; }
+      $(".ranks", tr).innerHTML = `<p>Ranks: ${st.rankOrder.map((u, i) => `<span class="rank" data-rank="${i}" title="${esc(u)}">${i} → ${name(u)}</span>`).join(" · ")}${st.lastCheckpointAt ? ` · last checkpoint ${countdown(st.lastCheckpointAt)}` : ""}</p>`;
+      const f = $("form.phases", tr);
+      if (!f.phase.value) f.phase.value = st.phase || "";
+      if (!f.plan.value) f.plan.value = st.phases.join(", ");
+      if (st.phases.length) await showFit();
+    } catch (err) { $(".ranks", tr).innerHTML = `<p class="error">${esc(err.message)}</p>`; }
+  })();
+  $("form.phases", tr).addEventListener("submit", act(async (ev) => {
+    const f = ev.currentTarget;
+    const phases = f.plan.value.split(",").map((s) => s.trim()).filter(Boolean);
+    const out = (await gql(`mutation($id: String!, $p: String!, $ps: [String!]!) { setPhases(id: $id, phase: $p, phases: $ps) { __typename ... on Error { message } } }`, { id: r.id, p: f.phase.value.trim(), ps: phases })).setPhases;
+    if (out.__typename !== "PhasesSet") { $(".next-phase", tr).innerHTML = `<p class="error">${failure(out)}</p>`; banner(failure(out), "error"); return; }
+    banner(`Phase plan of ${esc(r.id)} set: ${esc(phases.join(", "))}; current phase ${esc(f.phase.value.trim())}.`);
+    await showFit();
+  }));
+  const replace = async (apply) => {
+    const out = (await gql(`mutation($id: String!, $a: Boolean!) { replaceFailed(id: $id, apply: $a) { __typename ... on Replacement { failed ranks { rank gpu } layoutKept applied reason } ... on Error { message } } }`, { id: r.id, a: apply })).replaceFailed;
+    const box = $(".replacement", tr);
+    if (out.__typename !== "Replacement") { box.innerHTML = `<p class="error">${failure(out)}</p>`; banner(failure(out), "error"); return null; }
+    box.innerHTML = `<p>${out.applied ? "Replaced" : "Proposed"}: ${plural(out.failed.length, "failed GPU")} (${out.failed.map(name).join(", ")}), ${out.layoutKept ? "layout kept" : "layout NOT kept"}: ${esc(out.reason)}.</p>
+      <table class="rank-map"><tr><th>rank</th><th>new GPU</th></tr>${out.ranks.map((x) => `<tr data-rank="${x.rank}"><td>${x.rank}</td><td><code>${esc(x.gpu)}</code></td></tr>`).join("")}</table>
+      ${out.applied || !out.ranks.length ? "" : `<button class="confirm take">take them</button>`}`;
+    return out;
+  };
+  $("button.check-replacement", tr).addEventListener("click", act(async () => {
+    const out = await replace(false);
+    const take = out && $("button.take", tr);
+    if (take) take.addEventListener("click", act(async () => {
+      const done = await replace(true);
+      if (!done) return;
+      invalidate();
+      banner(`Replaced ${done.failed.length} GPU(s) of ${esc(r.id)}: ${done.ranks.map((x) => `rank ${x.rank} → ${esc(x.gpu)}`).join(", ")}.`);
+      openPanels.delete(r.id); // its GPUs changed: reopen for the new ranks
+      await reservations();
+    }));
+  }));
+  return tr;
 }
 setInterval(() => { for (const c of $$(".countdown")) c.textContent = countdown(Number(c.dataset.at)); }, 1000);
 

@@ -1,0 +1,42 @@
+// Applies a host document whose topology is unchanged since its last full ingest ($fingerprint
+// equals the stored facts_fingerprint: same nodes, edges and properties but for the timestamps
+// and the GPUs' health and load): the host's properties and its GPUs' health and load, in one
+// small statement instead of rewriting the host (#15). A health change into or out of `failed`
+// moves the free-GPU counters as update_gpu_metrics does (the flipping GPUs locked in uuid
+// order, then their counters; newly failed free GPUs leave the counters before the SET,
+// recovered ones join after it). Returns no row, and writes nothing, when the fingerprint
+// differs, the host is unknown or newer facts are stored: the caller then sends the document
+// through ingest_host, which decides (and explains a refusal).
+// @write
+// @param fingerprint string
+// @param gpus map
+// @param host string
+// @param props map
+// @row host string
+MATCH (h:Host {name: $host})
+WITH h, coalesce(h.facts_fingerprint, '') AS stored_fingerprint, coalesce(h.collected_at, 0.0) AS stored_at
+WHERE stored_fingerprint = $fingerprint AND stored_at <= $props.collected_at
+OPTIONAL MATCH (h)-[:HAS_GPU]->(c:GPU)
+WHERE c.uuid IN keys($gpus) AND $gpus[c.uuid].health IS NOT NULL
+  AND (coalesce(c.health, 'ok') = 'failed') <> ($gpus[c.uuid].health = 'failed')
+WITH h, c
+ORDER BY c.uuid
+WITH h, collect(c) AS gpus
+FOREACH (x IN gpus | SET x:GPU)
+WITH gpus, h AS keep
+//@include lock_counters
+WITH keep AS h,
+     [x IN gpus WHERE x.state = 'free' AND coalesce(x.health, 'ok') <> 'failed' AND $gpus[x.uuid].health = 'failed'] AS down,
+     [x IN gpus WHERE x.state = 'free' AND coalesce(x.health, 'ok') = 'failed' AND $gpus[x.uuid].health <> 'failed'] AS up
+WITH {host: h.name, up: [x IN up | x.uuid]} AS carry, down AS moved, -1 AS sign
+//@include delta_tail
+MATCH (h:Host {name: carry.host})
+SET h += $props
+WITH h, carry.up AS up
+OPTIONAL MATCH (h)-[:HAS_GPU]->(g:GPU)
+WHERE g.uuid IN keys($gpus)
+SET g += $gpus[g.uuid]
+WITH h, up, collect(g) AS touched
+WITH h.name AS carry, [x IN touched WHERE x.uuid IN up] AS moved, 1 AS sign
+//@include delta_tail
+RETURN carry AS host

@@ -1,0 +1,21 @@
+// Extends a live, unexpired lease on a reservation of MIG slices, only while it still owns
+// every slice it was granted (a slice the host stopped reporting, or one taken over after the
+// lease lapsed, ends the renewals: the holder must stop). Locks the slices (uuid order), then
+// the reservation, before reading, as renew_reservation does for GPUs.
+// @write
+// @param expires_at float
+// @param id string
+// @param now float
+// @row id string, slices int
+MATCH (r:Reservation {id: $id})-[:HOLDS_SLICE]->(s:MigSlice)
+WITH s
+ORDER BY s.uuid
+SET s:MigSlice
+WITH collect(s) AS slices
+MATCH (r:Reservation {id: $id})
+SET r:Reservation
+WITH r, slices, size([x IN slices WHERE x.reservation = r.id]) AS owned
+WHERE r.state = 'active' AND r.expires_at >= $now AND size(slices) = r.slice_count AND owned = size(slices)
+SET r.expires_at = $expires_at, r.renewed_at = $now
+FOREACH (x IN slices | SET x.lease_expires_at = $expires_at)
+RETURN r.id AS id, size(slices) AS slices
