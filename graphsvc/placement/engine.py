@@ -20,30 +20,40 @@ from graphsvc.placement import score
 from graphsvc.placement.explain import describe, diagnose
 from graphsvc.placement.mig_service import place_slices
 from graphsvc.placement.model import (
+    BlockRow,
     Candidate,
-    DomainFreeRow,
+    FitRow,
+    FitUnit,
     Gpu,
     GpuRow,
     Host,
-    HostFreeRow,
+    HostMap,
     InfeasibleReason,
-    LeafFreeRow,
-    LeafHostRow,
     PlacementResult,
     hops,
 )
 from graphsvc.placement.request import NVLinkRequirement, Packing, PlacementRequest, RequestError
-from graphsvc.placement.select import bottleneck, choose_in_host, eligible, rail_up, rank_order
+from graphsvc.placement.select import (
+    BUSY_MEMORY_MIB,
+    BUSY_UTILIZATION_PCT,
+    bottleneck,
+    choose_in_host,
+    eligible,
+    rail_up,
+    rank_order,
+)
+from graphsvc.placement.statement import Statement
 from graphsvc.sites import locality
 from graphsvc.sites.store import host_sites
-from graphsvc.store.backend import Row
 from graphsvc.store.gateway import Gateway
 
-Consume = Callable[[list[Row]], Awaitable[None]]
+TakeUnits = Callable[[list[FitUnit]], Awaitable[None]]
 
 MAX_HOST_GPUS = 128
 MAX_DOMAIN_GPUS = 576
 MODELS_TTL_S = 60.0
+LEAF_EXTRA_HOSTS = 2  # hosts read beyond those that cover a multi-host request, for the best fit
+NO_LIMIT = 1e9  # a temperature or utilisation bound that bounds nothing (Cypher has no infinity literal)
 
 
 @dataclass
@@ -93,14 +103,7 @@ class HostLoader:
                         gpus=[],
                     )
                 gpu = Gpu.from_row(host.name, row)
-                lapsed = row.get("lease_expires_at")
-                if gpu.state == "reserved" and lapsed is not None and lapsed < self.now:
-                    gpu.state = "free"
-                if gpu.uuid in self.virtual_free:
-                    gpu.state = "free"
-                if self.stale_before is not None and (host.received_at or self.now) < self.stale_before:
-                    # A host silent for longer than stale_after_s may be down: never offer its GPUs.
-                    gpu.state = "stale"
+                self._settle(host, gpu, row.get("lease_expires_at"))
                 host.gpus.append(gpu)
                 by_uuid[gpu.uuid] = gpu
             for name in missing:
@@ -121,6 +124,45 @@ class HostLoader:
                 if peer is not None:
                     peer.direct[src.uuid] = gbps
         return [self.cache[n] for n in wanted if n in self.cache]
+
+    def _settle(self, host: Host, gpu: Gpu, lease_expires_at: float | None) -> None:
+        """The state placement judges a GPU by: a lapsed lease or a preemption plan frees it; a
+        silent host (stale_after_s) or another site than the request's keeps it from being offered."""
+        if gpu.state == "reserved" and lease_expires_at is not None and lease_expires_at < self.now:
+            gpu.state = "free"
+        if gpu.uuid in self.virtual_free:
+            gpu.state = "free"
+        if self.stale_before is not None and (host.received_at or self.now) < self.stale_before:
+            # A host silent for longer than stale_after_s may be down: never offer its GPUs.
+            gpu.state = "stale"
+
+    def adopt(self, maps: Iterable[HostMap | None]) -> None:
+        """Hosts read by a one-statement candidate query (fragment placement_host_maps): their
+        free GPUs only, which is all placement judges. A host already read stays as it was read."""
+        for m in maps:
+            if m is None or m["name"] in self.cache:
+                continue
+            host = Host(
+                name=m["name"],
+                rack=m.get("rack"),
+                scalable_unit=m.get("scalable_unit"),
+                leaves=list(m.get("leaves") or []),
+                pod=m.get("pod"),
+                received_at=m.get("received_at"),
+                gpus=[],
+                site=m.get("site"),
+            )
+            for row in m.get("gpus") or []:
+                gpu = Gpu.from_row(host.name, row)
+                self._settle(host, gpu, row.get("lease_expires_at"))
+                for peer, gbps in row.get("peers") or []:
+                    gpu.direct[str(peer)] = float(cast(float, gbps) or 0.0)
+                host.gpus.append(gpu)
+            host.gpus.sort(key=lambda g: g.index)
+            if locality.outside(host.site, self.sites):
+                for gpu in host.gpus:
+                    gpu.state = locality.OTHER_SITE
+            self.cache[host.name] = host
 
 
 class PlacementEngine:
@@ -207,6 +249,7 @@ class PlacementEngine:
             infeasible=infeasible,
             searched_units=search.units_read,
             elapsed_ms=(time.perf_counter() - started) * 1000,
+            statements=search.statements,
         )
 
 
@@ -225,6 +268,9 @@ class _Search:
         self.exclude = list(req.exclude_hosts)
         # Read a few more than asked, so ranking has something to choose from.
         self.want = req.limit + 2
+        self.statements: list[Statement] = []  # the candidate statements run, for `explain`
+        # The largest free blocks a one-statement query read with its candidates: (k, hosts, domains).
+        self.prefetched: tuple[int, list[BlockRow], list[BlockRow]] | None = None
 
     def enough(self) -> bool:
         return len(self.found) >= self.want or self.units_read >= self.engine.budget.units
@@ -244,43 +290,63 @@ class _Search:
         if not self.enough() and (per_host is None or per_host < req.gpus) and multi_host_allowed:
             await self.search_multi_host()
 
-    async def _pages(self, query: str, params: dict[str, object], consume: Consume) -> None:
-        """Read units page by page, each consumed before the next; pages grow from what is wanted."""
+    def fit_params(self, *, rail_up: bool) -> dict[str, object]:
+        """What every one-statement candidate query takes besides its sizes and page."""
+        req, loader = self.req, self.loader
+        return {
+            "exclude": self.exclude,
+            "model": self.model,
+            "filters": gpu_filters(req, rail_up=rail_up),
+            "now": loader.now,
+            "stale_before": loader.stale_before if loader.stale_before is not None else 0.0,
+            "virtual_free": sorted(loader.virtual_free),
+            "blocks": self.want + 4,
+            "host_top": MAX_HOST_GPUS,
+            "domain_top": MAX_DOMAIN_GPUS,
+        }
+
+    async def read_fit(self, query: str, params: dict[str, object]) -> FitRow:
+        """One candidate statement: its hosts join the loader, its free blocks are kept for scoring."""
+        self.statements.append(Statement(query, self.gw.registry[query].text, dict(params)))
+        rows = await self.gw.read(query, params)
+        if not rows:  # no unit to read at all
+            return FitRow(scanned=0, found=[], hosts=[], host_blocks=[], domain_blocks=[])
+        row = cast(FitRow, rows[0])
+        self.loader.adopt(row["hosts"])
+        if self.prefetched is None:
+            self.prefetched = (int(cast(int, params["blocks"])), row["host_blocks"], row["domain_blocks"])
+        return row
+
+    async def _fit_pages(
+        self, query: str, params: dict[str, object], take: TakeUnits, *, first: int, probe: bool = True
+    ) -> None:
+        """Pages of a one-statement query: usually one statement answers the request. Units are
+        taken in best-fit order: free counts nearest `first` first, then by name."""
         skip = 0
         page = self.want + 2
         while not self.enough():
-            rows = await self.gw.read(query, {**params, "skip": skip, "limit": page})
-            if not rows:
-                return
-            skip += len(rows)
-            self.units_read += len(rows)
-            await consume(rows)
-            if len(rows) < page:
+            lazy = {"probe": skip + page} if probe else {}
+            row = await self.read_fit(query, {**params, "skip": skip, "limit": page, **lazy})
+            scanned = int(row["scanned"])
+            skip += scanned
+            self.units_read += scanned
+            # Best fit first, as the seek ordered them (a collect does not keep that order).
+            await take(sorted((u for u in row["found"] if u), key=lambda u: (abs(u["free"] - first), u["unit"])))
+            if scanned < page:
                 return
             missing = self.want - len(self.found)
             page = min(max(page * 2, 2 * missing + 2), self.engine.budget.page)
 
-    async def _consume_hosts(self, raw: list[Row]) -> None:
-        rows = cast(list[HostFreeRow], raw)
-        for host in await self.loader.load(r["host"] for r in rows):
-            self.add(choose_in_host(host.gpus, self.req.gpus, self.req))
+    async def _take_hosts(self, units: list[FitUnit]) -> None:
+        for unit in units:
+            host = self.loader.cache.get(unit["unit"])
+            if host is not None:
+                self.add(choose_in_host(host.gpus, self.req.gpus, self.req))
 
-    async def _consume_domains(self, raw: list[Row]) -> None:
-        rows = cast(list[DomainFreeRow], raw)
-        await self.loader.load(h for r in rows for h in r["hosts"])
-        for row in rows:
-            hosts = await self.loader.load(row["hosts"])
-            self.add(self.choose_in_domain(str(row["domain"]), hosts))
-
-    async def _consume_leaves(self, raw: list[Row]) -> None:
-        rows = cast(list[LeafFreeRow], raw)
-        found = await self.gw.read("leaf_hosts", {"leaves": [r["leaf"] for r in rows], "exclude": self.exclude})
-        members = cast(list[LeafHostRow], found)
-        for row in rows:
-            group = {m["host"]: m["free"] for m in members if m["leaf"] == row["leaf"]}
-            self.add(await self.choose_in_group(group))
-            if self.enough():
-                return
+    async def _take_domains(self, units: list[FitUnit]) -> None:
+        for unit in units:
+            hosts = [self.loader.cache[h] for h in unit.get("hosts") or [] if h in self.loader.cache]
+            self.add(self.choose_in_domain(unit["unit"], hosts))
 
     def sizes(self, top: int) -> dict[str, int]:
         """Free counts to probe, as a Cypher range: smallest sufficient first (best fit), or largest (spread)."""
@@ -302,27 +368,55 @@ class _Search:
             sub.loader = self.loader  # one read of each host per request
             await sub.run()
             self.units_read += sub.units_read
+            self.statements.extend(sub.statements)
             for key, gpus in sub.found.items():
                 self.found.setdefault(key, gpus)
 
     async def search_hosts(self) -> None:
-        await self._pages(
-            "placement_hosts_by_free",
-            {**self.sizes(MAX_HOST_GPUS), "exclude": self.exclude, "model": self.model},
-            self._consume_hosts,
+        req = self.req
+        one_domain = req.gpus > 1 and (req.nvlink is not NVLinkRequirement.NONE or req.same_nvlink_domain)
+        params = {**self.sizes(MAX_HOST_GPUS), **self.fit_params(rail_up=False), "n": req.gpus}
+        await self._fit_pages(
+            "placement_hosts_fit",
+            {**params, "mode": "domain" if one_domain else "none"},
+            self._take_hosts,
+            first=int(cast(int, params["first_size"])),
         )
 
     async def search_domains(self) -> None:
-        # Excluded hosts are dropped by `eligible`, not here: a domain row must not vanish,
-        # or the page would look short and end the search early.
-        await self._pages(
-            "placement_domains_by_free", {**self.sizes(MAX_DOMAIN_GPUS), "model": self.model}, self._consume_domains
+        params = {**self.sizes(MAX_DOMAIN_GPUS), **self.fit_params(rail_up=False), "n": self.req.gpus}
+        await self._fit_pages(
+            "placement_domains_fit", params, self._take_domains, first=int(cast(int, params["first_size"]))
         )
+
+    async def search_leaves(self) -> None:
+        """Hosts under one leaf (one IB hop): leaves, their hosts and the first hosts' GPUs in one statement."""
+        req = self.req
+        per_host = req.gpus_per_host or 1
+        params = self.fit_params(rail_up=True)
+        del params["filters"]  # the per-GPU constraints are judged in Python here (choose_across_hosts)
+        params |= {
+            "min_free": req.gpus,
+            "gpus": req.gpus,
+            "per_host": req.gpus_per_host or 0,
+            "host_min": per_host,
+            "need": -(-req.gpus // per_host),
+            "extra": LEAF_EXTRA_HOSTS,
+            "fullest_first": req.gpus_per_host is None or req.packing is Packing.SPREAD,
+        }
+        await self._fit_pages("placement_leaves_fit", params, self._take_leaves, first=req.gpus, probe=False)
+
+    async def _take_leaves(self, units: list[FitUnit]) -> None:
+        for unit in units:
+            members = {str(m[0]): int(cast(int, m[1])) for m in unit.get("members") or []}
+            self.add(await self.choose_in_group(members))
+            if self.enough():
+                return
 
     async def search_multi_host(self) -> None:
         req = self.req
         if req.max_ib_hops is None or req.max_ib_hops >= 1:
-            await self._pages("placement_leaves_by_free", {"min_free": req.gpus}, self._consume_leaves)
+            await self.search_leaves()
         if self.enough() or (req.max_ib_hops is not None and req.max_ib_hops < 3):
             return
         # Wider groups: one pod (3 hops), or the whole cluster (no limit or no fabric known).
@@ -353,8 +447,11 @@ class _Search:
         )
         if req.gpus_per_host is None:
             names.sort(key=lambda h: (-free_by_host[h], h))  # fewest hosts: fullest first
-        need = -(-req.gpus // per_host)
-        loaded = min(len(names), need + 2)
+            need = cover([free_by_host[h] for h in names], req.gpus)
+        else:
+            need = -(-req.gpus // per_host)
+        # The first hosts placement_leaves_fit already read (the same window).
+        loaded = min(len(names), need + LEAF_EXTRA_HOSTS)
         while True:
             hosts = await self.loader.load(names[:loaded])
             chosen = self.choose_across_hosts(hosts)
@@ -489,7 +586,12 @@ class _Search:
     async def finish(self) -> list[Candidate]:
         if not self.found:
             return []
-        blocks = await largest_free_blocks(self.gw, len(self.found) + 2)
+        k = len(self.found) + 2
+        if self.prefetched is not None and self.prefetched[0] >= k:
+            _, host_rows, domain_rows = self.prefetched
+            blocks = merge_blocks(host_rows[:k], domain_rows[:k])
+        else:
+            blocks = await largest_free_blocks(self.gw, k)
         now = self.engine.clock()
         ranked = sorted(
             [
@@ -502,6 +604,17 @@ class _Search:
         top, top_facts = ranked[0]
         top.reason += score.choice_note(top_facts, [f for _, f in ranked[1:]], names_model=self.req.model is not None)
         return [c for c, _ in ranked[: self.req.limit]]
+
+
+def cover(free_counts: Iterable[int], n: int) -> int:
+    """How many hosts, in this order, hold n free GPUs by their counters (all of them if they do not)."""
+    total = count = 0
+    for free in free_counts:
+        if total >= n:
+            break
+        total += free
+        count += 1
+    return count
 
 
 def _switched(gpus: list[Gpu]) -> bool:
@@ -576,8 +689,27 @@ async def largest_free_blocks(gw: Gateway, k: int) -> list[tuple[str, int]]:
     """Top free blocks (hosts and NVLink domains), largest first."""
     host_rows = await gw.read("largest_free_hosts", {"top": MAX_HOST_GPUS, "limit": k})
     domain_rows = await gw.read("largest_free_domains", {"top": MAX_DOMAIN_GPUS, "limit": k})
-    blocks = [(str(r["unit"]), int(r["free"])) for r in host_rows + domain_rows]
+    return merge_blocks(cast(list[BlockRow], host_rows), cast(list[BlockRow], domain_rows))
+
+
+def merge_blocks(host_rows: list[BlockRow], domain_rows: list[BlockRow]) -> list[tuple[str, int]]:
+    """Hosts' and domains' blocks, largest first (hosts before domains on ties); null entries dropped."""
+    blocks = [(str(r["unit"]), int(r["free"] or 0)) for r in host_rows + domain_rows if r and r["unit"] is not None]
     return sorted(blocks, key=lambda b: -b[1])
+
+
+def gpu_filters(req: PlacementRequest, *, rail_up: bool) -> dict[str, object]:
+    """$filters of fragment placement_usable: the per-GPU constraints the store prefilters on
+    (select.eligible decides exactly)."""
+    return {
+        "healthy": req.exclude_unhealthy,
+        "min_memory_mib": req.min_memory_gib * 1024 if req.min_memory_gib is not None else -1,
+        "max_temperature_c": req.max_temperature_c if req.max_temperature_c is not None else NO_LIMIT,
+        "max_utilization_pct": BUSY_UTILIZATION_PCT if req.exclusive else NO_LIMIT,
+        "max_memory_used_mib": BUSY_MEMORY_MIB if req.exclusive else NO_LIMIT,
+        "nic_affinity": req.gpu_nic_affinity,
+        "rail_up": rail_up,
+    }
 
 
 def _candidate(

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, TypedDict
 if TYPE_CHECKING:
     from graphsvc.placement.mig import SliceCandidate
 
+from graphsvc.placement.statement import Statement
 from graphsvc.states import counts_as_free
 
 # PCIe 4.0 x16, one direction, GB/s: the path between GPUs of one host without NVLink.
@@ -51,34 +52,51 @@ class GpuRow(TypedDict, total=False):
     memory_used_mib: int | None
 
 
-class HostFreeRow(TypedDict):
-    """A row of placement_hosts_by_free."""
+class GpuMap(GpuRow, total=False):
+    """A free GPU in a host map (fragment placement_host_maps): a GpuRow without the host's
+    fields, with its direct NVLink peers as [uuid, GB/s] pairs."""
 
-    host: str
+    peers: list[list[object]]
+
+
+class HostMap(TypedDict, total=False):
+    """One host in the one-statement candidate queries (fragment placement_host_maps)."""
+
+    name: str
+    rack: str | None
+    scalable_unit: str | None
+    leaves: list[str] | None
+    pod: str | None
+    received_at: float | None
+    site: str | None
+    gpus: list[GpuMap]
+
+
+class FitUnit(TypedDict, total=False):
+    """A qualifying unit (host, NVLink domain or leaf) of a one-statement candidate query."""
+
+    unit: str
     free: int
+    hosts: list[str]  # a domain's hosts with a usable GPU
+    members: list[list[object]]  # a leaf's hosts, [name, free], in the order Python fills them
+    window: int  # how many of them the statement read
 
 
-class DomainFreeRow(TypedDict):
-    """A row of placement_domains_by_free."""
+class BlockRow(TypedDict):
+    """A largest-free-block entry (fragment placement_free_blocks); null when there is none."""
 
-    domain: str | None
-    free: int
-    hosts: list[str]
-
-
-class LeafFreeRow(TypedDict):
-    """A row of placement_leaves_by_free."""
-
-    leaf: str | None
-    free: int
+    unit: str | None
+    free: int | None
 
 
-class LeafHostRow(TypedDict):
-    """A row of leaf_hosts."""
+class FitRow(TypedDict):
+    """The one row of placement_hosts_fit, placement_domains_fit and placement_leaves_fit."""
 
-    leaf: str | None
-    host: str
-    free: int
+    scanned: int
+    found: list[FitUnit]
+    hosts: list[HostMap]
+    host_blocks: list[BlockRow]
+    domain_blocks: list[BlockRow]
 
 
 @dataclass
@@ -225,5 +243,7 @@ class PlacementResult:
     infeasible: list[InfeasibleReason]
     searched_units: int
     elapsed_ms: float
+    # The candidate statements the search ran, in order, with their parameters (for `explain`).
+    statements: list[Statement] = field(default_factory=list)
     # A MIG request (`2x 3g.40gb`) is answered in slices, never in whole GPUs (placement.mig).
     mig_candidates: list[SliceCandidate] = field(default_factory=list)

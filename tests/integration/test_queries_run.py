@@ -41,6 +41,26 @@ MIG_HOST = CLUSTER.hosts[1].model_copy(
     }
 )
 
+# What every one-statement placement query takes besides its sizes and page (engine.fit_params).
+FIT: dict[str, Any] = {
+    "exclude": [],
+    "filters": {
+        "healthy": True,
+        "min_memory_mib": -1,
+        "max_temperature_c": 1e9,
+        "max_utilization_pct": 1e9,
+        "max_memory_used_mib": 1e9,
+        "nic_affinity": False,
+        "rail_up": False,
+    },
+    "now": time.time(),
+    "stale_before": 0.0,
+    "virtual_free": [],
+    "blocks": 5,
+    "host_top": 128,
+    "domain_top": 576,
+}
+
 EXAMPLES: dict[str, dict[str, Any]] = {
     "meta_version": {},
     "meta_set_version": {"version": 2, "now": 0.0},
@@ -116,16 +136,42 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "skip": 0,
         "limit": 5,
     },
-    "placement_domains_by_free": {
+    "placement_domains_fit": {
+        **FIT,
         "first_size": 72,
         "last_size": 576,
         "step": 1,
         "model": "gb200",
+        "n": 72,
+        "skip": 0,
+        "limit": 2,
+        "probe": 2,
+    },
+    "placement_hosts_fit": {
+        **FIT,
+        "first_size": 8,
+        "last_size": 7,
+        "step": -1,
+        "mode": "none",
+        "model": "h100",
+        "n": 4,
+        "skip": 0,
+        "limit": 5,
+        "probe": 5,
+    },
+    "placement_leaves_fit": {
+        **{k: v for k, v in FIT.items() if k != "filters"},
+        "min_free": 16,
+        "gpus": 16,
+        "per_host": 0,
+        "host_min": 1,
+        "need": 16,
+        "extra": 2,
+        "fullest_first": True,
+        "model": "h100",
         "skip": 0,
         "limit": 2,
     },
-    "placement_leaves_by_free": {"min_free": 16, "skip": 0, "limit": 2},
-    "leaf_hosts": {"leaves": ["h100-su1-leaf-r0"], "exclude": []},
     "pod_hosts": {"pod": "pod:spine00", "exclude": [], "model": "", "limit": 10},
     "placement_host_gpus": {"hosts": [FIRST.hostname]},
     "placement_host_nvlinks": {"hosts": [FIRST.hostname]},

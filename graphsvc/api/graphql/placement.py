@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
+from strawberry.scalars import JSON
 from strawberry.types.nodes import SelectedField, Selection
 
 from graphsvc.api.graphql import mig
 from graphsvc.api.graphql.context import Info
 from graphsvc.api.graphql.types import (
     GPU,
+    CypherStatement,
     Fragmentation,
     HostRef,
     InfeasibleReason,
     PlacementCandidate,
+    PlacementExplain,
     PlacementResult,
 )
 from graphsvc.placement.engine import PlacementEngine
@@ -72,6 +76,12 @@ def to_graphql(req: PlacementRequest, result: EngineResult) -> PlacementResult:
         infeasible=list(result.infeasible),
         searched_units=result.searched_units,
         elapsed_ms=round(result.elapsed_ms, 3),
+        explain=PlacementExplain(
+            cypher=[
+                CypherStatement(name=s.name, statement=s.text, parameters=cast(JSON, s.params), browser=s.browser)
+                for s in result.statements
+            ]
+        ),
         mig_candidates=mig.candidates(result.mig_candidates),
     )
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import strawberry
+from strawberry.scalars import JSON
 from topo_facts.gpu_models import vendor_of
 
 from graphsvc.api.graphql.context import Info
@@ -307,6 +308,23 @@ class PlacementCandidate:
     as_of: float = strawberry.field(description="Age in seconds of the oldest host facts this relied on")
 
 
+@strawberry.type(description="A Cypher statement placement ran to find its candidates, with its parameters")
+class CypherStatement:
+    name: str = strawberry.field(description="The named query, queries/NAME.cypher")
+    statement: str = strawberry.field(description="Its text, fragments expanded")
+    parameters: JSON = strawberry.field(description="The values it ran with")
+    browser: str = strawberry.field(
+        description="One paste for Neo4j Browser: a :params command with these values, then the statement"
+    )
+
+
+@strawberry.type(description="How the candidates were found: the store's part, runnable as it ran")
+class PlacementExplain:
+    cypher: list[CypherStatement] = strawberry.field(
+        description="The candidate statements, in the order run (one for single-host and single-domain requests)"
+    )
+
+
 @strawberry.type
 class PlacementResult:
     request: str = strawberry.field(description="The request in canonical text form")
@@ -314,6 +332,10 @@ class PlacementResult:
     infeasible: list[InfeasibleReason]
     searched_units: int
     elapsed_ms: float
+    explain: PlacementExplain = strawberry.field(
+        default_factory=lambda: PlacementExplain(cypher=[]),
+        description="The Cypher that found the candidates (docs/placement.md: where each constraint is evaluated)",
+    )
     mig_candidates: list[MigSliceCandidate] = strawberry.field(
         default_factory=list, description="For a MIG request (2x 3g.40gb): where the slices could be taken"
     )

@@ -1,0 +1,63 @@
+// Single-domain placement in one statement (the whole set in one NVLink domain: an HGX board,
+// an NVL72 clique spanning trays): the domains that can hold $n GPUs of the request, in
+// best-fit order, with what Python needs to choose and score (graphsvc/placement/engine.py).
+// 1. Candidate domains by their indexed free counter, exactly $first_size free first, then the
+//    next size towards $last_size ($step -1: largest first); ties by uuid, a page of $limit
+//    after $skip, the sizes probed lazily until $probe domains ($skip + $limit) are seen.
+// 2. In each, the free GPUs that meet the per-GPU constraints (fragment placement_usable) on
+//    hosts neither excluded nor stale are counted: a domain qualifies with $n of them. Which
+//    $n form a full mesh (any members of a switched domain; a clique on direct links) is
+//    chosen in Python.
+// 3. The cluster's largest free blocks (placement_free_blocks, read first) and the free GPUs of every host
+//    holding a usable GPU of a qualifying domain (placement_host_maps), each host once;
+//    `found` holds the domains, their free counts and those hosts. `scanned` is the number of
+//    domains read: fewer than $limit means the seek is exhausted.
+// No unit to read at all: no row.
+// @read
+// @param blocks int
+// @param domain_top int
+// @param exclude list<string>
+// @param filters map
+// @param first_size int
+// @param host_top int
+// @param last_size int
+// @param limit int
+// @param model string
+// @param n int
+// @param now float
+// @param probe int
+// @param skip int
+// @param stale_before float
+// @param step int
+// @param virtual_free list<string>
+// @row scanned int, found list<map>, hosts list<map>, host_blocks list<map>, domain_blocks list<map>
+//@include placement_free_blocks
+UNWIND range($first_size, $last_size, $step) AS want
+MATCH (d:NVLinkDomain)
+WHERE d.free_gpus = want AND toLower(coalesce(d.gpu_model, '')) CONTAINS $model
+WITH host_blocks, domain_blocks, want
+LIMIT $probe
+WITH host_blocks, domain_blocks, max(want) AS most, min(want) AS least
+UNWIND range($first_size, coalesce(CASE WHEN $step > 0 THEN most ELSE least END, $first_size), $step) AS want
+MATCH (d:NVLinkDomain)
+WHERE d.free_gpus = want AND toLower(coalesce(d.gpu_model, '')) CONTAINS $model
+WITH host_blocks, domain_blocks, d
+ORDER BY abs(d.free_gpus - $first_size), d.uuid
+SKIP $skip
+LIMIT $limit
+OPTIONAL MATCH (d)<-[:IN_DOMAIN]-(g:GPU)
+WHERE g.state = 'free' OR g.uuid IN $virtual_free OR (g.state = 'reserved' AND g.lease_expires_at < $now)
+OPTIONAL MATCH (h:Host)-[:HAS_GPU]->(g)
+OPTIONAL MATCH (g)-[a:NIC_AFFINITY]->(n:NIC)
+WITH host_blocks, domain_blocks, d, h,
+//@include placement_usable
+WITH host_blocks, domain_blocks, d,
+     CASE WHEN usable AND NOT h.name IN $exclude AND coalesce(h.received_at, $now) >= $stale_before
+          THEN h.name END AS member
+WITH host_blocks, domain_blocks, d, collect(DISTINCT member) AS members, count(member) AS usable_count
+WITH host_blocks, domain_blocks, count(d) AS scanned,
+     collect(CASE WHEN usable_count >= $n THEN {unit: d.uuid, free: d.free_gpus, hosts: members} END) AS found
+WITH host_blocks, domain_blocks, [scanned, found] AS keep,
+     reduce(acc = [], x IN found | acc + [m IN x.hosts WHERE NOT m IN acc]) AS names
+//@include placement_host_maps
+RETURN keep[0] AS scanned, keep[1] AS found, hosts, host_blocks, domain_blocks

@@ -1,0 +1,63 @@
+// Single-host placement in one statement: the hosts that can hold $n GPUs of the request, in
+// best-fit order, with what Python needs to choose and score (graphsvc/placement/engine.py).
+// 1. Candidate hosts by their indexed free counter, exactly $first_size free first, then the
+//    next size towards $last_size ($step -1: largest first, for spread packing); ties by
+//    name, a page of $limit after $skip. The sizes are first probed lazily until $probe hosts
+//    ($skip + $limit) are seen, so the ordered seek reads about a page of hosts, not every host with room.
+// 2. In each, the free GPUs that meet the per-GPU constraints (fragment placement_usable)
+//    are counted per NVLink domain: a host qualifies with $n of them ($mode 'none'), or $n in
+//    one NVLink domain ($mode 'domain': NVLink any or full mesh; the clique itself is chosen in Python).
+// 3. The cluster's largest free blocks (placement_free_blocks, read first) and the qualifying hosts'
+//    free GPUs (placement_host_maps), `found` holding their names and free counts. `scanned` is the number of hosts read: fewer than $limit
+//    means the seek is exhausted.
+// No unit to read at all: no row.
+// @read
+// @param blocks int
+// @param domain_top int
+// @param exclude list<string>
+// @param filters map
+// @param first_size int
+// @param host_top int
+// @param last_size int
+// @param limit int
+// @param mode string
+// @param model string
+// @param n int
+// @param probe int
+// @param now float
+// @param skip int
+// @param stale_before float
+// @param step int
+// @param virtual_free list<string>
+// @row scanned int, found list<map>, hosts list<map>, host_blocks list<map>, domain_blocks list<map>
+//@include placement_free_blocks
+UNWIND range($first_size, $last_size, $step) AS want
+MATCH (h:Host)
+WHERE h.free_gpus = want AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
+  AND coalesce(h.received_at, $now) >= $stale_before
+WITH host_blocks, domain_blocks, want
+LIMIT $probe
+WITH host_blocks, domain_blocks, max(want) AS most, min(want) AS least
+UNWIND range($first_size, coalesce(CASE WHEN $step > 0 THEN most ELSE least END, $first_size), $step) AS want
+MATCH (h:Host)
+WHERE h.free_gpus = want AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
+  AND coalesce(h.received_at, $now) >= $stale_before
+WITH host_blocks, domain_blocks, h
+ORDER BY abs(h.free_gpus - $first_size), h.name
+SKIP $skip
+LIMIT $limit
+OPTIONAL MATCH (h)-[:HAS_GPU]->(g:GPU)
+WHERE g.state = 'free' OR g.uuid IN $virtual_free OR (g.state = 'reserved' AND g.lease_expires_at < $now)
+OPTIONAL MATCH (g)-[:IN_DOMAIN]->(d:NVLinkDomain)
+OPTIONAL MATCH (g)-[a:NIC_AFFINITY]->(n:NIC)
+WITH host_blocks, domain_blocks, h, d,
+//@include placement_usable
+WITH host_blocks, domain_blocks, h, d, toInteger(sum(CASE WHEN usable THEN 1 ELSE 0 END)) AS in_group
+WITH host_blocks, domain_blocks, h, toInteger(sum(in_group)) AS total,
+     max(CASE WHEN d IS NULL THEN 0 ELSE in_group END) AS in_domain
+WITH host_blocks, domain_blocks, count(h) AS scanned,
+     collect(CASE WHEN (CASE WHEN $mode = 'none' THEN total ELSE in_domain END) >= $n
+             THEN {unit: h.name, free: h.free_gpus} END) AS found
+WITH host_blocks, domain_blocks, [scanned, found] AS keep, [x IN found | x.unit] AS names
+//@include placement_host_maps
+RETURN keep[0] AS scanned, keep[1] AS found, hosts, host_blocks, domain_blocks

@@ -1,0 +1,57 @@
+// Multi-host placement under one leaf switch in one statement (hosts one IB hop apart): the
+// leaves whose hosts can hold the request, best fit first, with what Python needs to choose.
+// 1. Candidate leaves by their indexed free counter (enough: $min_free; the fewest first, ties
+//    by name), one per rail group (on a rail-optimised fabric every rail leaf of a scalable
+//    unit has the same hosts), a page of $limit after $skip.
+// 2. Each leaf's hosts along the fabric, Host-[:HAS_NIC]->NIC-[:UPLINK]->leaf, with at least
+//    $host_min free GPUs (the per-host share), neither excluded nor stale, of the model:
+//    `members`, [name, free] in the order Python fills hosts (fullest first when
+//    $fullest_first, else best fit; ties by name).
+// 3. The free GPUs of each leaf's first hosts (placement_host_maps, per leaf, so a leaf's row
+//    carries its own members only): the hosts that cover
+//    $gpus by their counters ($per_host 0: no per-host share) or $need of them (a per-host
+//    share), and $extra more; Python reads further hosts only if those do not do. The
+//    cluster's largest free blocks (placement_free_blocks, read first). `scanned` is the number of leaves
+//    read: fewer than $limit means the seek is exhausted.
+// No unit to read at all: no row.
+// @read
+// @param blocks int
+// @param domain_top int
+// @param exclude list<string>
+// @param extra int
+// @param fullest_first bool
+// @param gpus int
+// @param host_min int
+// @param host_top int
+// @param limit int
+// @param min_free int
+// @param model string
+// @param need int
+// @param now float
+// @param per_host int
+// @param skip int
+// @param stale_before float
+// @param virtual_free list<string>
+// @row scanned int, found list<map>, hosts list<map>, host_blocks list<map>, domain_blocks list<map>
+//@include placement_free_blocks
+MATCH (s:Switch)
+WHERE s.tier = 'leaf' AND s.free_gpus >= $min_free AND coalesce(s.rail, 0) = 0
+WITH host_blocks, domain_blocks, s
+ORDER BY s.free_gpus, s.name
+SKIP $skip
+LIMIT $limit
+OPTIONAL MATCH (s)<-[:UPLINK]-(:NIC)<-[:HAS_NIC]-(h:Host)
+WHERE h.free_gpus >= $host_min AND NOT h.name IN $exclude AND coalesce(h.received_at, $now) >= $stale_before
+  AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
+WITH DISTINCT host_blocks, domain_blocks, s, h
+ORDER BY s.name, CASE WHEN $fullest_first THEN -h.free_gpus ELSE h.free_gpus END, h.name
+WITH host_blocks, domain_blocks, s, collect(CASE WHEN h IS NULL THEN null ELSE [h.name, h.free_gpus] END) AS members
+WITH host_blocks, domain_blocks, s, members,
+     CASE WHEN $per_host > 0 THEN $need
+          ELSE reduce(st = [0, 0], m IN members | CASE WHEN st[0] >= $gpus THEN st ELSE [st[0] + m[1], st[1] + 1] END)[1]
+     END + $extra AS window
+WITH host_blocks, domain_blocks, {unit: s.name, free: s.free_gpus, members: members, window: window} AS keep,
+     [m IN members[0..window] | m[0]] AS names
+//@include placement_host_maps
+WITH host_blocks, domain_blocks, count(keep) AS scanned, collect(keep) AS found, collect(hosts) AS host_lists
+RETURN scanned, found, reduce(acc = [], l IN host_lists | acc + l) AS hosts, host_blocks, domain_blocks

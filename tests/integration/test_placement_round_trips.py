@@ -1,0 +1,121 @@
+"""Placement's store round trips: single-host and single-domain requests cost one statement,
+multi-host requests under one leaf one more at most.
+
+Counted with the gateway's per-query statistics (as test_host_name_costs_one_query does), on
+both stores, through GraphQL, and the statement `explain` shows runs as shown: its text with
+its parameters, and its parameters as the Cypher literals of the Neo4j Browser paste.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from graphsvc.placement.engine import PlacementEngine
+from graphsvc.placement.request import parse_request
+from graphsvc.placement.statement import cypher_literal
+from graphsvc.store.gateway import Gateway
+from graphsvc.store.queries import NamedQuery
+from tests.cluster_helpers import load, occupy
+from tests.placement_oracle import check_candidate, snapshot
+
+QUERY = """query($t: String!) { placementText(text: $t) {
+  candidates { gpus { uuid host { name } } }
+  explain { cypher { name statement parameters browser } } } }"""
+
+
+# The graph's GPU models: read once a minute per engine (MODELS_TTL_S), not per request.
+CACHED = {"placement_gpu_models"}
+
+
+def calls(gw: Gateway) -> dict[str, int]:
+    return {name: stat.calls for name, stat in gw.stats.items() if stat.calls and name not in CACHED}
+
+
+@pytest.fixture
+async def cluster(gateway: Gateway) -> None:
+    c = await load(gateway, "demo:sus=1,nvl72_racks=1,a100_hosts=2,l40s_hosts=2")
+    # Some occupancy, so best fit has something to choose between.
+    await occupy(gateway, [h.gpus[i].uuid for h in c.hosts[::3] for i in range(min(3, len(h.gpus)))])
+
+
+@pytest.mark.parametrize(
+    ("text", "statement"),
+    [
+        ("4xH100", "placement_hosts_fit"),  # one host, no NVLink asked
+        ("1xH100", "placement_hosts_fit"),
+        ("8xH100 per-host=8 nvlink=full-mesh", "placement_hosts_fit"),
+        ("8xH100 nvlink=full-mesh", "placement_domains_fit"),  # one HGX board
+        ("16xGB200 nvlink=full-mesh", "placement_domains_fit"),  # one NVL72 clique, across trays
+        ("2xA100 nvlink=any", "placement_domains_fit"),  # a bridged pair
+    ],
+)
+async def test_single_host_and_single_domain_cost_one_statement(
+    gateway: Gateway, client: httpx.AsyncClient, cluster: None, text: str, statement: str
+) -> None:
+    gateway.stats.clear()
+    body = (await client.post("/graphql", json={"query": QUERY, "variables": {"t": text}})).json()
+    assert "errors" not in body, body
+    answer = body["data"]["placementText"]
+    assert answer["candidates"], text
+    assert calls(gateway) == {statement: 1}
+    assert [s["name"] for s in answer["explain"]["cypher"]] == [statement]
+    snap = await snapshot(gateway)
+    req = parse_request(text)
+    for c in answer["candidates"]:
+        assert check_candidate(snap, req, [g["uuid"] for g in c["gpus"]]) == [], text
+
+
+@pytest.mark.parametrize(
+    ("text", "statements"),
+    [
+        # No host holds 16: the one-host statement finds nothing, the leaf statement the rest.
+        ("16xH100 ib-hops<=1", {"placement_hosts_fit": 1, "placement_leaves_fit": 1}),
+        ("16xH100 per-host=4 ib-hops<=1", {"placement_leaves_fit": 1}),
+        ("8xH100 per-host=2 ib-hops<=1 rail-aligned", {"placement_leaves_fit": 1}),
+    ],
+)
+async def test_multi_host_under_one_leaf(
+    gateway: Gateway, client: httpx.AsyncClient, cluster: None, text: str, statements: dict[str, int]
+) -> None:
+    gateway.stats.clear()
+    body = (await client.post("/graphql", json={"query": QUERY, "variables": {"t": text}})).json()
+    assert "errors" not in body, body
+    answer = body["data"]["placementText"]
+    assert answer["candidates"], text
+    assert calls(gateway) == statements
+    assert [s["name"] for s in answer["explain"]["cypher"]] == list(statements)
+    snap = await snapshot(gateway)
+    req = parse_request(text)
+    for c in answer["candidates"]:
+        assert check_candidate(snap, req, [g["uuid"] for g in c["gpus"]]) == [], text
+
+
+async def test_explained_statement_runs_as_shown(gateway: Gateway, cluster: None) -> None:
+    """The statement text with its parameters gives the candidates' hosts again, and every
+    parameter's Browser literal is the same value to the store."""
+    result = await PlacementEngine(gateway).place(parse_request("8xH100 nvlink=full-mesh"))
+    (shown,) = result.statements
+    again = await gateway.backend.run(
+        NamedQuery(shown.name, shown.text, Path("explain")), shown.params, write=False, timeout_s=30
+    )
+    found = {u["unit"] for u in again[0]["found"]}
+    assert {g.nvlink_domain for c in result.candidates for g in c.gpus} <= found
+    assert shown.browser.startswith(":params {")
+    literals = ", ".join(f"{cypher_literal(v)} AS {k}" for k, v in shown.params.items())
+    echo = NamedQuery("echo", f"RETURN {literals}", Path("echo"))
+    (row,) = await gateway.backend.run(echo, {}, write=False, timeout_s=30)
+    assert _close(row, shown.params)
+
+
+def _close(a: Any, b: Any) -> bool:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) or isinstance(b, float):
+        return abs(float(a) - float(b)) <= 1e-6 * max(1.0, abs(float(b)))
+    return bool(a == b)
