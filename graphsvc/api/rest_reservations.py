@@ -5,7 +5,8 @@ and the same typed outcomes (`kind` is the GraphQL type name: Reservation, Confl
 Infeasible, ValidationError, IdempotencyKeyMismatch, NotFound), always with status 200: a
 conflict is an answer, not a failure. It exists because GraphQL parsing, validation and
 result building cost a third of a reserve cycle's CPU; a scheduler calling per job can skip
-it. The request is the compact text form (docs/placement.md).
+it. The request is the compact text form (docs/placement.md); a MIG request (`2x 3g.40gb`) is
+answered in slices (`migCandidates`, a reservation's `migSlices`), never in whole GPUs.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pydantic import BaseModel, Field
 
 from graphsvc.api.errors import ERROR_RESPONSES
 from graphsvc.api.strict_routes import StrictJSONRoute
+from graphsvc.placement.mig import SliceCandidate
 from graphsvc.placement.model import InfeasibleReason
 from graphsvc.placement.request import RequestError, parse_request
 from graphsvc.reservations import service as svc
@@ -71,9 +73,27 @@ class ReasonOut(BaseModel):
     nearestFeasible: str | None = None
 
 
+class SliceOut(BaseModel):
+    """A MIG slice (what CUDA_VISIBLE_DEVICES takes): the unit a MIG-enabled GPU is handed out in."""
+
+    uuid: str
+    profile: str
+    gpu: str = Field(description="the uuid of the MIG-enabled GPU it is part of")
+    host: str
+    held: bool | None = Field(default=None, description="in a reservation: whether it still holds it")
+
+
+class MigCandidateOut(BaseModel):
+    slices: list[SliceOut]
+    scope: str = Field(description="gpu (all on one GPU), host (one host) or hosts (several)")
+    hosts: list[str]
+    reason: str
+
+
 class PlaceOut(BaseModel):
     candidates: list[CandidateOut]
     infeasible: list[ReasonOut]
+    migCandidates: list[MigCandidateOut] = Field(default_factory=list, description="for a MIG request (2x 3g.40gb)")
 
 
 class Outcome(BaseModel):
@@ -85,6 +105,8 @@ class Outcome(BaseModel):
     state: str | None = None
     expiresAt: float | None = None
     gpus: list[GpuOut] | None = None
+    migSlices: list[SliceOut] | None = None
+    lostSlices: list[str] | None = None
     conflictGpus: list[str] | None = None
     reasons: list[ReasonOut] | None = None
     field: str | None = None
@@ -99,7 +121,29 @@ def _limit(request: Request, caller: Principal) -> None:
 
 def _reservation(r: svc.Reservation) -> Outcome:
     gpus = [GpuOut(uuid=g.uuid, host=g.host, index=g.index) for g in r.gpus]
-    return Outcome(kind="Reservation", id=r.id, holder=r.holder, state=r.state, expiresAt=r.expires_at, gpus=gpus)
+    slices = [SliceOut(uuid=x.uuid, profile=x.profile, gpu=x.gpu, host=x.host, held=x.held) for x in r.slices]
+    return Outcome(
+        kind="Reservation",
+        id=r.id,
+        holder=r.holder,
+        state=r.state,
+        expiresAt=r.expires_at,
+        gpus=gpus,
+        migSlices=slices,
+        lostSlices=r.lost_slices,
+    )
+
+
+def _mig_candidates(found: list[SliceCandidate]) -> list[MigCandidateOut]:
+    return [
+        MigCandidateOut(
+            slices=[SliceOut(uuid=x.uuid, profile=x.profile, gpu=x.gpu, host=x.host) for x in c.slices],
+            scope=c.scope.value,
+            hosts=c.hosts,
+            reason=c.reason,
+        )
+        for c in found
+    ]
 
 
 def _reasons(reasons: list[InfeasibleReason]) -> list[ReasonOut]:
@@ -119,7 +163,11 @@ async def place(body: PlaceBody, request: Request, caller: Caller) -> PlaceOut:
         CandidateOut(hosts=[h.name for h in c.hosts], gpus=c.rank_order, score=c.score, reason=c.reason)
         for c in result.candidates
     ]
-    return PlaceOut(candidates=candidates, infeasible=_reasons(result.infeasible))
+    return PlaceOut(
+        candidates=candidates,
+        infeasible=_reasons(result.infeasible),
+        migCandidates=_mig_candidates(result.mig_candidates),
+    )
 
 
 @router.post("/v1/reservations")

@@ -11,7 +11,9 @@ from graphsvc.api.app import create_app
 from graphsvc.security.auth import Role, new_token
 from graphsvc.settings import Settings
 from graphsvc.store.gateway import Gateway
+from graphsvc.synthetic.clusters import SyntheticCluster, add_spines, add_superpod_h100
 from tests.cluster_helpers import load
+from tests.integration.test_mig_slices import LAYOUT, with_mig
 
 
 async def test_place_reserve_release_round_trip(client: httpx.AsyncClient, gateway: Gateway) -> None:
@@ -66,3 +68,24 @@ async def test_roles_ownership_and_the_rate_limit(gateway: Gateway) -> None:
         assert mine.json()["kind"] == "Reservation"
         limited = await c.post("/v1/reservations", json={"holder": "j", "request": "1xL40S"}, headers=tokens["sched-1"])
         assert limited.status_code == 429  # a burst of 2: reserve and release spent it
+
+
+async def test_mig_requests_are_answered_in_slices(client: httpx.AsyncClient, gateway: Gateway) -> None:
+    c = SyntheticCluster("default")
+    add_spines(c, add_superpod_h100(c, 1, seed=4), prefix="spine", sus=1)
+    c.hosts = [with_mig(h, LAYOUT[i]) for i, h in enumerate(c.hosts[:2])]
+    c.nic_uplinks = [u for u in c.nic_uplinks if u.host in {h.hostname for h in c.hosts}]
+    await load(gateway, c)
+    placed = (await client.post("/v1/place", json={"request": "2x 3g.40gb"})).json()
+    assert placed["candidates"] == [] and placed["infeasible"] == []
+    best = placed["migCandidates"][0]
+    assert best["scope"] == "gpu" and [s["profile"] for s in best["slices"]] == ["3g.40gb", "3g.40gb"]
+    assert len({s["gpu"] for s in best["slices"]}) == 1 and best["slices"][0]["uuid"].startswith("MIG-")
+    made = (await client.post("/v1/reservations", json={"holder": "nb-1", "request": "2x 3g.40gb"})).json()
+    assert made["kind"] == "Reservation" and made["gpus"] == []
+    assert [(s["profile"], s["held"]) for s in made["migSlices"]] == [("3g.40gb", True)] * 2
+    assert made["lostSlices"] == []
+    released = (await client.post(f"/v1/reservations/{made['id']}/release")).json()
+    assert released["state"] == "released"
+    whole = (await client.post("/v1/reservations", json={"holder": "j", "gpus": [best["slices"][0]["gpu"]]})).json()
+    assert whole["kind"] == "ValidationError"  # a MIG-enabled GPU is never handed out whole
