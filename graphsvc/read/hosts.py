@@ -104,6 +104,21 @@ class NicAffinity:
 
 
 @dataclass(frozen=True)
+class HostSlice:
+    """A MIG slice of one of a host's GPUs, free or held (one row of `host_mig_slices`)."""
+
+    gpu: str
+    gpu_index: int
+    gpu_model: str
+    uuid: str
+    profile: str
+    gpu_instance_id: int | None
+    memory_mib: int | None
+    state: str
+    reservation: str | None
+
+
+@dataclass(frozen=True)
 class HostHeader:
     """A host's own properties and its devices (one row of `host_detail`)."""
 
@@ -315,6 +330,24 @@ class HostReader:
         out: dict[str, list[NicAffinity]] = {n: [] for n in names}
         for r in await self.gw.read("host_gpu_nics", {"hosts": _unique(names)}):
             out.setdefault(r["host"], []).append(NicAffinity(int(r["gpu"]), str(r["nic"]), r["rail"], r["via"]))
+        return out
+
+    async def mig_slices(self, names: list[str]) -> dict[str, list[HostSlice]]:
+        out: dict[str, list[HostSlice]] = {n: [] for n in names}
+        for r in await self.gw.read("host_mig_slices", {"hosts": _unique(names)}):
+            out.setdefault(r["host"], []).append(
+                HostSlice(
+                    gpu=str(r["gpu"]),
+                    gpu_index=int(r["gpu_index"]),
+                    gpu_model=str(r["gpu_model"]),
+                    uuid=str(r["uuid"]),
+                    profile=str(r["profile"]),
+                    gpu_instance_id=r["gpu_instance_id"],
+                    memory_mib=r["memory_mib"],
+                    state=str(r["state"]),
+                    reservation=r["reservation"],
+                )
+            )
         return out
 
     async def hosts(self, names: list[str]) -> dict[str, HostTopology]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from strawberry.dataloader import DataLoader
 
-from graphsvc.read.hosts import HostHeader, HostLayout, HostReader, NicAffinity, NVLinkEdge
+from graphsvc.read.hosts import HostHeader, HostLayout, HostReader, HostSlice, NicAffinity, NVLinkEdge
 
 
 class Loaders:
@@ -30,7 +30,12 @@ class Loaders:
             found = await reader.affinities(names)
             return [found[n] for n in names]
 
+        async def mig_slices(names: list[str]) -> list[list[HostSlice]]:
+            found = await reader.mig_slices(names)
+            return [found[n] for n in names]
+
         self.header = DataLoader(load_fn=headers)
+        self.mig_slices = DataLoader(load_fn=mig_slices)
         self.layout = DataLoader(load_fn=layouts)
         self.nvlinks = DataLoader(load_fn=nvlinks)
         self.affinity = DataLoader(load_fn=affinities)

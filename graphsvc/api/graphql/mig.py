@@ -5,6 +5,7 @@ from __future__ import annotations
 import strawberry
 
 from graphsvc.placement.mig import FreeSlice, SliceCandidate
+from graphsvc.read.hosts import HostSlice
 from graphsvc.reservations.mig import ReservedSlice
 
 
@@ -21,6 +22,10 @@ class MigSlice:
     held: bool | None = strawberry.field(
         default=None, description="In a reservation: whether it still holds the slice (null in a placement)"
     )
+    state: str | None = strawberry.field(
+        default=None, description="In a host's view: free or reserved (null in a placement or a reservation)"
+    )
+    reservation: str | None = strawberry.field(default=None, description="In a host's view: the reservation holding it")
 
 
 @strawberry.type(description="A place MIG slices could be taken: on one GPU, one host, or several hosts.")
@@ -31,6 +36,22 @@ class MigSliceCandidate:
     gpus: list[str] = strawberry.field(description="The uuids of the GPUs the slices are on")
     hosts: list[str]
     reason: str
+
+
+def of_host(s: HostSlice, host: str) -> MigSlice:
+    """A slice as a host's view shows it: with its state and holder."""
+    return MigSlice(
+        uuid=s.uuid,
+        profile=s.profile,
+        gpu_instance_id=s.gpu_instance_id,
+        memory_mib=s.memory_mib,
+        gpu_uuid=s.gpu,
+        gpu_index=s.gpu_index,
+        gpu_model=s.gpu_model,
+        host=host,
+        state=s.state,
+        reservation=s.reservation,
+    )
 
 
 def _slice(s: FreeSlice | ReservedSlice) -> MigSlice:

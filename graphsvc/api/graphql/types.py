@@ -16,7 +16,8 @@ from strawberry.scalars import JSON
 from topo_facts.gpu_models import vendor_of
 
 from graphsvc.api.graphql.context import Info
-from graphsvc.api.graphql.mig import MigSliceCandidate
+from graphsvc.api.graphql.mig import MigSlice, MigSliceCandidate
+from graphsvc.api.graphql.mig import of_host as mig_slice_of_host
 from graphsvc.placement.model import InfeasibleReason
 from graphsvc.placement.request import NVLinkRequirement, Packing
 from graphsvc.read import browse, hosts
@@ -258,6 +259,10 @@ class Host:
             )
             for g in self.header.gpus
         ]
+
+    @strawberry.field(description="The MIG slices of its MIG-enabled GPUs, free or held")
+    async def mig_slices(self, info: Info) -> list[MigSlice]:
+        return [mig_slice_of_host(s, self.name) for s in await info.context.loaders.mig_slices.load(self.name)]
 
     @strawberry.field
     async def numa_nodes(self, info: Info) -> list[NumaNode]:

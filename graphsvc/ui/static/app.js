@@ -398,6 +398,7 @@ const classOf = (c) => (c === "X" ? "X" : c.startsWith("NV") ? "NV" : c);
 async function host(name) {
   const q = `query($n: String!) { host(name: $n) { name cluster rack scalableUnit cpuModel ageSeconds stale
     gpus { uuid index model state health temperatureC utilizationPct nvlinkDomain host { name } }
+    migSlices { uuid profile gpuIndex memoryMiB state reservation }
     nvlinkMatrix { gpuIndices rows } placement { index numaNode pcieSwitch nvswitchLanes }
     numaNodes { index cpus } nics { name rateGbps state rail numaNode leaf pcieSwitch servesGpus } } }`;
   const h = (await gql(q, { n: name })).host;
@@ -415,6 +416,8 @@ async function host(name) {
     <h3>GPUs</h3><table id="gpus"><tr><th>GPU</th><th>model</th><th>state</th><th>health</th><th>°C</th><th>util %</th><th>NVLink domain</th><th>NUMA</th><th>PCIe switch</th></tr>
     ${h.gpus.map((g) => { const p = h.placement.find((x) => x.index === g.index) || {};
       return `<tr data-uuid="${esc(g.uuid)}"><td>${g.index}${swatch(g)}</td><td>${esc(g.model)}</td><td>${esc(g.state)}</td><td${healthy(g) ? "" : ' class="error"'}>${esc(g.health || "unknown")}</td><td>${g.temperatureC ?? ""}</td><td>${g.utilizationPct ?? ""}</td><td>${esc(g.nvlinkDomain || "")}</td><td>${p.numaNode ?? ""}</td><td>${esc(p.pcieSwitch || "")}</td></tr>`; }).join("")}</table>
+    ${h.migSlices.length ? `<h3>MIG slices</h3><table id="mig-slices"><tr><th>GPU</th><th>slice</th><th>memory MiB</th><th>state</th><th>reservation</th><th>uuid</th></tr>
+    ${h.migSlices.map((x) => `<tr data-uuid="${esc(x.uuid)}"><td>${x.gpuIndex}</td><td>${esc(x.profile)}</td><td>${x.memoryMiB ?? ""}</td><td>${esc(x.state)}</td><td>${x.reservation ? `<a href="#/reservations">${esc(x.reservation)}</a>` : ""}</td><td><code>${esc(x.uuid)}</code></td></tr>`).join("")}</table>` : ""}
     <h3>GPU to GPU (like <code>nvidia-smi topo -m</code>)</h3><table id="matrix"><tr><th></th>${m.gpuIndices.map((i) => `<th>GPU${i}</th>`).join("")}</tr>
     ${m.rows.map((row, r) => `<tr><th>GPU${m.gpuIndices[r]}</th>${row.map((c) => `<td class="c-${classOf(c)}">${esc(c)}</td>`).join("")}</tr>`).join("")}</table>
     <dl class="classes">${Object.entries(CLASSES).filter(([k]) => used.has(k)).map(([k, v]) => `<dt>${k === "NV" ? "NV#" : k}</dt><dd>${esc(v)}</dd>`).join("")}</dl>
@@ -523,7 +526,7 @@ const act = (fn) => async (ev) => {
   b.disabled = true;
   try { await fn(ev); } catch (err) { banner(`Failed: ${esc(err.message)}`, "error"); } finally { b.disabled = false; }
 };
-const RES_FIELDS = "id holder state expiresAt endedAt priority preemptible preemptBy preemptAt graceEndsAt gpus { uuid index host { name } }";
+const RES_FIELDS = "id holder state expiresAt endedAt priority preemptible preemptBy preemptAt graceEndsAt gpus { uuid index host { name } } migSlices { uuid profile gpuIndex host held }";
 
 async function reservations() {
   const data = await gql(`{ reservations(first: 500) { ${RES_FIELDS} } }`);
@@ -538,7 +541,9 @@ async function reservations() {
   const key = keys[sortBy.key] || keys.default;
   rows.sort((a, b) => { const x = key(a), y = key(b); for (let i = 0; i < x.length; i++) { const c = typeof x[i] === "number" ? x[i] - y[i] : natural(x[i], y[i]); if (c) return c * sortBy.dir; } return natural(a.id, b.id); });
   const head = (k, label) => `<th class="sort${sortBy.key === k ? (sortBy.dir > 0 ? " asc" : " desc") : ""}" data-sort="${k}">${label}</th>`;
-  const where = (r) => { const by = {}; for (const g of r.gpus) (by[g.host.name] ||= []).push(g.index); return Object.entries(by).map(([h, ix]) => `<a href="#/host/${encodeURIComponent(h)}">${esc(h)}</a>:${ranges(ix)}`).join(" "); };
+  const where = (r) => { const by = {}; for (const g of r.gpus) (by[g.host.name] ||= []).push(g.index); return Object.entries(by).map(([h, ix]) => `<a href="#/host/${encodeURIComponent(h)}">${esc(h)}</a>:${ranges(ix)}`).join(" ")
+    + (r.migSlices || []).map((x) => ` <span class="mig-slice${x.held ? "" : " error"}" title="${esc(x.uuid)}${x.held ? "" : " (lost)"}"><a href="#/host/${encodeURIComponent(x.host)}">${esc(x.host)}</a>:${x.gpuIndex}/${esc(x.profile)}</span>`).join(""); };
+  const size = (r) => (r.migSlices && r.migSlices.length && !r.gpus.length ? plural(r.migSlices.length, "MIG slice") : r.gpus.length);
   const state = (r) => {
     if (r.state === "pending") return `pending <div class="note pending-note">preempting: GPUs move ${r.graceEndsAt ? `at ${stamp(r.graceEndsAt)} · <span class="countdown" data-at="${r.graceEndsAt}">${countdown(r.graceEndsAt)}</span>` : "when the grace period ends"} (or when the victims release)</div>`;
     if (r.state === "active" && r.preemptBy) return `active <div class="note warning" data-by="${esc(r.preemptBy)}">⚠ preempted by ${esc(r.preemptBy)}: checkpoint and release before ${stamp(r.preemptAt)} · <span class="countdown" data-at="${r.preemptAt}">${countdown(r.preemptAt)}</span></div>`;
@@ -566,7 +571,7 @@ async function reservations() {
   const keep = new Map($$("tr.panel", view).map((tr) => [tr.dataset.for, tr]));
   $("#res-table", view).innerHTML = `<table id="reservations"><tr>${head("id", "id")}${head("holder", "holder")}${head("state", "state")}${head("gpus", "GPUs")}${head("priority", "priority")}${head("expires", "expires")}<th></th></tr>
     ${rows.map((r) => `<tr data-id="${esc(r.id)}" class="${r.state === "active" ? "active" : r.state === "pending" ? "pending" : "ended"}${r.preemptBy && r.state === "active" ? " preempting" : ""}"><td class="nowrap">${esc(r.id)}</td><td>${esc(r.holder)}</td><td class="state">${state(r)}</td>
-      <td>${r.gpus.length} · ${where(r)}</td><td>${r.priority}${r.preemptible ? " (preemptible)" : ""}</td>
+      <td>${size(r)} · ${where(r)}</td><td>${r.priority}${r.preemptible ? " (preemptible)" : ""}</td>
       <td class="nowrap">${r.state === "active" ? `${stamp(r.expiresAt)} · <span class="countdown" data-at="${r.expiresAt}">${countdown(r.expiresAt)}</span>` : r.state === "pending" ? "after the move" : `ended ${stamp(r.endedAt ?? r.expiresAt)}`}</td>
       <td class="nowrap">${actions(r)}</td></tr>`).join("")}</table>`;
   const byId = new Map(rows.map((r) => [r.id, r]));
@@ -784,13 +789,15 @@ async function place(params) {
   try {
     result = (await gql(`query($t: String!) { placementText(text: $t) { request
       candidates { rank score reason bottleneckGbps maxIbHops gpus { uuid index host { name } } }
-      infeasible { constraint message nearestFeasible } } }`, { t: text })).placementText;
+      infeasible { constraint message nearestFeasible }
+      migCandidates { rank scope reason hosts slices { uuid profile gpuIndex host } } } }`, { t: text })).placementText;
   } catch (err) {
     $("#candidates").innerHTML = `<div class="cand infeasible"><p class="error">${esc(err.message)}</p><p>See the request options above.</p></div>`;
     $("#options").open = true;
     return;
   }
   const box = $("#candidates");
+  if (result.migCandidates.length) { migCandidates(box, result, form, params); return; }
   if (!result.candidates.length) {
     box.innerHTML = result.infeasible.map((r) => r.constraint === "text"
       ? `<div class="cand infeasible"><p class="error">The request does not parse: ${esc(r.message)}</p><p>The options are listed above.</p></div>`
@@ -841,6 +848,33 @@ async function place(params) {
     }
   }));
   show(1);
+}
+
+// A MIG request (2x 3g.40gb) is answered in slices: where they would be taken, and a reserve button
+// that asks for the same profile and count (the service picks the slices again, atomically).
+function migCandidates(box, result, form, params) {
+  box.innerHTML = `<p>${esc(result.request)}: ${plural(result.migCandidates.length, "place")} for the MIG slices, best first.</p>` + result.migCandidates.map((c) => `<div class="cand mig" data-rank="${c.rank}"><b>#${c.rank}</b> ${plural(c.slices.length, "slice")} · ${esc(c.scope === "gpu" ? "one GPU" : c.scope === "host" ? "one host" : "several hosts")}
+    <p>${esc(c.reason)}</p><ul class="slices">${c.slices.map((x) => `<li data-uuid="${esc(x.uuid)}"><a href="#/host/${encodeURIComponent(x.host)}">${esc(x.host)}</a> GPU ${x.gpuIndex} · ${esc(x.profile)} · <code>${esc(x.uuid)}</code></li>`).join("")}</ul>
+    <button class="reserve-mig" data-rank="${c.rank}">reserve ${plural(c.slices.length, "slice")} for ${esc(form.holder.value)}</button></div>`).join("");
+  $$("button.reserve-mig", box).forEach((b) => b.addEventListener("click", async () => {
+    const seconds = parseTtl(form.ttl.value);
+    const who = form.holder.value.trim();
+    if (!seconds || !who) { banner(!who ? "Give a holder: who the slices are for." : `Lease ${esc(form.ttl.value)} is not a duration: use 90s, 30m, 4h or 1d.`, "error"); return; }
+    const c = result.migCandidates.find((x) => x.rank === Number(b.dataset.rank));
+    b.disabled = true;
+    const out = (await gql(`mutation($r: PlacementRequestInput!, $h: String!, $t: Int!) { reserve(input: {holder: $h, ttlSeconds: $t, request: $r}) { __typename ... on Reservation { id expiresAt migSlices { uuid } } ... on Error { message } } }`,
+      { r: { gpus: c.slices.length, migProfile: c.slices[0].profile }, h: who, t: seconds })).reserve;
+    invalidate();
+    if (out.__typename === "Reservation") {
+      setStatus(`reserved ${out.id}`);
+      banner(`Reserved <b>${esc(out.id)}</b>: ${plural(out.migSlices.length, "MIG slice")} for ${esc(who)} until ${stamp(out.expiresAt)} (${countdown(out.expiresAt)}). <a href="#/reservations">reservations</a>`);
+      await place(params);
+    } else {
+      setStatus(`${out.__typename}: ${out.message || ""}`);
+      banner(`${esc(out.__typename)}: ${esc(out.message || "")}`, "error");
+      b.disabled = false;
+    }
+  }));
 }
 
 // ---- search (served by the API) ---------------------------------------------------------------
