@@ -481,6 +481,22 @@ class _Search:
                 groups.setdefault((locality.site_key(host, req), leaf), []).append(host)
             for members in groups.values():
                 self.add(self.choose_across_hosts(members))
+            if req.max_ib_hops is None or req.max_ib_hops >= 3:
+                self.add_wide_groups(hosts)
+
+    def add_wide_groups(self, extra: list[Host]) -> None:
+        """Placements across leaves that a preemption would make possible (#18): the victims may sit
+        under several leaves, each too few alone. The victims' hosts and every host the search
+        already read (the free ones) form one group per pod (3 hops) or per site (no limit)."""
+        req = self.req
+        hosts = {h.name: h for h in [*self.loader.cache.values(), *extra]}
+        wide: dict[tuple[str | None, str | None], list[Host]] = {}
+        for host in hosts.values():
+            key = host.pod if req.max_ib_hops is not None and req.max_ib_hops < 5 else "cluster"
+            wide.setdefault((locality.site_key(host, req), key), []).append(host)  # never across sites
+        for (_site, key), members in sorted(wide.items(), key=lambda kv: (str(kv[0][0]), str(kv[0][1]))):
+            if key is not None and len({h.leaves[0] if h.leaves else "" for h in members}) > 1:
+                self.add(self.choose_across_hosts(sorted(members, key=lambda h: h.name)))
 
     def choose_in_domain(self, domain: str, hosts: list[Host]) -> list[Gpu] | None:
         """n GPUs of one NVLink domain, on as few hosts as possible (trays kept whole)."""

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import time
+
 from graphsvc.placement.request import parse_request
 from graphsvc.reservations.elastic import elastic_for
 from graphsvc.reservations.events import Event
 from graphsvc.reservations.preemption import Pending
 from graphsvc.reservations.service import Reservation, ReservationService, ValidationError
 from graphsvc.store.gateway import Gateway
-from graphsvc.synthetic.clusters import SyntheticCluster
+from graphsvc.synthetic.clusters import SyntheticCluster, add_spines, add_superpod_h100
 from tests.cluster_helpers import load
 from tests.integration.test_elastic_resize import consistent
 from tests.integration.test_reservations import Clock
@@ -181,3 +183,36 @@ async def test_a_plan_combines_the_freed_gpus_with_free_ones_next_to_them(gatewa
     assert plan.feasible, plan.reason
     assert [v.reservation for v in plan.victims] == [victim.id] and len(plan.gpus) == 64
     assert set(plan.hosts) - set(trays), "the free trays are part of the placement"
+
+
+async def test_a_plan_spans_leaves_when_each_leaf_frees_too_little(gateway: Gateway) -> None:
+    """Two scalable units, two hosts each; under each unit's leaves one host is held by a
+    preemptible job, the other by a job that cannot be preempted. 16 GPUs, 8 per host, need both
+    victims' hosts: under different leaves (3 hops through a spine), so no leaf group alone has
+    them; the plan finds the placement across the leaves (#18)."""
+    c = SyntheticCluster("default")
+    leaves = add_superpod_h100(c, 2, seed=3)
+    add_spines(c, leaves, prefix="spine", sus=2)
+    c.hosts = [h for h in c.hosts if h.hostname.endswith(("-n01", "-n02"))]
+    c.nic_uplinks = [u for u in c.nic_uplinks if u.host in {h.hostname for h in c.hosts}]
+    await load(gateway, c)
+    svc = ReservationService(gateway)
+    gpus = {h.hostname: [g.uuid for g in h.gpus] for h in c.hosts}
+    victims = []
+    for host in ("h100-su1-n01", "h100-su2-n01"):
+        made = await svc.reserve(holder=f"v-{host}", gpus=gpus[host], ttl_s=3600, preemptible=True)
+        assert isinstance(made, Reservation), made
+        victims.append(made.id)
+    for host in ("h100-su1-n02", "h100-su2-n02"):
+        assert isinstance(await svc.reserve(holder=f"keep-{host}", gpus=gpus[host], ttl_s=3600), Reservation)
+    request = parse_request("16xH100 per-host=8")
+    plan = await svc.preemption_plan(request, priority=9)
+    assert plan.feasible, plan.reason
+    assert sorted(v.reservation for v in plan.victims) == sorted(victims)
+    assert sorted(plan.hosts) == ["h100-su1-n01", "h100-su2-n01"]
+    assert sorted(plan.gpus) == sorted(gpus["h100-su1-n01"] + gpus["h100-su2-n01"])
+    assert not (await svc.preemption_plan(parse_request("16xH100 per-host=8 ib-hops<=1"), priority=9)).feasible
+    taken = await svc.reserve(holder="urgent", request=request, priority=9, allow_preemption=True, ttl_s=3600)
+    assert isinstance(taken, Reservation) and len(taken.gpus) == 16, taken
+    assert await states(svc, victims) == {v: "preempted" for v in victims}
+    await consistent(gateway, time.time())
