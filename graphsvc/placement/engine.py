@@ -93,15 +93,7 @@ class HostLoader:
             for row in rows:
                 host = self.cache.get(row["host"])
                 if host is None:
-                    host = self.cache[row["host"]] = Host(
-                        name=row["host"],
-                        rack=row.get("rack"),
-                        scalable_unit=row.get("scalable_unit"),
-                        leaves=list(row.get("leaves") or []),
-                        pod=row.get("pod"),
-                        received_at=row.get("received_at"),
-                        gpus=[],
-                    )
+                    host = self.cache[row["host"]] = _host(row["host"], row)
                 gpu = Gpu.from_row(host.name, row)
                 self._settle(host, gpu, row.get("lease_expires_at"))
                 host.gpus.append(gpu)
@@ -142,16 +134,8 @@ class HostLoader:
         for m in maps:
             if m is None or m["name"] in self.cache:
                 continue
-            host = Host(
-                name=m["name"],
-                rack=m.get("rack"),
-                scalable_unit=m.get("scalable_unit"),
-                leaves=list(m.get("leaves") or []),
-                pod=m.get("pod"),
-                received_at=m.get("received_at"),
-                gpus=[],
-                site=m.get("site"),
-            )
+            host = _host(m["name"], m)
+            host.site = m.get("site")
             for row in m.get("gpus") or []:
                 gpu = Gpu.from_row(host.name, row)
                 self._settle(host, gpu, row.get("lease_expires_at"))
@@ -163,6 +147,19 @@ class HostLoader:
                 for gpu in host.gpus:
                     gpu.state = locality.OTHER_SITE
             self.cache[host.name] = host
+
+
+def _host(name: str, fields: GpuRow | HostMap) -> Host:
+    """A host with its fabric position and freshness, GPUs still to add (a flat row or a host map)."""
+    return Host(
+        name=name,
+        rack=fields.get("rack"),
+        scalable_unit=fields.get("scalable_unit"),
+        leaves=list(fields.get("leaves") or []),
+        pod=fields.get("pod"),
+        received_at=fields.get("received_at"),
+        gpus=[],
+    )
 
 
 class PlacementEngine:

@@ -40,6 +40,12 @@ class MigSliceCandidate:
 
 def of_host(s: HostSlice, host: str) -> MigSlice:
     """A slice as a host's view shows it: with its state and holder."""
+    return _slice(s, host, state=s.state, reservation=s.reservation)
+
+
+def _slice(
+    s: FreeSlice | ReservedSlice | HostSlice, host: str, *, state: str | None = None, reservation: str | None = None
+) -> MigSlice:
     return MigSlice(
         uuid=s.uuid,
         profile=s.profile,
@@ -49,23 +55,9 @@ def of_host(s: HostSlice, host: str) -> MigSlice:
         gpu_index=s.gpu_index,
         gpu_model=s.gpu_model,
         host=host,
-        state=s.state,
-        reservation=s.reservation,
-    )
-
-
-def _slice(s: FreeSlice | ReservedSlice) -> MigSlice:
-    gpu = s.gpu
-    return MigSlice(
-        uuid=s.uuid,
-        profile=s.profile,
-        gpu_instance_id=s.gpu_instance_id,
-        memory_mib=s.memory_mib,
-        gpu_uuid=gpu,
-        gpu_index=s.gpu_index,
-        gpu_model=s.gpu_model,
-        host=s.host,
         held=s.held if isinstance(s, ReservedSlice) else None,
+        state=state,
+        reservation=reservation,
     )
 
 
@@ -73,7 +65,7 @@ def candidates(found: list[SliceCandidate]) -> list[MigSliceCandidate]:
     return [
         MigSliceCandidate(
             rank=rank,
-            slices=[_slice(s) for s in c.slices],
+            slices=[_slice(s, s.host) for s in c.slices],
             scope=c.scope.value,
             gpus=c.gpus,
             hosts=c.hosts,
@@ -84,4 +76,4 @@ def candidates(found: list[SliceCandidate]) -> list[MigSliceCandidate]:
 
 
 def reserved(slices: list[ReservedSlice]) -> list[MigSlice]:
-    return [_slice(s) for s in slices]
+    return [_slice(s, s.host) for s in slices]
