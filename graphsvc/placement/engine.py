@@ -423,15 +423,37 @@ class _Search:
              "skip": 0, "limit": self.engine.budget.units},
         )  # fmt: skip
         self.units_read += len(rows)
-        hosts = await self.loader.load(str(r["host"]) for r in rows)
-        groups: dict[tuple[str | None, str | None], list[Host]] = {}
-        for host in hosts:
-            key = host.pod if req.max_ib_hops is not None and req.max_ib_hops < 5 else "cluster"
-            groups.setdefault((locality.site_key(host, req), key), []).append(host)  # never across sites
-        for (_site, key), members in groups.items():
-            if key is None:
-                continue
-            self.add(self.choose_across_hosts(members))
+        # Rows come fullest first. A host whose counter cannot hold a per-host share adds nothing;
+        # when the rest cannot hold the request, no group can (the counters bound every group).
+        share = req.gpus_per_host or 1
+        names = [str(r["host"]) for r in rows if int(r["free"]) >= share]
+        free = [int(r["free"]) for r in rows if int(r["free"]) >= share]
+        too_few = sum(free) < req.gpus if req.gpus_per_host is None else len(names) < req.gpus // share
+        if too_few:
+            return
+        by_pod = req.max_ib_hops is not None and req.max_ib_hops < 5
+        # One pod per group: every host is needed to see each pod whole. The whole cluster (per
+        # site) as one group: read the fullest hosts that cover the request by their counters,
+        # and more (doubling) only while no placement is found among them (#15: an infeasible
+        # request's relaxed probes no longer read every host's GPUs).
+        loaded = len(names) if by_pod else max(cover(free, req.gpus) + LEAF_EXTRA_HOSTS, -(-req.gpus // share))
+        while True:
+            loaded = min(loaded, len(names))
+            hosts = await self.loader.load(names[:loaded])
+            groups: dict[tuple[str | None, str | None], list[Host]] = {}
+            for host in hosts:
+                key = host.pod if by_pod else "cluster"
+                groups.setdefault((locality.site_key(host, req), key), []).append(host)  # never across sites
+            found = False
+            for (_site, key), members in groups.items():
+                if key is None:
+                    continue
+                chosen = self.choose_across_hosts(members)
+                found = found or chosen is not None
+                self.add(chosen)
+            if found or loaded >= len(names):
+                return
+            loaded *= 2
 
     async def choose_in_group(self, free_by_host: dict[str, int]) -> list[Gpu] | None:
         """Load a group's hosts a few at a time, best fit first, until a placement is found."""

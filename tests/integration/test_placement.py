@@ -187,4 +187,5 @@ async def test_an_infeasible_placement_reads_each_host_once(gateway: Gateway) ->
     by = {i.constraint: i for i in r.infeasible}
     assert by["gpus"].nearest_feasible == "160xH100 per-host=8 ib-hops<=1"
     assert "gpusPerHost" in by
-    assert gateway.stats["placement_host_gpus"].rows <= cluster.gpu_count
+    read = gateway.stats.get("placement_host_gpus")  # none at all when the counters answer
+    assert read is None or read.rows <= cluster.gpu_count
