@@ -436,7 +436,8 @@ class _Search:
         # site) as one group: read the fullest hosts that cover the request by their counters,
         # and more (doubling) only while no placement is found among them (#15: an infeasible
         # request's relaxed probes no longer read every host's GPUs).
-        loaded = len(names) if by_pod else max(cover(free, req.gpus) + LEAF_EXTRA_HOSTS, -(-req.gpus // share))
+        need = cover(free, req.gpus) if req.gpus_per_host is None else req.gpus // share
+        loaded = len(names) if by_pod else need + LEAF_EXTRA_HOSTS
         while True:
             loaded = min(loaded, len(names))
             hosts = await self.loader.load(names[:loaded])
