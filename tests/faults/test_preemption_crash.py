@@ -3,20 +3,15 @@ left in their grace period): after restart every preemption happened whole or no
 
 from __future__ import annotations
 
-import asyncio
 import random
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from graphsvc.cli import push_cluster
-from graphsvc.synthetic.clusters import build
-from tests.conftest import free_port
-from tests.service import ServiceProcess, private_neo4j
+from tests.faults.crash_harness import kill_9_mid_storm, start_with_cluster
 
 pytestmark = pytest.mark.slow
 ATTEMPTS_PER_CLIENT = 150
@@ -44,21 +39,16 @@ def _all(c: httpx.Client) -> list[dict[str, Any]]:
 
 
 def test_kill_9_during_preemptions_is_all_or_nothing(tmp_path: Path, store: str) -> None:
-    service = ServiceProcess(tmp_path / "data", free_port(), neo4j=private_neo4j(store, tmp_path))
-    service.start()
-    cluster = build("l40s:hosts=8")
-    asyncio.run(push_cluster(service.url, cluster))
-    uuids = [g.uuid for h in cluster.hosts for g in h.gpus]
+    service, uuids = start_with_cluster(tmp_path, store, "l40s:hosts=8")
     with httpx.Client(base_url=service.url, timeout=120) as c:
         for i in range(0, len(uuids) - 1, 2):  # every GPU held by a low-priority preemptible job
             body = {"query": RESERVE, "variables": {"holder": f"low{i}", "gpus": uuids[i : i + 2]}}
             assert c.post("/graphql", json=body).json()["data"]["reserve"]["__typename"] == "Reservation"
     acked: dict[str, list[str]] = {}
     pending: list[str] = []
-    stop = threading.Event()
     lock = threading.Lock()
 
-    def client(n: int) -> None:
+    def client(n: int, stop: threading.Event) -> None:
         rng = random.Random(n)
         with httpx.Client(base_url=service.url, timeout=120) as c:
             for attempt in range(ATTEMPTS_PER_CLIENT):  # bounded work, whatever the machine's speed
@@ -79,15 +69,7 @@ def test_kill_9_during_preemptions_is_all_or_nothing(tmp_path: Path, store: str)
                     elif out.get("__typename") == "PendingPreemption":
                         pending.append(out["reservation"]["id"])
 
-    threads = [threading.Thread(target=client, args=(n,)) for n in range(4)]
-    for t in threads:
-        t.start()
-    while len(acked) < 10 and any(t.is_alive() for t in threads):
-        time.sleep(0.01)
-    service.kill9()
-    stop.set()
-    for t in threads:
-        t.join()
+    kill_9_mid_storm(service, 4, client, lambda: len(acked) >= 10)
     assert len(acked) >= 10
     service.start()
     try:

@@ -3,19 +3,14 @@ reservation survives whole, and none is half-written."""
 
 from __future__ import annotations
 
-import asyncio
 import random
 import threading
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
-from graphsvc.cli import push_cluster
-from graphsvc.synthetic.clusters import build
-from tests.conftest import free_port
-from tests.service import ServiceProcess, private_neo4j
+from tests.faults.crash_harness import kill_9_mid_storm, start_with_cluster
 
 pytestmark = pytest.mark.slow
 ATTEMPTS_PER_CLIENT = 400
@@ -30,16 +25,11 @@ GET = "query($id: String!) { reservation(id: $id) { id state gpus { uuid state }
 
 
 def test_kill_9_keeps_every_acknowledged_reservation(tmp_path: Path, store: str) -> None:
-    service = ServiceProcess(tmp_path / "data", free_port(), neo4j=private_neo4j(store, tmp_path))
-    service.start()
-    cluster = build("l40s:hosts=16")
-    asyncio.run(push_cluster(service.url, cluster))
-    uuids = [g.uuid for h in cluster.hosts for g in h.gpus]
+    service, uuids = start_with_cluster(tmp_path, store, "l40s:hosts=16")
     acked: dict[str, list[str]] = {}
-    stop = threading.Event()
     lock = threading.Lock()
 
-    def client(n: int) -> None:
+    def client(n: int, stop: threading.Event) -> None:
         rng = random.Random(n)
         with httpx.Client(base_url=service.url, timeout=120) as c:
             for _ in range(ATTEMPTS_PER_CLIENT):  # bounded work, whatever the machine's speed
@@ -60,15 +50,7 @@ def test_kill_9_keeps_every_acknowledged_reservation(tmp_path: Path, store: str)
                     with lock:
                         acked[out["id"]] = sorted(g["uuid"] for g in out["gpus"])
 
-    threads = [threading.Thread(target=client, args=(n,)) for n in range(6)]
-    for t in threads:
-        t.start()
-    while len(acked) < 25 and any(t.is_alive() for t in threads):
-        time.sleep(0.01)
-    service.kill9()
-    stop.set()
-    for t in threads:
-        t.join()
+    kill_9_mid_storm(service, 6, client, lambda: len(acked) >= 25)
     assert len(acked) >= 25
     service.start()
     try:
@@ -98,15 +80,12 @@ def test_kill_9_mid_batch_keeps_every_answered_reserve_and_release(tmp_path: Pat
     (group commit) and are answered from what the batch statement returned: after a kill -9,
     every answered reservation is there with the GPUs it was answered with, and every answered
     release stays released."""
-    service = ServiceProcess(tmp_path / "data", free_port(), neo4j=private_neo4j(store, tmp_path))
-    service.start()
-    asyncio.run(push_cluster(service.url, build("l40s:hosts=16")))
+    service, _ = start_with_cluster(tmp_path, store, "l40s:hosts=16")
     reserved: dict[str, list[str]] = {}
     released: set[str] = set()
-    stop = threading.Event()
     lock = threading.Lock()
 
-    def client(n: int) -> None:
+    def client(n: int, stop: threading.Event) -> None:
         rng = random.Random(n)
         with httpx.Client(base_url=service.url, timeout=120) as c:
             for _ in range(ATTEMPTS_PER_CLIENT):
@@ -127,15 +106,7 @@ def test_kill_9_mid_batch_keeps_every_answered_reserve_and_release(tmp_path: Pat
                 except (httpx.HTTPError, ValueError):
                     return
 
-    threads = [threading.Thread(target=client, args=(n,)) for n in range(16)]
-    for t in threads:
-        t.start()
-    while (len(reserved) < 40 or len(released) < 10) and any(t.is_alive() for t in threads):
-        time.sleep(0.01)
-    service.kill9()
-    stop.set()
-    for t in threads:
-        t.join()
+    kill_9_mid_storm(service, 16, client, lambda: len(reserved) >= 40 and len(released) >= 10)
     assert len(reserved) >= 40 and len(released) >= 10
     service.start()
     try:
