@@ -73,3 +73,21 @@ def choose(
         if best is None or rank < best[0]:
             best = (rank, o, lost)
     return None if best is None else (best[1], best[2])
+
+
+# MIG slices are not preemptible (docs/reservations.md, "MIG slices are not preemptible"): a
+# slice holder is never a victim, so a plan never moves a slice, and a whole-GPU preemptor could
+# not use a MIG GPU anyway (placement never offers one whole). The plan's reason says so when it
+# is the blocker, so that nobody waits for a preemption that cannot come.
+MIG_NOT_PREEMPTIBLE = (
+    "MIG slice reservations are never preemption victims: a slice request takes only free slices "
+    "(reserve it normally, or wait for slices to be released)"
+)
+MIG_NEVER_WHOLE = "GPUs in MIG mode are never offered whole, so their slice holders are not victims either"
+
+
+def infeasible_reason(mig_profile: str | None) -> str:
+    """Why a preemption plan found nothing: for a slice request, because slices are not preemptible."""
+    if mig_profile is not None:
+        return f"no preemption plan for MIG profile {mig_profile}: {MIG_NOT_PREEMPTIBLE}"
+    return f"no placement fits even if every lower-priority preemptible reservation were ended ({MIG_NEVER_WHOLE})"

@@ -363,6 +363,8 @@ class ReservationService:
             request = request.validated()
         except RequestError as err:
             return PreemptionPlan(False, [], [], [], 0, 0, f"invalid request: {err}")
+        if request.mig_profile is not None:  # slices are not preemptible (checkpoints.infeasible_reason)
+            return PreemptionPlan(False, [], [], [], 0, 0, checkpoints.infeasible_reason(request.mig_profile))
         rows = as_holding_rows(await self.gw.read("reservations/preemptible_holdings", {"priority": priority}))
         moment = self.clock() + grace_s
         cost = {r["reservation"]: checkpoints.lost_gpu_seconds(_progress(r), moment) for r in rows}
@@ -390,8 +392,7 @@ class ReservationService:
             options.append(checkpoints.Option(i, displaced, sum(victims[v].priority for v in displaced), c.score))
         chosen = checkpoints.choose(options, cost, policy=policy)
         if chosen is None:
-            return PreemptionPlan(False, [], [], [], 0, 0, "no placement fits even if every lower-priority "
-                                  "preemptible reservation were ended")  # fmt: skip
+            return PreemptionPlan(False, [], [], [], 0, 0, checkpoints.infeasible_reason(None))
         option, lost = chosen
         c, chosen_victims = result.candidates[option.key], list(option.victims)
         names = ", ".join(f"{v} ({victims[v].holder}, priority {victims[v].priority})" for v in chosen_victims)

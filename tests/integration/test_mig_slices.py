@@ -281,3 +281,27 @@ async def test_a_reservation_of_slices_is_not_resized(gateway: Gateway, mig: Syn
     assert isinstance(made, Reservation)
     out = await elastic_for(svc).resize.resize(made.id, gpus=4)
     assert isinstance(out, ValidationError) and "MIG" in out.message
+
+
+# ---- preemption: slices are not preemptible (checkpoints.infeasible_reason) ---------------------------
+
+
+async def test_slice_holders_are_never_preemption_victims(gateway: Gateway, mig: SyntheticCluster) -> None:
+    svc = ReservationService(gateway)
+    held = []
+    while isinstance(got := await svc.reserve(holder="batch", request=parse_request("1x 3g.40gb"), priority=1,
+                                             preemptible=True), Reservation):  # fmt: skip
+        held.append(got)
+    assert len(held) == 5  # every 3g.40gb slice is held by low-priority preemptible work
+    plan = await svc.preemption_plan(parse_request("1x 3g.40gb"), priority=9)
+    assert not plan.feasible and plan.victims == [] and plan.gpus == []
+    assert "MIG slice reservations are never preemption victims" in plan.reason
+    asked = await svc.reserve(holder="urgent", request=parse_request("1x 3g.40gb"), priority=9, allow_preemption=True)
+    assert isinstance(asked, Infeasible)
+    for r in held:  # nobody was displaced
+        again = await svc.get(r.id)
+        assert again is not None and again.state == "active"
+    # A whole-GPU preemptor cannot take a MIG GPU either: the plan says why.
+    whole = await svc.preemption_plan(parse_request("16xH100"), priority=9)
+    assert not whole.feasible and "GPUs in MIG mode are never offered whole" in whole.reason
+    await invariants(gateway, svc.clock())

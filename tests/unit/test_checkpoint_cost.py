@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from graphsvc.reservations.checkpoints import Option, Progress, checkpoint_at, choose, lost_gpu_seconds
+from graphsvc.reservations.checkpoints import (
+    MIG_NEVER_WHOLE,
+    MIG_NOT_PREEMPTIBLE,
+    Option,
+    Progress,
+    checkpoint_at,
+    choose,
+    infeasible_reason,
+    lost_gpu_seconds,
+)
 
 
 @pytest.mark.parametrize(
@@ -41,3 +50,17 @@ def test_choose_prefers_no_victims_and_nothing_to_choose() -> None:
     assert choose([], {}) is None
     free, lost = choose([Option(0, ("v",), 0, 1.0), Option(1, (), 0, 0.5)], {"v": 1.0}) or (None, 1.0)
     assert free is not None and free.key == 1 and lost == 0.0
+
+
+@pytest.mark.parametrize(
+    ("mig_profile", "says", "never_says"),
+    [
+        ("3g.40gb", MIG_NOT_PREEMPTIBLE, "no placement fits"),  # a slice request: slices are never victims
+        ("1g.10gb", "MIG profile 1g.10gb", MIG_NEVER_WHOLE),
+        (None, MIG_NEVER_WHOLE, MIG_NOT_PREEMPTIBLE),  # a whole-GPU request: MIG GPUs are never whole
+        (None, "no placement fits even if every lower-priority preemptible reservation were ended", "profile"),
+    ],
+)
+def test_infeasible_reason_names_mig_as_the_blocker(mig_profile: str | None, says: str, never_says: str) -> None:
+    reason = infeasible_reason(mig_profile)
+    assert says in reason and never_says not in reason
