@@ -28,6 +28,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -145,6 +146,27 @@ def statements(gw: Gateway) -> dict[str, dict[str, float]]:
     }
 
 
+Phase = tuple[float, list[float], dict[str, dict[str, float]], float, float]
+
+
+async def phase(
+    gw: Gateway,
+    send: Callable[[list[tuple[str, bytes]]], Awaitable[tuple[float, list[float]]]],
+    profile: str,
+    rounds: range,
+) -> Phase:
+    """One steady-state phase: every round's documents through `send`; the seconds, latencies,
+    statement stats and process/store CPU per document (one function, not three copies)."""
+    gw.stats.clear()
+    total_s, lat_all = 0.0, []
+    for r in rounds:
+        s, lat = await send(documents(profile, r))
+        total_s += s
+        lat_all += lat
+    n = len(rounds)
+    return total_s, lat_all, statements(gw), sum(CPU[-n:]) / len(lat_all), sum(STORE_CPU[-n:]) / len(lat_all)
+
+
 async def measure(kind: str, settings: Settings, profile: str, rounds: int) -> dict[str, Any]:
     STORE_DIR[:] = [settings.data_dir] if kind.startswith("embedded") else []
     async with open_store(settings) as gw:
@@ -156,36 +178,18 @@ async def measure(kind: str, settings: Settings, profile: str, rounds: int) -> d
             first_s, first_lat = await send_all(client, docs)
             first_stats = statements(gw)
             first_store = STORE_CPU[-1] / len(docs)
-            gw.stats.clear()
-            steady_s, steady_lat = 0.0, []
-            for r in range(1, rounds + 1):
-                s, lat = await send_all(client, documents(profile, r))
-                steady_s += s
-                steady_lat += lat
-            steady_stats = statements(gw)
-            steady_cpu = sum(CPU[-rounds:]) / len(steady_lat)
-            steady_store = sum(STORE_CPU[-rounds:]) / len(steady_lat)
+            steady_s, steady_lat, steady_stats, steady_cpu, steady_store = await phase(
+                gw, lambda d: send_all(client, d), profile, range(1, rounds + 1)
+            )
             # The same steady state without HTTP: what the service and the store cost alone.
             services = Services(gw, settings)
             await send_service(services, documents(profile, rounds + 1))  # its fingerprint cache fills
-            gw.stats.clear()
-            svc_s, svc_lat = 0.0, []
-            for r in range(rounds + 2, 2 * rounds + 2):
-                s, lat = await send_service(services, documents(profile, r))
-                svc_s += s
-                svc_lat += lat
-            svc_stats = statements(gw)
-            svc_cpu = sum(CPU[-rounds:]) / len(svc_lat)
-            svc_store = sum(STORE_CPU[-rounds:]) / len(svc_lat)
-            gw.stats.clear()
-            full_s, full_lat = 0.0, []
-            for r in range(2 * rounds + 2, 3 * rounds + 2):
-                s, lat = await send_service(gw, documents(profile, r))
-                full_s += s
-                full_lat += lat
-            full_stats = statements(gw)
-            full_cpu = sum(CPU[-rounds:]) / len(full_lat)
-            full_store = sum(STORE_CPU[-rounds:]) / len(full_lat)
+            svc_s, svc_lat, svc_stats, svc_cpu, svc_store = await phase(
+                gw, lambda d: send_service(services, d), profile, range(rounds + 2, 2 * rounds + 2)
+            )
+            full_s, full_lat, full_stats, full_cpu, full_store = await phase(
+                gw, lambda d: send_service(gw, d), profile, range(2 * rounds + 2, 3 * rounds + 2)
+            )
         result = {
             "store": kind,
             "hosts": len(docs),
