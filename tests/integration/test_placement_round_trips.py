@@ -21,6 +21,7 @@ from graphsvc.store.gateway import Gateway
 from graphsvc.store.queries import NamedQuery
 from tests.cluster_helpers import load, occupy
 from tests.placement_oracle import check_candidate, snapshot
+from tests.stores import adhoc
 
 QUERY = """query($t: String!) { placementText(text: $t) {
   candidates { gpus { uuid host { name } } }
@@ -119,3 +120,28 @@ def _close(a: Any, b: Any) -> bool:
     if isinstance(a, float) or isinstance(b, float):
         return abs(float(a) - float(b)) <= 1e-6 * max(1.0, abs(float(b)))
     return bool(a == b)
+
+
+@pytest.mark.parametrize(
+    ("text", "statements"),
+    [
+        ("4xH100 limit=20", {"placement_hosts_fit": 1}),
+        ("2xA100 nvlink=any limit=20", {"placement_domains_fit": 1}),
+        ("16xH100 per-host=4 ib-hops<=1 limit=20", {"placement_leaves_fit": 1}),
+    ],
+)
+async def test_failed_gpu_is_never_a_candidate_of_the_one_statement_paths(
+    gateway: Gateway, client: httpx.AsyncClient, cluster: None, text: str, statements: dict[str, int]
+) -> None:
+    """#15: the one-statement searches apply the health rule (a failed GPU is never a candidate)."""
+    fail = "MATCH (:Host)-[:HAS_GPU]->(g:GPU) WHERE g.index = 0 SET g.health = 'failed' RETURN g.uuid AS u"
+    rows = await gateway.backend.run(adhoc("fail_index_0", fail), {}, write=True, timeout_s=60)
+    failed = {r["u"] for r in rows}
+    assert failed
+    gateway.stats.clear()
+    body = (await client.post("/graphql", json={"query": QUERY, "variables": {"t": text}})).json()
+    assert "errors" not in body, body
+    answer = body["data"]["placementText"]
+    assert answer["candidates"], text
+    assert calls(gateway) == statements
+    assert not {g["uuid"] for c in answer["candidates"] for g in c["gpus"]} & failed
