@@ -454,7 +454,12 @@ class _Search:
                 self.add(chosen)
             if found or loaded >= len(names):
                 return
-            loaded *= 2
+            if req.gpus_per_host is None:  # read on by the shortfall (counters count GPUs a request may refuse)
+                usable = sum(1 for h in hosts for g in h.gpus if eligible(g, req) and rail_up(g))
+                short = max(1, req.gpus - usable)
+                loaded += cover(free[loaded:], short + short // 4) + LEAF_EXTRA_HOSTS
+            else:
+                loaded *= 2
 
     async def choose_in_group(self, free_by_host: dict[str, int]) -> list[Gpu] | None:
         """Load a group's hosts a few at a time, best fit first, until a placement is found."""
