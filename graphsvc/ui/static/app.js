@@ -829,24 +829,10 @@ async function place(params) {
     pic.dataset.picked = String($$("canvas.cells", pic).reduce((n, c) => n + Number(c.dataset.picked), 0));
   };
   $$("button.show", box).forEach((b) => b.addEventListener("click", () => show(Number(b.dataset.rank))));
-  $$("button.reserve", box).forEach((b) => b.addEventListener("click", async () => {
-    const seconds = parseTtl(form.ttl.value);
-    const who = form.holder.value.trim();
-    if (!seconds || !who) { banner(!who ? "Give a holder: who the GPUs are for." : `Lease ${esc(form.ttl.value)} is not a duration: use 90s, 30m, 4h or 1d.`, "error"); return; }
-    const c = result.candidates.find((x) => x.rank === Number(b.dataset.rank));
-    b.disabled = true;
-    const out = (await gql(`mutation($g: [String!], $h: String!, $t: Int!) { reserve(input: {holder: $h, ttlSeconds: $t, gpus: $g}) { __typename ... on Reservation { id expiresAt gpus { uuid } } ... on Conflict { message } ... on ValidationError { message } } }`, { g: c.gpus.map((g) => g.uuid), h: who, t: seconds })).reserve;
-    invalidate();
-    if (out.__typename === "Reservation") {
-      setStatus(`reserved ${out.id}`);
-      banner(`Reserved <b>${esc(out.id)}</b>: ${out.gpus.length} GPUs for ${esc(who)} until ${stamp(out.expiresAt)} (${countdown(out.expiresAt)}). <a href="#/reservations">reservations</a>`);
-      await place(params); // fresh candidates: the GPUs just taken are no longer free
-    } else {
-      setStatus(`${out.__typename}: ${out.message || ""}`);
-      banner(`${esc(out.__typename)}: ${esc(out.message || "")}`, "error");
-      b.disabled = false;
-    }
-  }));
+  wireReserve(box, "button.reserve", form, params, "GPUs", (o) => `${o.gpus.length} GPUs`, async (rank, who, seconds) => {
+    const c = result.candidates.find((x) => x.rank === rank);
+    return (await gql(`mutation($g: [String!], $h: String!, $t: Int!) { reserve(input: {holder: $h, ttlSeconds: $t, gpus: $g}) { __typename ... on Reservation { id expiresAt gpus { uuid } } ... on Conflict { message } ... on ValidationError { message } } }`, { g: c.gpus.map((g) => g.uuid), h: who, t: seconds })).reserve;
+  });
   show(1);
 }
 
@@ -856,18 +842,27 @@ function migCandidates(box, result, form, params) {
   box.innerHTML = `<p>${esc(result.request)}: ${plural(result.migCandidates.length, "place")} for the MIG slices, best first.</p>` + result.migCandidates.map((c) => `<div class="cand mig" data-rank="${c.rank}"><b>#${c.rank}</b> ${plural(c.slices.length, "slice")} · ${esc(c.scope === "gpu" ? "one GPU" : c.scope === "host" ? "one host" : "several hosts")}
     <p>${esc(c.reason)}</p><ul class="slices">${c.slices.map((x) => `<li data-uuid="${esc(x.uuid)}"><a href="#/host/${encodeURIComponent(x.host)}">${esc(x.host)}</a> GPU ${x.gpuIndex} · ${esc(x.profile)} · <code>${esc(x.uuid)}</code></li>`).join("")}</ul>
     <button class="reserve-mig" data-rank="${c.rank}">reserve ${plural(c.slices.length, "slice")} for ${esc(form.holder.value)}</button></div>`).join("");
-  $$("button.reserve-mig", box).forEach((b) => b.addEventListener("click", async () => {
+  wireReserve(box, "button.reserve-mig", form, params, "slices", (o) => plural(o.migSlices.length, "MIG slice"), async (rank, who, seconds) => {
+    const c = result.migCandidates.find((x) => x.rank === rank);
+    return (await gql(`mutation($r: PlacementRequestInput!, $h: String!, $t: Int!) { reserve(input: {holder: $h, ttlSeconds: $t, request: $r}) { __typename ... on Reservation { id expiresAt migSlices { uuid } } ... on Error { message } } }`,
+      { r: { gpus: c.slices.length, migProfile: c.slices[0].profile }, h: who, t: seconds })).reserve;
+  });
+}
+
+// The playground's reserve buttons: check the holder and the lease, reserve (`reserve(rank, who,
+// seconds)` answers the mutation's result), say what happened, and show fresh candidates (what
+// was just taken is no longer free). `what(reservation)` names what was reserved.
+function wireReserve(box, selector, form, params, unit, what, reserve) {
+  $$(selector, box).forEach((b) => b.addEventListener("click", async () => {
     const seconds = parseTtl(form.ttl.value);
     const who = form.holder.value.trim();
-    if (!seconds || !who) { banner(!who ? "Give a holder: who the slices are for." : `Lease ${esc(form.ttl.value)} is not a duration: use 90s, 30m, 4h or 1d.`, "error"); return; }
-    const c = result.migCandidates.find((x) => x.rank === Number(b.dataset.rank));
+    if (!seconds || !who) { banner(!who ? `Give a holder: who the ${unit} are for.` : `Lease ${esc(form.ttl.value)} is not a duration: use 90s, 30m, 4h or 1d.`, "error"); return; }
     b.disabled = true;
-    const out = (await gql(`mutation($r: PlacementRequestInput!, $h: String!, $t: Int!) { reserve(input: {holder: $h, ttlSeconds: $t, request: $r}) { __typename ... on Reservation { id expiresAt migSlices { uuid } } ... on Error { message } } }`,
-      { r: { gpus: c.slices.length, migProfile: c.slices[0].profile }, h: who, t: seconds })).reserve;
+    const out = await reserve(Number(b.dataset.rank), who, seconds);
     invalidate();
     if (out.__typename === "Reservation") {
       setStatus(`reserved ${out.id}`);
-      banner(`Reserved <b>${esc(out.id)}</b>: ${plural(out.migSlices.length, "MIG slice")} for ${esc(who)} until ${stamp(out.expiresAt)} (${countdown(out.expiresAt)}). <a href="#/reservations">reservations</a>`);
+      banner(`Reserved <b>${esc(out.id)}</b>: ${what(out)} for ${esc(who)} until ${stamp(out.expiresAt)} (${countdown(out.expiresAt)}). <a href="#/reservations">reservations</a>`);
       await place(params);
     } else {
       setStatus(`${out.__typename}: ${out.message || ""}`);
