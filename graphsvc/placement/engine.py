@@ -45,6 +45,7 @@ from graphsvc.placement.select import (
 from graphsvc.placement.statement import Statement
 from graphsvc.sites import locality
 from graphsvc.sites.store import host_sites
+from graphsvc.store.backend import Row
 from graphsvc.store.gateway import Gateway
 
 TakeUnits = Callable[[list[FitUnit]], Awaitable[None]]
@@ -82,6 +83,7 @@ class HostLoader:
         self.virtual_free = virtual_free  # GPUs a preemption plan may take
         self.stale_before = stale_before  # hosts not heard from since then are not offered
         self.cache: dict[str, Host] = {}
+        self.by_free: dict[tuple[tuple[str, ...], str, int], list[Row]] = {}
 
     async def load(self, names: Iterable[str]) -> list[Host]:
         wanted = list(dict.fromkeys(names))
@@ -116,6 +118,18 @@ class HostLoader:
                 if peer is not None:
                     peer.direct[src.uuid] = gbps
         return [self.cache[n] for n in wanted if n in self.cache]
+
+    async def hosts_by_free(self, exclude: list[str], model: str, limit: int) -> list[Row]:
+        """Hosts with a free GPU, fullest first by their counters (the wide groups' search), read
+        once per request: a diagnosis's relaxed and shrunk probes ask the same many times."""
+        key = (tuple(exclude), model, limit)
+        if key not in self.by_free:
+            self.by_free[key] = await self.gw.read(
+                "placement_hosts_by_free",
+                {"first_size": MAX_HOST_GPUS, "last_size": 1, "step": -1, "exclude": exclude, "model": model,
+                 "skip": 0, "limit": limit},
+            )  # fmt: skip
+        return self.by_free[key]
 
     def _settle(self, host: Host, gpu: Gpu, lease_expires_at: float | None) -> None:
         """The state placement judges a GPU by: a lapsed lease or a preemption plan frees it; a
@@ -177,7 +191,7 @@ class PlacementEngine:
         self.stale_after_s = stale_after_s  # None: every host is offered, however silent
         self._models_cache: tuple[float, list[str]] = (-MODELS_TTL_S, [])
 
-    async def _models(self) -> list[str]:
+    async def models(self) -> list[str]:
         """The GPU models in the graph, re-read at most every MODELS_TTL_S (they change with hardware)."""
         now = self.clock()
         read_at, models = self._models_cache
@@ -190,10 +204,10 @@ class PlacementEngine:
         """A request naming a model the graph has no GPU of: its one reason, before any search
         (which would read every unit only to find nothing). Not in the cached model list: read it
         again (the model may have just arrived)."""
-        if req.model_match is None or any(req.model_match.matches(m) for m in await self._models()):
+        if req.model_match is None or any(req.model_match.matches(m) for m in await self.models()):
             return []
         self._models_cache = (-MODELS_TTL_S, [])
-        return await unknown_model(self.gw, req, await self._models())
+        return await unknown_model(self.gw, req, await self.models())
 
     async def _place_slices(self, req: PlacementRequest, started: float) -> PlacementResult:
         """A MIG request: slices, never whole GPUs (placement.mig); an unknown profile is infeasible here."""
@@ -228,7 +242,7 @@ class PlacementEngine:
             search.loader = loader
         await search.run()
         if req.model is None and not virtual_free:
-            await search.search_each_model(await self._models())
+            await search.search_each_model(await self.models())
         if extra_hosts:
             await search.search_extra(list(extra_hosts))
         candidates = await search.finish()
@@ -237,7 +251,7 @@ class PlacementEngine:
         infeasible = []
         if not candidates and explain_infeasible:
             infeasible = (
-                await unknown_model(self.gw, req, await self._models())
+                await unknown_model(self.gw, req, await self.models())
                 or await unmet_capabilities(self.gw, req)
                 or await diagnose(self, req, search.loader if not virtual_free else None)
             )
@@ -417,11 +431,7 @@ class _Search:
         if self.enough() or (req.max_ib_hops is not None and req.max_ib_hops < 3):
             return
         # Wider groups: one pod (3 hops), or the whole cluster (no limit or no fabric known).
-        rows = await self.gw.read(
-            "placement_hosts_by_free",
-            {"first_size": MAX_HOST_GPUS, "last_size": 1, "step": -1, "exclude": self.exclude, "model": self.model,
-             "skip": 0, "limit": self.engine.budget.units},
-        )  # fmt: skip
+        rows = await self.loader.hosts_by_free(self.exclude, self.model, self.engine.budget.units)
         self.units_read += len(rows)
         # Rows come fullest first. A host whose counter cannot hold a per-host share adds nothing;
         # when the rest cannot hold the request, no group can (the counters bound every group).

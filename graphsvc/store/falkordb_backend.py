@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from falkordb.asyncio import FalkorDB
+from falkordb.asyncio.query_result import QueryResult
 from redis import exceptions as redis_errors
 from redis.asyncio import BlockingConnectionPool, Connection, UnixDomainSocketConnection
 
@@ -25,6 +26,7 @@ from graphsvc.store.errors import (
     StoreUnavailableError,
     UnrepresentableParameter,
 )
+from graphsvc.store.falkordb_reply import parse_rows
 from graphsvc.store.queries import NamedQuery
 from graphsvc.store.schema import GraphSchema
 
@@ -178,10 +180,15 @@ class FalkorBackend:
                 f"for one of {self.connections} connections"
             ) from None
         try:
-            if write:
-                result = await graph.query(query.text, dict(params), timeout=timeout_ms)
-            else:
-                result = await graph.ro_query(query.text, dict(params), timeout=timeout_ms)
+            # The compact reply, parsed here (falkordb_reply); falkordb-py's parser only for a
+            # reply holding nodes, edges or other values that are not plain data.
+            command = "GRAPH.QUERY" if write else "GRAPH.RO_QUERY"
+            text = graph._build_params_header(dict(params)) + query.text
+            reply = await graph.execute_command(command, graph.name, text, "--compact", "timeout", timeout_ms)
+            rows = parse_rows(reply)
+            if rows is None:
+                result = QueryResult(graph)
+                await result.parse(reply)
         except redis_errors.ResponseError as exc:
             message = str(exc)
             if "timed out" in message.lower():
@@ -194,6 +201,8 @@ class FalkorBackend:
             raise StoreUnavailableError(f"FalkorDB is unreachable: {exc}") from exc
         finally:
             slots.release()
+        if rows is not None:
+            return rows
         header = [h[1] if isinstance(h, list | tuple) else h for h in (result.header or [])]
         return [
             {str(name): _plain(value) for name, value in zip(header, row, strict=True)}

@@ -176,6 +176,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "placement_host_gpus": {"hosts": [FIRST.hostname]},
     "placement_host_nvlinks": {"hosts": [FIRST.hostname]},
     "largest_free_hosts": {"top": 8, "limit": 3},
+    "placement_free_bounds": {"share": 4},
     "benchmark_naive_scan": {"model": "h100", "n": 4, "limit": 6},
     "cluster_summary": {},
     "domain_summary": {},

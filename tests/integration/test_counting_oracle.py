@@ -1,0 +1,92 @@
+"""The diagnosis's counting answer (graphsvc/placement/counting.py) against the search it stands
+in for: on randomised small clusters with taken, degraded, failed and hot GPUs and NICs whose
+port is down, whenever the counts answer, they answer what the engine's search finds (both
+stores). The counts skip reading every host's GPUs; this is what makes that safe."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from topo_facts.models import Health, PortState
+
+from graphsvc.placement.counting import Counts
+from graphsvc.placement.engine import PlacementEngine
+from graphsvc.placement.request import PlacementRequest
+from graphsvc.store.gateway import Gateway
+from graphsvc.synthetic.clusters import SyntheticCluster
+from tests.cluster_helpers import load, occupy
+from tests.integration.test_placement_random import FAMILIES, MODELS, small_cluster
+from tests.queries import with_test_queries
+
+countable_requests = st.builds(
+    PlacementRequest,
+    gpus=st.integers(1, 40),
+    gpus_per_host=st.sampled_from([None, None, 1, 2, 4, 8]),
+    max_temperature_c=st.sampled_from([None, None, 70.0]),
+    exclude_unhealthy=st.booleans(),
+    limit=st.just(1),
+)
+
+
+def worn(cluster: SyntheticCluster, rng: random.Random) -> None:
+    """Some GPUs degraded, failed or hot, some NIC ports down: what the counts must judge alike."""
+    hosts = []
+    for host in cluster.hosts:
+        gpus = [
+            g.model_copy(
+                update={
+                    "health": rng.choice([Health.OK] * 6 + [Health.DEGRADED, Health.FAILED, Health.UNKNOWN]),
+                    "temperature_c": rng.choice([None, 45.0, 65.0, 85.0]),
+                }
+            )
+            for g in host.gpus
+        ]
+        ports = [PortState.ACTIVE] * 4 + [PortState.DOWN]
+        nics = [n.model_copy(update={"state": rng.choice(ports)}) for n in host.nics]
+        hosts.append(host.model_copy(update={"gpus": gpus, "nics": nics}))
+    cluster.hosts = hosts
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    family=st.sampled_from(FAMILIES),
+    hosts=st.integers(1, 4),
+    seed=st.integers(0, 10_000),
+    occupancy=st.floats(0.0, 0.7),
+    reqs=st.lists(countable_requests, min_size=4, max_size=8),
+    with_model=st.booleans(),
+)
+def test_the_counts_answer_what_the_search_finds(
+    gateway: Gateway,
+    family: str,
+    hosts: int,
+    seed: int,
+    occupancy: float,
+    reqs: list[PlacementRequest],
+    with_model: bool,
+) -> None:
+    async def scenario() -> None:
+        await with_test_queries(gateway).write("reset_graph")
+        rng = random.Random(seed)
+        cluster = small_cluster(family, hosts, seed)
+        worn(cluster, rng)
+        await load(gateway, cluster)
+        await occupy(gateway, [g.uuid for h in cluster.hosts for g in h.gpus if rng.random() < occupancy])
+        engine = PlacementEngine(gateway)
+        counts = Counts(engine)
+        for base in reqs:
+            req = (
+                base
+                if base.gpus_per_host is None or base.gpus % base.gpus_per_host == 0
+                else base.with_(gpus_per_host=None)
+            )
+            req = req.with_(model=MODELS[family] if with_model else None)
+            counted = await counts.fits(req)
+            assert counted is not None, f"{req}: a countable request on a plain cluster is counted"
+            found = bool((await engine.place(req, explain_infeasible=False)).candidates)
+            assert counted == found, f"{req} on {family} x{hosts}: counts say {counted}, the search {found}"
+
+    asyncio.get_event_loop().run_until_complete(scenario())

@@ -1,0 +1,129 @@
+"""The diagnosis's counter bounds, its counts and its probe order (placement/explain.py, counting.py):
+tests for every path of FreeBounds.most, and the largest-feasible search against brute force."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from graphsvc.placement.counting import FreeBounds, SiteCounts, fits
+from graphsvc.placement.explain import _largest_feasible
+from graphsvc.placement.request import parse_request
+
+BOUNDS = FreeBounds(host=8, domain=72, leaf=150, total=4000, hosts_with_share=40, share=8)
+
+
+@pytest.mark.parametrize(
+    ("text", "most", "why"),
+    [
+        ("16xH100 nvlink=full-mesh", 72, "one NVLink domain: the fullest domain"),
+        ("16xH100 same-nvlink-domain", 72, "one NVLink domain, however connected"),
+        ("1xH100 nvlink=full-mesh", 4000, "one GPU has no pair: not a domain request"),
+        ("16xH100 ib-hops<=0", 8, "one host only: the fullest host"),
+        ("16xH100 ib-hops<=1", 150, "one leaf: the fullest leaf"),
+        ("16xH100 ib-hops<=2", 150, "two hops: still leaves only"),
+        ("16xH100 ib-hops<=3", 4000, "a pod: every free GPU"),
+        ("16xH100", 4000, "no hop limit: every free GPU"),
+        ("16xH100 per-host=8", 320, "a per-host share: hosts holding it, times the share"),
+        ("16xH100 per-host=4", 4000, "another share than the bounds were read for: every free GPU"),
+        ("16xH100 per-host=8 ib-hops<=1", 150, "a share under one leaf: the fullest leaf"),
+    ],
+)
+def test_each_search_path_is_bounded_by_its_counter(text: str, most: int, why: str) -> None:
+    assert BOUNDS.most(parse_request(text)) == most, why
+
+
+def test_a_domain_request_for_one_gpu_needs_only_a_host_with_one_free() -> None:
+    empty_domains = FreeBounds(host=3, domain=0, leaf=0, total=3, hosts_with_share=1, share=1)
+    assert empty_domains.most(parse_request("4xH100 nvlink=full-mesh")) == 1
+
+
+def largest(limit: int, asked: int, most: int, step: int = 1) -> tuple[int, list[int]]:
+    """The search over a monotone `fits n <= limit`; returns the answer and the sizes probed."""
+    probed: list[int] = []
+
+    async def feasible(r) -> bool:  # type: ignore[no-untyped-def]
+        probed.append(r.gpus)
+        return bool(r.gpus <= limit)
+
+    text = f"{asked}xH100" + (f" per-host={step}" if step > 1 else "")
+    return asyncio.run(_largest_feasible(parse_request(text), feasible, most)), probed
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    limit=st.integers(0, 3000),
+    asked=st.integers(2, 3000),
+    slack=st.integers(0, 400),
+    step=st.sampled_from([1, 2, 4, 8]),
+)
+def test_the_largest_feasible_matches_brute_force(limit: int, asked: int, slack: int, step: int) -> None:
+    asked = max(step * 2, asked - asked % step)
+    most = limit + slack  # the counters never undercount what fits
+    found, probed = largest(limit, asked, most, step)
+    brute = max([n for n in range(0, asked, step) if n <= limit], default=0)
+    assert found == brute
+    assert all(n % step == 0 and 0 < n < asked for n in probed)
+
+
+@pytest.mark.parametrize(
+    ("limit", "asked", "most", "probes"),
+    [
+        (147, 2000, 147, 1),  # the counters are exact: one probe
+        (147, 2000, 150, 4),  # three degraded GPUs: 150, 149, 147 (fits), 148
+        (8, 1000, 8, 1),  # the fullest NVLink domain
+        (0, 2000, 0, 0),  # nothing free: no probe
+    ],
+)
+def test_probes_start_from_the_counters(limit: int, asked: int, most: int, probes: int) -> None:
+    found, probed = largest(limit, asked, most)
+    assert found == limit
+    assert len(probed) == probes, probed
+
+
+def site(name: str | None, **counts: int) -> SiteCounts:
+    fields = {"counter": 0, "counter_hosts": 0, "pool": 0, "hosts": 0, "host_most": 0, "doubt": 0, "lapsed": 0}
+    return SiteCounts(site=name, candidates=10, **(fields | counts))
+
+
+A = site("a", counter=40, counter_hosts=5, pool=30, hosts=3, host_most=8)
+B = site("b", counter=40, counter_hosts=5, pool=30, hosts=3, host_most=8)
+
+
+@pytest.mark.parametrize(
+    ("text", "rows", "answer", "why"),
+    [
+        ("30xH100", [A], True, "one site's eligible GPUs cover it"),
+        ("31xH100", [A], False, "not enough eligible GPUs (the counters count refused ones too)"),
+        ("31xH100", [A, B], False, "never across sites"),
+        ("31xH100 cross-site", [A, B], True, "across sites when asked"),
+        ("31xH100 site=b", [A, B], False, "only the named site"),
+        (
+            "8xH100",
+            [site("a", counter=8, counter_hosts=1, pool=0, hosts=0, host_most=8)],
+            True,
+            "one host holds it, whatever its NICs",
+        ),
+        ("24xH100 per-host=8", [A], True, "three hosts hold the share"),
+        ("32xH100 per-host=8", [A], False, "four hosts do not"),
+        (
+            "8xH100 per-host=8",
+            [site("a", counter=8, counter_hosts=1, host_most=7)],
+            False,
+            "a share of the whole request: one host only",
+        ),
+        ("41xH100", [site("a", counter=40, pool=50)], False, "the counters cannot hold it: the search gives up"),
+        ("8xH100 nvlink=any", [A], None, "NVLink: not countable"),
+        ("8xH100 ib-hops<=3", [A], None, "a hop limit: not countable"),
+        ("8xH100 rail-aligned", [A], None, "rails: not countable"),
+        ("8xH100", [site("a", counter=40, pool=30, doubt=1)], None, "a model the cached list lacks"),
+        ("8xH100", [site("a", counter=40, pool=30, lapsed=1)], None, "a lapsed lease"),
+        ("8xH100", [SiteCounts("a", 40, 5, 30, 3, 8, 0, 0, candidates=5000)], None, "more hosts than the search reads"),
+        ("8xH100", [], False, "no host with a free GPU"),
+    ],
+)
+def test_the_counts_decide_countable_shapes(text: str, rows: list[SiteCounts], answer: bool | None, why: str) -> None:
+    assert fits(parse_request(text), rows, limit=4000) is answer, why
