@@ -3,14 +3,16 @@
 // reading every host's GPUs (#15). The hosts are those the wide search reads
 // (placement_hosts_by_free: a free counter >= 1, neither excluded nor of another model by
 // the host prefilter; `candidates` counts them: more than the search's budget $limit, and
-// the caller searches); per site (the site owning the host's cluster, null: none), over the
-// hosts with a free GPU (or a lapsed lease), one row per cluster:
-// - counter, counter_hosts: their free counters summed, and the hosts whose counter holds $share
-//   (the search gives up when these cannot hold the request; stale hosts count, as there);
-// - pool: free GPUs (state free, or a lapsed lease) that meet the per-GPU constraints
+// the caller searches). The hosts with a free GPU (or a lapsed lease) are grouped by their
+// cluster's site (null: none), free counter and `share_most`, the largest per-host share they
+// can give (the search takes a host for a share when both its counter and its pool hold it),
+// so one statement answers every per-host share:
+// - hosts: how many; counter: their free counter (the search gives up when the counters cannot
+//   hold the request; stale hosts count, as there);
+// - pool: their free GPUs (state free, or a lapsed lease) that meet the per-GPU constraints
 //   (fragment placement_usable, rail_up false in $filters), of a model in $models, whose
-//   nearest NIC is not down, on hosts not stale; hosts: those with a counter and a pool >= $share;
-// - host_most: the most such GPUs on one host, NIC state aside, up to its counter (the
+//   nearest NIC is not down, on hosts not stale;
+// - host_most: the most such GPUs on one of them, NIC state aside, up to its counter (the
 //   single-host search seeks hosts by counter);
 // - doubt: usable GPUs of a model not in $known (the model list is older than the GPU), lapsed:
 //   counted GPUs whose lease lapsed (free to the search, not yet to the counters it seeks by):
@@ -22,9 +24,8 @@
 // @param model string
 // @param models list<string>
 // @param now float
-// @param share int
 // @param stale_before float
-// @row site string?, counter int, counter_hosts int, pool int, hosts int, host_most int, doubt int, lapsed int
+// @row site string?, counter int, share_most int, hosts int, pool int, host_most int, doubt int, lapsed int
 // @row candidates int
 MATCH (h:Host)
 WHERE h.free_gpus >= 1 AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
@@ -43,15 +44,15 @@ WITH candidates, h,
      sum(CASE WHEN usable AND g.model IN $models AND g.state = 'reserved' THEN 1 ELSE 0 END) AS lapsed
 WITH candidates, h, any_rail, pool, doubt, lapsed,
      CASE WHEN coalesce(h.received_at, $now) >= $stale_before THEN 1 ELSE 0 END AS fresh
-WITH candidates, h.cluster AS cluster, sum(h.free_gpus) AS counter,
-     sum(CASE WHEN h.free_gpus >= $share THEN 1 ELSE 0 END) AS counter_hosts, sum(fresh * pool) AS pool,
-     sum(CASE WHEN fresh = 1 AND h.free_gpus >= $share AND pool >= $share THEN 1 ELSE 0 END) AS hosts,
-     max(fresh * CASE WHEN h.free_gpus < any_rail THEN h.free_gpus ELSE any_rail END) AS host_most,
-     sum(doubt) AS doubt, sum(fresh * lapsed) AS lapsed
+WITH candidates, h.cluster AS cluster, h.free_gpus AS counter,
+     fresh * CASE WHEN h.free_gpus < pool THEN h.free_gpus ELSE pool END AS share_most,
+     fresh * pool AS pool, fresh * CASE WHEN h.free_gpus < any_rail THEN h.free_gpus ELSE any_rail END AS host_most,
+     doubt, fresh * lapsed AS lapsed
+WITH candidates, cluster, counter, share_most, count(*) AS hosts, sum(pool) AS pool, max(host_most) AS host_most,
+     sum(doubt) AS doubt, sum(lapsed) AS lapsed
 OPTIONAL MATCH (s:Site)-[:HAS_CLUSTER]->(c:Cluster)
 WHERE c.name = cluster
-WITH candidates, cluster, counter, counter_hosts, pool, hosts, host_most, doubt, lapsed, min(s.name) AS site
-RETURN site, toInteger(counter) AS counter, toInteger(counter_hosts) AS counter_hosts, toInteger(pool) AS pool,
-       toInteger(hosts) AS hosts, toInteger(host_most) AS host_most, toInteger(doubt) AS doubt,
-       toInteger(lapsed) AS lapsed, candidates
-ORDER BY site, counter
+WITH candidates, cluster, counter, share_most, hosts, pool, host_most, doubt, lapsed, min(s.name) AS site
+RETURN site, counter, toInteger(share_most) AS share_most, toInteger(hosts) AS hosts, toInteger(pool) AS pool, toInteger(host_most) AS host_most,
+       toInteger(doubt) AS doubt, toInteger(lapsed) AS lapsed, candidates
+ORDER BY site, counter, share_most

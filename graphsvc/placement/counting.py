@@ -29,14 +29,15 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True)
-class SiteCounts:
-    """One row of placement_wide_counts: one site's hosts (site None: hosts of no site)."""
+class HostGroup:
+    """One row of placement_wide_counts: the hosts of one site (None: of no site) with the same
+    free counter and the same largest per-host share they can give (`share_most`)."""
 
     site: str | None
     counter: int
-    counter_hosts: int
-    pool: int
+    share_most: int
     hosts: int
+    pool: int
     host_most: int
     doubt: int
     lapsed: int
@@ -99,9 +100,9 @@ def countable(req: PlacementRequest) -> bool:
     )
 
 
-def fits(req: PlacementRequest, rows: Sequence[SiteCounts], limit: int) -> bool | None:
-    """Whether the engine's search would find a placement for `req` (countable), by the counts
-    read with share = req.gpus_per_host or 1; None when the counts cannot say."""
+def fits(req: PlacementRequest, rows: Sequence[HostGroup], limit: int) -> bool | None:
+    """Whether the engine's search would find a placement for `req` (countable), by the counts;
+    None when the counts cannot say."""
     if not countable(req) or any(r.doubt or r.lapsed or r.candidates > limit for r in rows):
         return None  # a lapsed lease is free to the search but not to the counters it seeks by
     share = req.gpus_per_host or 1
@@ -111,40 +112,41 @@ def fits(req: PlacementRequest, rows: Sequence[SiteCounts], limit: int) -> bool 
         return single
     # The wide search gives up when the counters cannot hold the request (every site together).
     if req.gpus_per_host is None:
-        if sum(r.counter for r in rows) < req.gpus:
+        if sum(r.counter * r.hosts for r in rows) < req.gpus:
             return False
-    elif sum(r.counter_hosts for r in rows) < req.gpus // share:
+    elif sum(r.hosts for r in rows if r.counter >= share) < req.gpus // share:
         return False
-    groups: dict[str | None, list[SiteCounts]] = {}
+    groups: dict[str | None, list[HostGroup]] = {}
     for r in allowed:
         groups.setdefault(None if req.cross_site else (r.site or ""), []).append(r)
     for members in groups.values():
-        if req.gpus_per_host is None and sum(r.pool for r in members) >= req.gpus:
-            return True
-        if req.gpus_per_host is not None and sum(r.hosts for r in members) >= req.gpus // share:
+        if req.gpus_per_host is None:
+            if sum(r.pool for r in members) >= req.gpus:
+                return True
+        elif sum(r.hosts for r in members if r.share_most >= share) >= req.gpus // share:
             return True
     return False
 
 
 class Counts:
-    """The counts one diagnosis reads: once per set of per-GPU constraints and per-host share
-    (its relaxed and shrunk probes mostly share them)."""
+    """The counts one diagnosis reads: once per set of per-GPU constraints (its relaxed and
+    shrunk probes mostly share them; sizes and per-host shares do not change the counts)."""
 
     def __init__(self, engine: PlacementEngine) -> None:
         self.engine = engine
-        self.read: dict[PlacementRequest, list[SiteCounts]] = {}
+        self.read: dict[PlacementRequest, list[HostGroup]] = {}
 
     async def fits(self, req: PlacementRequest) -> bool | None:
         if not countable(req):
             return None
-        key = req.with_(gpus=1, limit=1)  # the counts do not depend on the size asked
+        key = req.with_(gpus=1, gpus_per_host=None, limit=1)  # the counts hold for every size and share
         if key not in self.read:
             self.read[key] = await read_counts(self.engine, req)
         return fits(req, self.read[key], self.engine.budget.units)
 
 
-async def read_counts(engine: PlacementEngine, req: PlacementRequest) -> list[SiteCounts]:
-    """The counts for `req`'s per-GPU constraints and share, over the hosts the search reads."""
+async def read_counts(engine: PlacementEngine, req: PlacementRequest) -> list[HostGroup]:
+    """The counts for `req`'s per-GPU constraints, over the hosts the search reads."""
     from graphsvc.placement.engine import gpu_filters  # the engine imports this module's callers
 
     known = await engine.models()
@@ -163,9 +165,8 @@ async def read_counts(engine: PlacementEngine, req: PlacementRequest) -> list[Si
             "model": req.model_match.prefilter if req.model_match is not None else "",
             "models": models,
             "now": now,
-            "share": req.gpus_per_host or 1,
             "stale_before": now - engine.stale_after_s if engine.stale_after_s is not None else 0.0,
         },
     )
-    fields = ("counter", "counter_hosts", "pool", "hosts", "host_most", "doubt", "lapsed", "candidates")
-    return [SiteCounts(site=r.get("site"), **{k: int(r.get(k) or 0) for k in fields}) for r in rows]
+    fields = ("counter", "share_most", "hosts", "pool", "host_most", "doubt", "lapsed", "candidates")
+    return [HostGroup(site=r.get("site"), **{k: int(r.get(k) or 0) for k in fields}) for r in rows]

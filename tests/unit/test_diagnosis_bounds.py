@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphsvc.placement.counting import FreeBounds, SiteCounts, fits
+from graphsvc.placement.counting import FreeBounds, HostGroup, fits
 from graphsvc.placement.explain import _largest_feasible
 from graphsvc.placement.request import parse_request
 
@@ -84,46 +84,47 @@ def test_probes_start_from_the_counters(limit: int, asked: int, most: int, probe
     assert len(probed) == probes, probed
 
 
-def site(name: str | None, **counts: int) -> SiteCounts:
-    fields = {"counter": 0, "counter_hosts": 0, "pool": 0, "hosts": 0, "host_most": 0, "doubt": 0, "lapsed": 0}
-    return SiteCounts(site=name, candidates=10, **(fields | counts))
+def group(name: str | None, **counts: int) -> HostGroup:
+    fields = {"counter": 8, "share_most": 0, "hosts": 1, "pool": 0, "host_most": 0, "doubt": 0, "lapsed": 0}
+    return HostGroup(site=name, candidates=10, **(fields | counts))
 
 
-A = site("a", counter=40, counter_hosts=5, pool=30, hosts=3, host_most=8)
-B = site("b", counter=40, counter_hosts=5, pool=30, hosts=3, host_most=8)
+def site(name: str) -> list[HostGroup]:
+    """Five hosts with 8 free by their counters: three give 8 eligible GPUs, two give 3."""
+    return [
+        group(name, share_most=8, hosts=3, pool=24, host_most=8),
+        group(name, share_most=3, hosts=2, pool=6, host_most=3),
+    ]
+
+
+A, B = site("a"), site("b")
 
 
 @pytest.mark.parametrize(
     ("text", "rows", "answer", "why"),
     [
-        ("30xH100", [A], True, "one site's eligible GPUs cover it"),
-        ("31xH100", [A], False, "not enough eligible GPUs (the counters count refused ones too)"),
-        ("31xH100", [A, B], False, "never across sites"),
-        ("31xH100 cross-site", [A, B], True, "across sites when asked"),
-        ("31xH100 site=b", [A, B], False, "only the named site"),
-        (
-            "8xH100",
-            [site("a", counter=8, counter_hosts=1, pool=0, hosts=0, host_most=8)],
-            True,
-            "one host holds it, whatever its NICs",
-        ),
-        ("24xH100 per-host=8", [A], True, "three hosts hold the share"),
-        ("32xH100 per-host=8", [A], False, "four hosts do not"),
-        (
-            "8xH100 per-host=8",
-            [site("a", counter=8, counter_hosts=1, host_most=7)],
-            False,
-            "a share of the whole request: one host only",
-        ),
-        ("41xH100", [site("a", counter=40, pool=50)], False, "the counters cannot hold it: the search gives up"),
-        ("8xH100 nvlink=any", [A], None, "NVLink: not countable"),
-        ("8xH100 ib-hops<=3", [A], None, "a hop limit: not countable"),
-        ("8xH100 rail-aligned", [A], None, "rails: not countable"),
-        ("8xH100", [site("a", counter=40, pool=30, doubt=1)], None, "a model the cached list lacks"),
-        ("8xH100", [site("a", counter=40, pool=30, lapsed=1)], None, "a lapsed lease"),
-        ("8xH100", [SiteCounts("a", 40, 5, 30, 3, 8, 0, 0, candidates=5000)], None, "more hosts than the search reads"),
+        ("30xH100", A, True, "one site's eligible GPUs cover it"),
+        ("31xH100", A, False, "not enough eligible GPUs (the counters count refused ones too)"),
+        ("31xH100", A + B, False, "never across sites"),
+        ("31xH100 cross-site", A + B, True, "across sites when asked"),
+        ("31xH100 site=b", A + B, False, "only the named site"),
+        ("8xH100", [group("a", host_most=8)], True, "one host holds it, whatever its NICs"),
+        ("24xH100 per-host=8", A, True, "three hosts hold the share"),
+        ("32xH100 per-host=8", A, False, "four hosts do not"),
+        ("9xH100 per-host=3", A, True, "any host holds a share of 3"),
+        ("16xH100 per-host=8", [group("a", counter=4, share_most=8, hosts=2, pool=16)], False,
+         "the counters cannot hold the shares: the search gives up"),
+        ("8xH100 per-host=8", [group("a", share_most=7, pool=7, host_most=7)], False,
+         "a share of the whole request: one host only"),
+        ("41xH100", [group("a", hosts=5, pool=50)], False, "the counters cannot hold it: the search gives up"),
+        ("8xH100 nvlink=any", A, None, "NVLink: not countable"),
+        ("8xH100 ib-hops<=3", A, None, "a hop limit: not countable"),
+        ("8xH100 rail-aligned", A, None, "rails: not countable"),
+        ("8xH100", [group("a", pool=30, doubt=1)], None, "a model the cached list lacks"),
+        ("8xH100", [group("a", pool=30, lapsed=1)], None, "a lapsed lease"),
+        ("8xH100", [HostGroup("a", 8, 8, 5, 30, 8, 0, 0, candidates=5000)], None, "more hosts than the search reads"),
         ("8xH100", [], False, "no host with a free GPU"),
     ],
-)
-def test_the_counts_decide_countable_shapes(text: str, rows: list[SiteCounts], answer: bool | None, why: str) -> None:
+)  # fmt: skip
+def test_the_counts_decide_countable_shapes(text: str, rows: list[HostGroup], answer: bool | None, why: str) -> None:
     assert fits(parse_request(text), rows, limit=4000) is answer, why
