@@ -25,8 +25,8 @@
 // @param models list<string>
 // @param now float
 // @param stale_before float
-// @row site string?, counter int, share_most int, hosts int, pool int, host_most int, doubt int, lapsed int
-// @row candidates int
+// @row site string?, cluster string?, counter int, share_most int, hosts int, pool int, host_most int, doubt int
+// @row lapsed int, candidates int
 MATCH (h:Host)
 WHERE h.free_gpus >= 1 AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
 WITH count(h) AS candidates
@@ -53,6 +53,6 @@ WITH candidates, cluster, counter, share_most, count(*) AS hosts, sum(pool) AS p
 OPTIONAL MATCH (s:Site)-[:HAS_CLUSTER]->(c:Cluster)
 WHERE c.name = cluster
 WITH candidates, cluster, counter, share_most, hosts, pool, host_most, doubt, lapsed, min(s.name) AS site
-RETURN site, counter, toInteger(share_most) AS share_most, toInteger(hosts) AS hosts, toInteger(pool) AS pool, toInteger(host_most) AS host_most,
+RETURN site, cluster, counter, toInteger(share_most) AS share_most, toInteger(hosts) AS hosts, toInteger(pool) AS pool, toInteger(host_most) AS host_most,
        toInteger(doubt) AS doubt, toInteger(lapsed) AS lapsed, candidates
-ORDER BY site, counter, share_most
+ORDER BY site, cluster, counter, share_most

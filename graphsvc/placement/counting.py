@@ -42,6 +42,22 @@ class HostGroup:
     doubt: int
     lapsed: int
     candidates: int
+    cluster: str | None = None
+
+
+@dataclass(frozen=True)
+class LeafGroup:
+    """One row of placement_leaf_counts: the hosts under one rail-0 leaf, of one cluster, with
+    the same largest per-host share they can give."""
+
+    leaf: str
+    leaf_counter: int
+    cluster: str | None
+    share_most: int
+    hosts: int
+    pool: int
+    doubt: int
+    lapsed: int
 
 
 @dataclass(frozen=True)
@@ -55,6 +71,7 @@ class FreeBounds:
     total: int
     hosts_with_share: int
     share: int
+    hosts_with_free: int = 0
 
     def most(self, req: PlacementRequest) -> int:
         """An upper bound on the GPUs any search can place for `req`'s shape, by the paths the
@@ -86,28 +103,38 @@ async def free_bounds(engine: PlacementEngine, share: int) -> FreeBounds:
         total=int(row.get("total") or 0),
         hosts_with_share=int(row.get("hosts") or 0),
         share=share,
+        hosts_with_free=int(row.get("free_hosts") or 0),
     )
 
 
 def countable(req: PlacementRequest) -> bool:
-    """Shapes whose feasibility the counts decide: no NVLink wish (so any GPUs of a host do),
-    no hop limit (so any hosts of a site do), no rail alignment."""
+    """Shapes whose feasibility the counts decide: no NVLink wish (so any GPUs of a host do), no
+    rail alignment, and no hop limit (any hosts of a site do), one host (0 hops), or one leaf
+    (1-2 hops: hosts cabled to one leaf are one hop apart). Pods (3-4 hops) are searched."""
     return (
         req.nvlink is NVLinkRequirement.NONE
         and not req.same_nvlink_domain
-        and req.max_ib_hops is None
         and not req.rail_aligned
+        and (req.max_ib_hops is None or req.max_ib_hops < 3)
     )
+
+
+def _single(req: PlacementRequest, rows: Sequence[HostGroup]) -> bool:
+    """The single-host search: a host whose counter and eligible GPUs (NICs aside) hold it all."""
+    allowed = [r for r in rows if not locality.outside(r.site, req.site_set)]
+    return req.gpus_per_host in (None, req.gpus) and any(r.host_most >= req.gpus for r in allowed)
 
 
 def fits(req: PlacementRequest, rows: Sequence[HostGroup], limit: int) -> bool | None:
     """Whether the engine's search would find a placement for `req` (countable), by the counts;
     None when the counts cannot say."""
-    if not countable(req) or any(r.doubt or r.lapsed or r.candidates > limit for r in rows):
+    if not countable(req) or req.max_ib_hops is not None:
+        return None
+    if any(r.doubt or r.lapsed or r.candidates > limit for r in rows):
         return None  # a lapsed lease is free to the search but not to the counters it seeks by
     share = req.gpus_per_host or 1
     allowed = [r for r in rows if not locality.outside(r.site, req.site_set)]
-    single = req.gpus_per_host in (None, req.gpus) and any(r.host_most >= req.gpus for r in allowed)
+    single = _single(req, rows)
     if single or (req.gpus_per_host is not None and req.gpus_per_host >= req.gpus):
         return single
     # The wide search gives up when the counters cannot hold the request (every site together).
@@ -128,25 +155,73 @@ def fits(req: PlacementRequest, rows: Sequence[HostGroup], limit: int) -> bool |
     return False
 
 
+def fits_under_a_leaf(
+    req: PlacementRequest, rows: Sequence[HostGroup], leaves: Sequence[LeafGroup], limit: int
+) -> bool | None:
+    """Whether the search finds `req` (countable, 0-2 IB hops) on one host or under one leaf
+    (placement_leaves_fit: a leaf whose counter holds the request, its hosts' eligible GPUs
+    covering it or enough of them holding the per-host share); None when the counts cannot say."""
+    if not countable(req) or req.max_ib_hops is None:
+        return None
+    if any(r.doubt or r.lapsed or r.candidates > limit for r in rows) or any(g.doubt or g.lapsed for g in leaves):
+        return None
+    if len({g.leaf for g in leaves}) + (rows[0].candidates if rows else 0) > limit:
+        return None  # more units than the search reads
+    if _single(req, rows):
+        return True
+    if req.max_ib_hops < 1 or (req.gpus_per_host is not None and req.gpus_per_host >= req.gpus):
+        return False
+    share = req.gpus_per_host or 1
+    site_of = {r.cluster: r.site for r in rows}
+    by_leaf: dict[str, list[LeafGroup]] = {}
+    for g in leaves:
+        by_leaf.setdefault(g.leaf, []).append(g)
+    for members in by_leaf.values():
+        if members[0].leaf_counter < req.gpus:
+            continue
+        if any(g.cluster not in site_of for g in members):
+            return None  # a cluster with a free GPU the other count did not see: not vouched for
+        sites = {site_of[g.cluster] for g in members}
+        if len(sites) > 1 and not req.cross_site:
+            return None  # a leaf across sites: the search may refuse what the count would take
+        if any(locality.outside(site, req.site_set) for site in sites):
+            if len(sites) > 1:
+                return None
+            continue
+        if req.gpus_per_host is None:
+            if sum(g.pool for g in members) >= req.gpus:
+                return True
+        elif sum(g.hosts for g in members if g.share_most >= share) >= req.gpus // share:
+            return True
+    return False
+
+
 class Counts:
     """The counts one diagnosis reads: once per set of per-GPU constraints (its relaxed and
-    shrunk probes mostly share them; sizes and per-host shares do not change the counts)."""
+    shrunk probes mostly share them; sizes, shares and hop limits do not change the counts)."""
 
-    def __init__(self, engine: PlacementEngine) -> None:
+    def __init__(self, engine: PlacementEngine, bounds: FreeBounds) -> None:
         self.engine = engine
-        self.read: dict[PlacementRequest, list[HostGroup]] = {}
+        self.bounds = bounds
+        self.wide: dict[PlacementRequest, list[HostGroup]] = {}
+        self.leaves: dict[PlacementRequest, list[LeafGroup]] = {}
 
     async def fits(self, req: PlacementRequest) -> bool | None:
-        if not countable(req):
-            return None
-        key = req.with_(gpus=1, gpus_per_host=None, limit=1)  # the counts hold for every size and share
-        if key not in self.read:
-            self.read[key] = await read_counts(self.engine, req)
-        return fits(req, self.read[key], self.engine.budget.units)
+        if not countable(req) or self.bounds.hosts_with_free > self.engine.budget.units:
+            return None  # more hosts than the search reads: the counts would not say what it finds
+        key = req.with_(gpus=1, gpus_per_host=None, max_ib_hops=None, limit=1)  # the same for every size
+        if key not in self.wide:
+            self.wide[key] = await read_counts(self.engine, req)
+        limit = self.engine.budget.units
+        if req.max_ib_hops is None:
+            return fits(req, self.wide[key], limit)
+        if req.max_ib_hops >= 1 and key not in self.leaves:
+            self.leaves[key] = await read_leaf_counts(self.engine, req)
+        return fits_under_a_leaf(req, self.wide[key], self.leaves.get(key, []), limit)
 
 
-async def read_counts(engine: PlacementEngine, req: PlacementRequest) -> list[HostGroup]:
-    """The counts for `req`'s per-GPU constraints, over the hosts the search reads."""
+async def _count_params(engine: PlacementEngine, req: PlacementRequest) -> dict[str, object]:
+    """What both count statements take: `req`'s per-GPU constraints and the exact models it accepts."""
     from graphsvc.placement.engine import gpu_filters  # the engine imports this module's callers
 
     known = await engine.models()
@@ -156,17 +231,31 @@ async def read_counts(engine: PlacementEngine, req: PlacementRequest) -> list[Ho
         and not (req.capabilities and req.capabilities.unmet(m) is not None)
     ]  # fmt: skip
     now = engine.clock()
-    rows = await engine.gw.read(
-        "placement_wide_counts",
-        {
-            "exclude": list(req.exclude_hosts),
-            "filters": gpu_filters(req, rail_up=False),
-            "known": known,
-            "model": req.model_match.prefilter if req.model_match is not None else "",
-            "models": models,
-            "now": now,
-            "stale_before": now - engine.stale_after_s if engine.stale_after_s is not None else 0.0,
-        },
-    )
+    return {
+        "exclude": list(req.exclude_hosts),
+        "filters": gpu_filters(req, rail_up=False),
+        "known": known,
+        "model": req.model_match.prefilter if req.model_match is not None else "",
+        "models": models,
+        "now": now,
+        "stale_before": now - engine.stale_after_s if engine.stale_after_s is not None else 0.0,
+    }
+
+
+async def read_counts(engine: PlacementEngine, req: PlacementRequest) -> list[HostGroup]:
+    """The counts for `req`'s per-GPU constraints, over the hosts the search reads."""
+    rows = await engine.gw.read("placement_wide_counts", await _count_params(engine, req))
     fields = ("counter", "share_most", "hosts", "pool", "host_most", "doubt", "lapsed", "candidates")
-    return [HostGroup(site=r.get("site"), **{k: int(r.get(k) or 0) for k in fields}) for r in rows]
+    return [
+        HostGroup(site=r.get("site"), cluster=r.get("cluster"), **{k: int(r.get(k) or 0) for k in fields}) for r in rows
+    ]
+
+
+async def read_leaf_counts(engine: PlacementEngine, req: PlacementRequest) -> list[LeafGroup]:
+    """The counts under each rail-0 leaf for `req`'s per-GPU constraints."""
+    rows = await engine.gw.read("placement_leaf_counts", await _count_params(engine, req))
+    fields = ("leaf_counter", "share_most", "hosts", "pool", "doubt", "lapsed")
+    return [
+        LeafGroup(leaf=str(r["leaf"]), cluster=r.get("cluster"), **{k: int(r.get(k) or 0) for k in fields})
+        for r in rows
+    ]

@@ -85,7 +85,7 @@ async def diagnose(
     NVLink, hop or rail constraints is answered by counting in the store (placement.counting),
     not by reading every host's GPUs (#15)."""
     bounds = await free_bounds(engine, req.gpus_per_host or 1)
-    counts = Counts(engine)
+    counts = Counts(engine, bounds)
 
     async def feasible(r: PlacementRequest) -> bool:
         if bounds.most(r) < r.gpus:

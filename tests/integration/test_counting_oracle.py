@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from topo_facts.models import Health, PortState
 
-from graphsvc.placement.counting import Counts
+from graphsvc.placement.counting import Counts, free_bounds
 from graphsvc.placement.engine import PlacementEngine
 from graphsvc.placement.request import PlacementRequest
 from graphsvc.store.gateway import Gateway
@@ -25,6 +25,7 @@ countable_requests = st.builds(
     PlacementRequest,
     gpus=st.integers(1, 40),
     gpus_per_host=st.sampled_from([None, None, 1, 2, 4, 8]),
+    max_ib_hops=st.sampled_from([None, None, 0, 1, 2]),
     max_temperature_c=st.sampled_from([None, None, 70.0]),
     exclude_unhealthy=st.booleans(),
     limit=st.just(1),
@@ -76,7 +77,7 @@ def test_the_counts_answer_what_the_search_finds(
         await load(gateway, cluster)
         await occupy(gateway, [g.uuid for h in cluster.hosts for g in h.gpus if rng.random() < occupancy])
         engine = PlacementEngine(gateway)
-        counts = Counts(engine)
+        counts = Counts(engine, await free_bounds(engine, 1))
         for base in reqs:
             req = (
                 base

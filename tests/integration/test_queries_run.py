@@ -61,6 +61,26 @@ FIT: dict[str, Any] = {
     "domain_top": 576,
 }
 
+# What the diagnosis's two count statements take (graphsvc/placement/counting.py).
+COUNT_PARAMS: dict[str, Any] = {
+    "exclude": [],
+    "filters": {
+        "healthy": True,
+        "min_memory_mib": -1,
+        "max_temperature_c": 1e9,
+        "max_utilization_pct": 1e9,
+        "max_memory_used_mib": 1e9,
+        "nic_affinity": False,
+        "rail_up": False,
+    },
+    "known": [FIRST.gpus[0].model],
+    "model": "",
+    "models": [FIRST.gpus[0].model],
+    "now": 1.0,
+    "stale_before": 0.0,
+}
+
+
 EXAMPLES: dict[str, dict[str, Any]] = {
     "meta_version": {},
     "meta_set_version": {"version": 2, "now": 0.0},
@@ -177,23 +197,8 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "placement_host_nvlinks": {"hosts": [FIRST.hostname]},
     "largest_free_hosts": {"top": 8, "limit": 3},
     "placement_free_bounds": {"share": 4},
-    "placement_wide_counts": {
-        "exclude": [],
-        "filters": {
-            "healthy": True,
-            "min_memory_mib": -1,
-            "max_temperature_c": 1e9,
-            "max_utilization_pct": 1e9,
-            "max_memory_used_mib": 1e9,
-            "nic_affinity": False,
-            "rail_up": False,
-        },
-        "known": [FIRST.gpus[0].model],
-        "model": "h100",
-        "models": [FIRST.gpus[0].model],
-        "now": 1.0,
-        "stale_before": 0.0,
-    },
+    "placement_wide_counts": COUNT_PARAMS,
+    "placement_leaf_counts": COUNT_PARAMS,
     "benchmark_naive_scan": {"model": "h100", "n": 4, "limit": 6},
     "cluster_summary": {},
     "domain_summary": {},

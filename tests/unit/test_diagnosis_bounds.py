@@ -4,12 +4,16 @@ tests for every path of FreeBounds.most, and the largest-feasible search against
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphsvc.placement.counting import FreeBounds, HostGroup, fits
+from graphsvc.placement.counting import Counts, FreeBounds, HostGroup, LeafGroup, fits, fits_under_a_leaf
+from graphsvc.placement.engine import SearchBudget
 from graphsvc.placement.explain import _largest_feasible
 from graphsvc.placement.request import parse_request
 
@@ -128,3 +132,44 @@ A, B = site("a"), site("b")
 )  # fmt: skip
 def test_the_counts_decide_countable_shapes(text: str, rows: list[HostGroup], answer: bool | None, why: str) -> None:
     assert fits(parse_request(text), rows, limit=4000) is answer, why
+
+
+def test_no_count_is_read_when_the_search_would_not_read_every_host() -> None:
+    engine: Any = SimpleNamespace(budget=SearchBudget(units=4000))  # no gateway: nothing may be read
+    many = replace(BOUNDS, hosts_with_free=4001)
+    assert asyncio.run(Counts(engine, many).fits(parse_request("9xH100"))) is None
+
+
+def leaf(name: str, counter: int, cluster: str | None = "c1", **counts: int) -> LeafGroup:
+    fields = {"share_most": 8, "hosts": 1, "pool": 8, "doubt": 0, "lapsed": 0}
+    return LeafGroup(leaf=name, leaf_counter=counter, cluster=cluster, **(fields | counts))
+
+
+SITE_A = [group("a", cluster="c1", host_most=8), group("b", cluster="c2", host_most=8)]
+# Leaf l1: three hosts giving 8 and two giving 3 (30 eligible, 40 by the counters).
+L1 = [leaf("l1", 40, share_most=8, hosts=3, pool=24), leaf("l1", 40, share_most=3, hosts=2, pool=6)]
+
+
+@pytest.mark.parametrize(
+    ("text", "leaves", "answer", "why"),
+    [
+        ("30xH100 ib-hops<=1", L1, True, "one leaf's eligible GPUs cover it"),
+        ("31xH100 ib-hops<=1", L1, False, "not under one leaf"),
+        ("31xH100 ib-hops<=2", [*L1, leaf("l2", 40, pool=31, hosts=4)], True, "another leaf holds it"),
+        ("41xH100 ib-hops<=1", [leaf("l1", 40, pool=50, hosts=7)], False, "the leaf's counter cannot hold it"),
+        ("24xH100 per-host=8 ib-hops<=1", L1, True, "three hosts under the leaf hold the share"),
+        ("32xH100 per-host=8 ib-hops<=1", L1, False, "four do not"),
+        ("8xH100 ib-hops<=1", [], True, "one host holds it"),
+        ("9xH100 ib-hops<=0", L1, False, "no hop: one host only"),
+        ("8xH100 ib-hops<=0", [], True, "no hop, one host holds it"),
+        ("30xH100 ib-hops<=1 site=b", L1, False, "the leaf's hosts are of another site"),
+        ("30xH100 ib-hops<=1", [leaf("l1", 40, cluster="c1", pool=15, hosts=2),
+                                leaf("l1", 40, cluster="c2", pool=15, hosts=2)], None, "a leaf across sites"),
+        ("30xH100 ib-hops<=1", [leaf("l1", 40, cluster="c9", pool=30, hosts=4)], None,
+         "a cluster the other count lacks"),
+        ("30xH100 ib-hops<=1", [leaf("l1", 40, pool=30, hosts=4, lapsed=1)], None, "a lapsed lease"),
+        ("30xH100 ib-hops<=3", L1, None, "a pod: searched"),
+    ],
+)  # fmt: skip
+def test_the_counts_decide_one_leaf(text: str, leaves: list[LeafGroup], answer: bool | None, why: str) -> None:
+    assert fits_under_a_leaf(parse_request(text), SITE_A, leaves, limit=4000) is answer, why
