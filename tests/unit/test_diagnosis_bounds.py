@@ -88,9 +88,9 @@ def test_probes_start_from_the_counters(limit: int, asked: int, most: int, probe
     assert len(probed) == probes, probed
 
 
-def group(name: str | None, **counts: int) -> HostGroup:
+def group(name: str | None, cluster: str | None = None, **counts: int) -> HostGroup:
     fields = {"counter": 8, "share_most": 0, "hosts": 1, "pool": 0, "host_most": 0, "doubt": 0, "lapsed": 0}
-    return HostGroup(site=name, candidates=10, **(fields | counts))
+    return HostGroup(site=name, cluster=cluster, candidates=10, **(fields | counts))
 
 
 def site(name: str) -> list[HostGroup]:

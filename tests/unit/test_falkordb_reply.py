@@ -4,6 +4,8 @@ values that are not plain data. The integration suite reads every query through 
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from redis.exceptions import ResponseError
 
@@ -12,7 +14,7 @@ from graphsvc.store.falkordb_reply import parse_rows
 STATS = ["Cached execution: 1", "Query internal execution time: 0.1 milliseconds"]
 
 
-def reply(names: list[str], *rows: list[list[object]]) -> list[object]:
+def reply(names: list[str], *rows: list[Any]) -> list[object]:
     return [[[1, n] for n in names], list(rows), STATS]
 
 
