@@ -146,13 +146,16 @@ def fits(req: PlacementRequest, rows: Sequence[HostGroup], limit: int) -> bool |
     groups: dict[str | None, list[HostGroup]] = {}
     for r in allowed:
         groups.setdefault(None if req.cross_site else (r.site or ""), []).append(r)
-    for members in groups.values():
-        if req.gpus_per_host is None:
-            if sum(r.pool for r in members) >= req.gpus:
-                return True
-        elif sum(r.hosts for r in members if r.share_most >= share) >= req.gpus // share:
-            return True
-    return False
+    return any(_covers(req, members) for members in groups.values())
+
+
+def _covers(req: PlacementRequest, members: Sequence[HostGroup | LeafGroup]) -> bool:
+    """One group's hosts hold the request: their eligible GPUs cover it (fewest hosts, fullest
+    first), or enough of them give its per-host share."""
+    if req.gpus_per_host is None:
+        return sum(g.pool for g in members) >= req.gpus
+    share = req.gpus_per_host
+    return sum(g.hosts for g in members if g.share_most >= share) >= req.gpus // share
 
 
 def fits_under_a_leaf(
@@ -171,7 +174,6 @@ def fits_under_a_leaf(
         return True
     if req.max_ib_hops < 1 or (req.gpus_per_host is not None and req.gpus_per_host >= req.gpus):
         return False
-    share = req.gpus_per_host or 1
     site_of = {r.cluster: r.site for r in rows}
     by_leaf: dict[str, list[LeafGroup]] = {}
     for g in leaves:
@@ -188,10 +190,7 @@ def fits_under_a_leaf(
             if len(sites) > 1:
                 return None
             continue
-        if req.gpus_per_host is None:
-            if sum(g.pool for g in members) >= req.gpus:
-                return True
-        elif sum(g.hosts for g in members if g.share_most >= share) >= req.gpus // share:
+        if _covers(req, members):
             return True
     return False
 

@@ -64,15 +64,7 @@ FIT: dict[str, Any] = {
 # What the diagnosis's two count statements take (graphsvc/placement/counting.py).
 COUNT_PARAMS: dict[str, Any] = {
     "exclude": [],
-    "filters": {
-        "healthy": True,
-        "min_memory_mib": -1,
-        "max_temperature_c": 1e9,
-        "max_utilization_pct": 1e9,
-        "max_memory_used_mib": 1e9,
-        "nic_affinity": False,
-        "rail_up": False,
-    },
+    "filters": FIT["filters"],
     "known": [FIRST.gpus[0].model],
     "model": "",
     "models": [FIRST.gpus[0].model],
