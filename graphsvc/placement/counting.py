@@ -3,16 +3,18 @@
 FreeBounds: the free counters bound every search (each seeks its units by them), so a
 request larger than they allow needs no search.
 
-Counts: a request with no NVLink, hop or rail constraint fits exactly when some site's free
-eligible GPUs cover it (fewest hosts, fullest first, never fails then), or its per-host share
-on enough hosts, or one host holds it.
+Counts: a request with no NVLink or rail constraint fits exactly when one host holds it, or,
+without a hop limit, some site's free eligible GPUs cover it (fewest hosts, fullest first,
+never fails then) or enough of its hosts hold the per-host share, or, within one or two hops,
+the hosts under one leaf do.
 
 The search proves that by reading every host it might use (1,216 GPU rows for 1,000 GPUs);
-the store counts it in one statement (query placement_wide_counts) that applies the same
-per-GPU constraints (fragment placement_usable), the same model list and the same host set as
-the search, so both answer alike. Anything the count cannot vouch for (a shape with NVLink,
-hops or rails, a model the cached list lacks, more hosts than the search reads) answers None:
-the caller searches.
+the store counts it (queries placement_wide_counts and placement_leaf_counts) with the same
+per-GPU constraints (fragment placement_usable), the same model list and the same hosts as the
+search, so both answer alike (tests/integration/test_counting_oracle.py). Anything the counts
+cannot vouch for (NVLink, rails or a pod's hops asked, a model newer than the cached list, a
+lapsed lease, more hosts than the search reads, a leaf across sites) answers None: the caller
+searches.
 """
 
 from __future__ import annotations

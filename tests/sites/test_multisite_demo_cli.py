@@ -28,7 +28,7 @@ def _ready(url: str) -> bool:
     except (httpx.HTTPError, ValueError):
         return False
     loaded = isinstance(sites, list) and len(sites) == 3 and all(s["gpus"] for s in sites)
-    return loaded and len(facts.get("data", {}).get("costFacts", [])) >= 18
+    return loaded and len((facts.get("data") or {}).get("costFacts") or []) >= 18
 
 
 def test_multisite_demo_and_the_sites_cli(tmp_path: Path) -> None:
