@@ -85,13 +85,8 @@ class FreeBounds:
         if req.max_ib_hops is None or req.max_ib_hops >= 1:
             most = max(most, self.leaf)
             if req.max_ib_hops is None or req.max_ib_hops >= 3:
-                share = req.gpus_per_host
-                wide = (
-                    self.total
-                    if share is None
-                    else (share * self.hosts_with_share if share == self.share else self.total)
-                )
-                most = max(most, wide)
+                share = req.gpus_per_host  # the bounds were read for one share; any other: every free GPU
+                most = max(most, share * self.hosts_with_share if share == self.share else self.total)
         return most
 
 
@@ -121,10 +116,20 @@ def countable(req: PlacementRequest) -> bool:
     )
 
 
+def _unvouched(rows: Sequence[HostGroup | LeafGroup], limit: int) -> bool:
+    """Counts that may differ from what the search finds: a GPU of a model newer than the cached
+    list, a lapsed lease (free to the search, not yet to the counters it seeks by), more hosts
+    than the search reads."""
+    return any(r.doubt or r.lapsed or (isinstance(r, HostGroup) and r.candidates > limit) for r in rows)
+
+
+def _allowed(req: PlacementRequest, rows: Sequence[HostGroup]) -> list[HostGroup]:
+    return [r for r in rows if not locality.outside(r.site, req.site_set)]
+
+
 def _single(req: PlacementRequest, rows: Sequence[HostGroup]) -> bool:
     """The single-host search: a host whose counter and eligible GPUs (NICs aside) hold it all."""
-    allowed = [r for r in rows if not locality.outside(r.site, req.site_set)]
-    return req.gpus_per_host in (None, req.gpus) and any(r.host_most >= req.gpus for r in allowed)
+    return req.gpus_per_host in (None, req.gpus) and any(r.host_most >= req.gpus for r in _allowed(req, rows))
 
 
 def fits(req: PlacementRequest, rows: Sequence[HostGroup], limit: int) -> bool | None:
@@ -132,10 +137,9 @@ def fits(req: PlacementRequest, rows: Sequence[HostGroup], limit: int) -> bool |
     None when the counts cannot say."""
     if not countable(req) or req.max_ib_hops is not None:
         return None
-    if any(r.doubt or r.lapsed or r.candidates > limit for r in rows):
-        return None  # a lapsed lease is free to the search but not to the counters it seeks by
+    if _unvouched(rows, limit):
+        return None
     share = req.gpus_per_host or 1
-    allowed = [r for r in rows if not locality.outside(r.site, req.site_set)]
     single = _single(req, rows)
     if single or (req.gpus_per_host is not None and req.gpus_per_host >= req.gpus):
         return single
@@ -146,7 +150,7 @@ def fits(req: PlacementRequest, rows: Sequence[HostGroup], limit: int) -> bool |
     elif sum(r.hosts for r in rows if r.counter >= share) < req.gpus // share:
         return False
     groups: dict[str | None, list[HostGroup]] = {}
-    for r in allowed:
+    for r in _allowed(req, rows):
         groups.setdefault(None if req.cross_site else (r.site or ""), []).append(r)
     return any(_covers(req, members) for members in groups.values())
 
@@ -168,7 +172,7 @@ def fits_under_a_leaf(
     covering it or enough of them holding the per-host share); None when the counts cannot say."""
     if not countable(req) or req.max_ib_hops is None:
         return None
-    if any(r.doubt or r.lapsed or r.candidates > limit for r in rows) or any(g.doubt or g.lapsed for g in leaves):
+    if _unvouched([*rows, *leaves], limit):
         return None
     if len({g.leaf for g in leaves}) + (rows[0].candidates if rows else 0) > limit:
         return None  # more units than the search reads

@@ -82,8 +82,8 @@ async def diagnose(
     The free counters bound every search (each seeks its units by them): a relaxed request
     they cannot hold is answered without a search, and the largest request that fits is
     probed from what they allow downwards, not halved from the request. A probe without
-    NVLink, hop or rail constraints is answered by counting in the store (placement.counting),
-    not by reading every host's GPUs (#15)."""
+    NVLink or rail constraints and with no hop limit, one host or one leaf is answered by
+    counting in the store (placement.counting), not by reading every host's GPUs (#15)."""
     bounds = await free_bounds(engine, req.gpus_per_host or 1)
     counts = Counts(engine, bounds)
 

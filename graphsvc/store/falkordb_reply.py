@@ -42,7 +42,7 @@ def _value(cell: list[Any]) -> Any:
     raise _NotPlain(kind)
 
 
-def raise_errors(reply: list[Any]) -> None:
+def _raise_errors(reply: list[Any]) -> None:
     """A query that fails while running answers its rows so far and the error last."""
     for part in (reply[0], reply[-1]):
         if isinstance(part, ResponseError):
@@ -51,7 +51,7 @@ def raise_errors(reply: list[Any]) -> None:
 
 def parse_rows(reply: list[Any]) -> list[Row] | None:
     """Rows as plain dicts keyed by column; None when a value is not plain data."""
-    raise_errors(reply)
+    _raise_errors(reply)
     if len(reply) < 3:  # statistics only: a write that returns nothing
         return []
     names = [str(column[1]) if isinstance(column, list | tuple) else str(column) for column in reply[0]]
