@@ -17,10 +17,13 @@
 // - doubt: usable GPUs of a model not in $known (the model list is older than the GPU), lapsed:
 //   counted GPUs whose lease lapsed (free to the search, not yet to the counters it seeks by):
 //   with either the caller searches.
+// Only hosts whose counter is at least $least are grouped (`candidates` still counts them all):
+// for a per-host share of $least the others add nothing, and that skips most of the scan.
 // @read
 // @param exclude list<string>
 // @param filters map
 // @param known list<string>
+// @param least int
 // @param model string
 // @param models list<string>
 // @param now float
@@ -31,7 +34,7 @@ MATCH (h:Host)
 WHERE h.free_gpus >= 1 AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
 WITH count(h) AS candidates
 MATCH (h:Host)-[:HAS_GPU]->(g:GPU)
-WHERE h.free_gpus >= 1 AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
+WHERE h.free_gpus >= $least AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
   AND (g.state = 'free' OR (g.state = 'reserved' AND g.lease_expires_at < $now))
 OPTIONAL MATCH (g)-[a:NIC_AFFINITY]->(n:NIC)
 WITH candidates, h, g, n,

@@ -83,7 +83,7 @@ class HostLoader:
         self.virtual_free = virtual_free  # GPUs a preemption plan may take
         self.stale_before = stale_before  # hosts not heard from since then are not offered
         self.cache: dict[str, Host] = {}
-        self.by_free: dict[tuple[tuple[str, ...], str, int], list[Row]] = {}
+        self.by_free: dict[tuple[tuple[str, ...], str, int], tuple[int, list[Row]]] = {}  # by least share read
 
     async def load(self, names: Iterable[str]) -> list[Host]:
         wanted = list(dict.fromkeys(names))
@@ -119,17 +119,22 @@ class HostLoader:
                     peer.direct[src.uuid] = gbps
         return [self.cache[n] for n in wanted if n in self.cache]
 
-    async def hosts_by_free(self, exclude: list[str], model: str, limit: int) -> list[Row]:
-        """Hosts with a free GPU, fullest first by their counters (the wide groups' search), read
-        once per request: a diagnosis's relaxed and shrunk probes ask the same many times."""
+    async def hosts_by_free(self, exclude: list[str], model: str, limit: int, least: int = 1) -> list[Row]:
+        """Hosts whose free counter is at least `least` (a per-host share: a host below it adds
+        nothing), fullest first by their counters (the wide groups' search), read once per
+        request: a diagnosis's relaxed and shrunk probes ask the same many times. A read for a
+        smaller share serves a larger one: its rows come fullest first, so those holding the
+        larger share are its first rows, the rows a read for that share would return."""
         key = (tuple(exclude), model, limit)
-        if key not in self.by_free:
-            self.by_free[key] = await self.gw.read(
+        cached = self.by_free.get(key)
+        if cached is None or cached[0] > least:
+            rows = await self.gw.read(
                 "placement_hosts_by_free",
-                {"first_size": MAX_HOST_GPUS, "last_size": 1, "step": -1, "exclude": exclude, "model": model,
+                {"first_size": MAX_HOST_GPUS, "last_size": least, "step": -1, "exclude": exclude, "model": model,
                  "skip": 0, "limit": limit},
             )  # fmt: skip
-        return self.by_free[key]
+            self.by_free[key] = cached = (least, rows)
+        return [r for r in cached[1] if int(r["free"]) >= least]
 
     def _settle(self, host: Host, gpu: Gpu, lease_expires_at: float | None) -> None:
         """The state placement judges a GPU by: a lapsed lease or a preemption plan frees it; a
@@ -431,13 +436,14 @@ class _Search:
         if self.enough() or (req.max_ib_hops is not None and req.max_ib_hops < 3):
             return
         # Wider groups: one pod (3 hops), or the whole cluster (no limit or no fabric known).
-        rows = await self.loader.hosts_by_free(self.exclude, self.model, self.engine.budget.units)
-        self.units_read += len(rows)
-        # Rows come fullest first. A host whose counter cannot hold a per-host share adds nothing;
-        # when the rest cannot hold the request, no group can (the counters bound every group).
+        # Rows come fullest first. A host whose counter cannot hold a per-host share adds nothing
+        # (not read); when the rest cannot hold the request, no group can (the counters bound
+        # every group).
         share = req.gpus_per_host or 1
-        names = [str(r["host"]) for r in rows if int(r["free"]) >= share]
-        free = [int(r["free"]) for r in rows if int(r["free"]) >= share]
+        rows = await self.loader.hosts_by_free(self.exclude, self.model, self.engine.budget.units, least=share)
+        self.units_read += len(rows)
+        names = [str(r["host"]) for r in rows]
+        free = [int(r["free"]) for r in rows]
         too_few = sum(free) < req.gpus if req.gpus_per_host is None else len(names) < req.gpus // share
         if too_few:
             return

@@ -61,7 +61,7 @@ FIT: dict[str, Any] = {
     "domain_top": 576,
 }
 
-# What the diagnosis's two count statements take (graphsvc/placement/counting.py).
+# What the diagnosis's count statements take (graphsvc/placement/counting.py).
 COUNT_PARAMS: dict[str, Any] = {
     "exclude": [],
     "filters": FIT["filters"],
@@ -189,8 +189,9 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "placement_host_nvlinks": {"hosts": [FIRST.hostname]},
     "largest_free_hosts": {"top": 8, "limit": 3},
     "placement_free_bounds": {"share": 4},
-    "placement_wide_counts": COUNT_PARAMS,
-    "placement_leaf_counts": COUNT_PARAMS,
+    "placement_wide_counts": {**COUNT_PARAMS, "least": 1},
+    "placement_leaf_counts": {**COUNT_PARAMS, "least": 1, "least_leaf": 1},
+    "placement_fullest_pool": {k: v for k, v in COUNT_PARAMS.items() if k != "known"} | {"cover": 4},
     "benchmark_naive_scan": {"model": "h100", "n": 4, "limit": 6},
     "cluster_summary": {},
     "domain_summary": {},

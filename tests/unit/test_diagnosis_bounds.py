@@ -12,7 +12,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphsvc.placement.counting import Counts, FreeBounds, HostGroup, LeafGroup, fits, fits_under_a_leaf
+from graphsvc.placement.counting import (
+    Counts,
+    FreeBounds,
+    HostGroup,
+    LeafGroup,
+    PoolGroup,
+    fits,
+    fits_under_a_leaf,
+    surely_fits,
+)
 from graphsvc.placement.engine import SearchBudget
 from graphsvc.placement.explain import _largest_feasible
 from graphsvc.placement.request import parse_request
@@ -141,8 +150,9 @@ def test_no_count_is_read_when_the_search_would_not_read_every_host() -> None:
 
 
 def leaf(name: str, counter: int, cluster: str | None = "c1", **counts: int) -> LeafGroup:
-    fields = {"share_most": 8, "hosts": 1, "pool": 8, "doubt": 0, "lapsed": 0}
-    return LeafGroup(leaf=name, leaf_counter=counter, cluster=cluster, **(fields | counts))
+    fields = {"share_most": 8, "hosts": 1, "pool": 8, "doubt": 0, "lapsed": 0, "candidates": 10}
+    site = {"c1": "a", "c2": "b"}.get(cluster or "")
+    return LeafGroup(leaf=name, leaf_counter=counter, cluster=cluster, site=site, **(fields | counts))
 
 
 SITE_A = [group("a", cluster="c1", host_most=8), group("b", cluster="c2", host_most=8)]
@@ -165,11 +175,100 @@ L1 = [leaf("l1", 40, share_most=8, hosts=3, pool=24), leaf("l1", 40, share_most=
         ("30xH100 ib-hops<=1 site=b", L1, False, "the leaf's hosts are of another site"),
         ("30xH100 ib-hops<=1", [leaf("l1", 40, cluster="c1", pool=15, hosts=2),
                                 leaf("l1", 40, cluster="c2", pool=15, hosts=2)], None, "a leaf across sites"),
-        ("30xH100 ib-hops<=1", [leaf("l1", 40, cluster="c9", pool=30, hosts=4)], None,
-         "a cluster the other count lacks"),
+        ("30xH100 ib-hops<=1", [leaf("l1", 40, pool=30, hosts=4, candidates=4000)], None,
+         "more hosts and leaves than the search reads"),
+        ("30xH100 ib-hops<=1", [leaf("l1", 40, cluster=None, pool=30, hosts=4)], True, "hosts of no site"),
         ("30xH100 ib-hops<=1", [leaf("l1", 40, pool=30, hosts=4, lapsed=1)], None, "a lapsed lease"),
         ("30xH100 ib-hops<=3", L1, None, "a pod: searched"),
     ],
 )  # fmt: skip
 def test_the_counts_decide_one_leaf(text: str, leaves: list[LeafGroup], answer: bool | None, why: str) -> None:
     assert fits_under_a_leaf(parse_request(text), SITE_A, leaves, limit=4000) is answer, why
+
+
+def pool(site: str | None, counted: int, counters: int = 100, candidates: int = 10) -> PoolGroup:
+    return PoolGroup(site=site, cluster=site, pool=counted, candidates=candidates, counters=counters)
+
+
+@pytest.mark.parametrize(
+    ("text", "rows", "answer", "why"),
+    [
+        ("30xH100", [pool("a", 30)], True, "one site's counted GPUs cover it"),
+        ("30xH100", [pool("a", 29)], False, "fewer counted: not proven (the full counts say)"),
+        ("30xH100", [pool("a", 30, counters=29)], False, "the counters cannot hold it: the search gives up"),
+        ("30xH100", [pool("a", 30, candidates=4001)], False, "more hosts than the search reads"),
+        ("30xH100", [pool("a", 15), pool("b", 15)], False, "never across sites"),
+        ("30xH100 cross-site", [pool("a", 15), pool("b", 15)], True, "across sites when asked"),
+        ("30xH100 site=b", [pool("a", 30)], False, "only the named site"),
+        ("30xH100", [pool(None, 30)], True, "hosts of no site"),
+        ("30xH100", [], False, "nothing counted"),
+    ],
+)  # fmt: skip
+def test_a_count_up_to_the_request_proves_it_fits(text: str, rows: list[PoolGroup], answer: bool, why: str) -> None:
+    assert surely_fits(parse_request(text), rows, limit=4000) is answer, why
+
+
+class CountingGateway:
+    """Answers the count statements with fixed rows and records what was read."""
+
+    def __init__(self, pool_rows: list[dict[str, Any]], wide_rows: list[dict[str, Any]]) -> None:
+        self.pool_rows, self.wide_rows = pool_rows, wide_rows
+        self.reads: list[tuple[str, dict[str, Any]]] = []
+
+    async def read(self, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        self.reads.append((name, {k: params[k] for k in ("cover", "least", "least_leaf") if k in params}))
+        return {"placement_fullest_pool": self.pool_rows, "placement_wide_counts": self.wide_rows}.get(name, [])
+
+
+def counting_engine(gw: CountingGateway) -> Any:
+    async def models() -> list[str]:
+        return ["NVIDIA H100 80GB HBM3"]
+
+    return SimpleNamespace(gw=gw, budget=SearchBudget(units=4000), models=models, clock=lambda: 1000.0,
+                           stale_after_s=None)  # fmt: skip
+
+
+WIDE = [{"site": None, "cluster": "c", "counter": 8, "share_most": 8, "hosts": 5, "pool": 40, "host_most": 8,
+         "doubt": 0, "lapsed": 0, "candidates": 5}]  # fmt: skip
+
+
+def test_a_probe_proven_by_its_partial_count_reads_no_full_count() -> None:
+    gw = CountingGateway([{"site": None, "cluster": "c", "pool": 30, "candidates": 5, "counters": 40}], WIDE)
+    counts = Counts(counting_engine(gw), BOUNDS)
+    assert asyncio.run(counts.fits(parse_request("30xH100"))) is True
+    assert asyncio.run(counts.fits(parse_request("20xH100"))) is True  # smaller: proven already, nothing read
+    assert gw.reads == [("placement_fullest_pool", {"cover": 37})]
+
+
+def test_a_probe_the_partial_count_does_not_prove_is_counted_in_full_once() -> None:
+    gw = CountingGateway([{"site": None, "cluster": "c", "pool": 40, "candidates": 5, "counters": 40}], WIDE)
+    counts = Counts(counting_engine(gw), BOUNDS)
+    assert asyncio.run(counts.fits(parse_request("41xH100"))) is False
+    assert asyncio.run(counts.fits(parse_request("40xH100"))) is True
+    assert asyncio.run(counts.fits(parse_request("16xH100 per-host=8"))) is True
+    assert gw.reads == [("placement_fullest_pool", {"cover": 51}), ("placement_wide_counts", {"least": 1})]
+
+
+def test_a_per_host_share_counts_only_hosts_whose_counters_hold_it() -> None:
+    gw = CountingGateway([], WIDE)
+    counts = Counts(counting_engine(gw), BOUNDS)
+    asyncio.run(counts.fits(parse_request("16xH100 per-host=8")))
+    asyncio.run(counts.fits(parse_request("24xH100 per-host=8")))  # the same share: read already
+    asyncio.run(counts.fits(parse_request("16xH100 per-host=4")))  # a smaller share: the hosts holding 4 too
+    asyncio.run(counts.fits(parse_request("16xH100 per-host=8")))  # served by the read for 4
+    assert gw.reads == [("placement_wide_counts", {"least": 8}), ("placement_wide_counts", {"least": 4})]
+
+
+def test_one_leaf_probes_read_the_leaves_whose_counters_hold_them() -> None:
+    gw = CountingGateway([], WIDE)
+    counts = Counts(counting_engine(gw), BOUNDS)
+    for text in ("149xH100 ib-hops<=1", "148xH100 ib-hops<=1", "146xH100 ib-hops<=1", "147xH100 ib-hops<=1"):
+        asyncio.run(counts.fits(parse_request(text)))
+    asyncio.run(counts.fits(parse_request("8xH100 ib-hops<=1")))  # a host could hold it: its hosts too
+    assert gw.reads == [
+        ("placement_leaf_counts", {"least": 1, "least_leaf": 149}),
+        ("placement_leaf_counts", {"least": 1, "least_leaf": 148}),
+        ("placement_leaf_counts", {"least": 1, "least_leaf": 146}),  # 147: served by the read for 146
+        ("placement_wide_counts", {"least": 8}),
+        ("placement_leaf_counts", {"least": 1, "least_leaf": 8}),
+    ]
