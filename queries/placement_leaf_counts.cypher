@@ -10,7 +10,7 @@
 // - hosts: how many; pool: their free GPUs (state free, or a lapsed lease) that meet the per-GPU
 //   constraints (fragment placement_usable, rail_up false in $filters), of a model in $models,
 //   whose nearest NIC is not down;
-// - doubt, lapsed, candidates: as in placement_wide_counts (with any the caller searches).
+// - doubt, lapsed: as in placement_wide_counts (with either the caller searches).
 // @read
 // @param exclude list<string>
 // @param filters map
@@ -22,34 +22,31 @@
 // @param now float
 // @param stale_before float
 // @row leaf string, leaf_counter int, cluster string?, share_most int, hosts int, pool int, doubt int
-// @row lapsed int, site string?, candidates int
-MATCH (h:Host)
-WHERE h.free_gpus >= 1 AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
-WITH count(h) AS candidates
+// @row lapsed int, site string?
 MATCH (s:Switch)
 WHERE s.tier = 'leaf' AND coalesce(s.rail, 0) = 0 AND s.free_gpus >= $least_leaf
-WITH candidates, s  // the leaves first: FalkorDB's planner would start from every host
+WITH s  // the leaves first: FalkorDB's planner would start from every host
 MATCH (s)<-[:UPLINK]-(:NIC)<-[:HAS_NIC]-(h:Host)
 WHERE h.free_gpus >= $least AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
   AND coalesce(h.received_at, $now) >= $stale_before
-WITH DISTINCT candidates, s, h
+WITH DISTINCT s, h
 MATCH (h)-[:HAS_GPU]->(g:GPU)
 WHERE g.state = 'free' OR (g.state = 'reserved' AND g.lease_expires_at < $now)
 OPTIONAL MATCH (g)-[a:NIC_AFFINITY]->(n:NIC)
-WITH candidates, s, h, g, n,
+WITH s, h, g, n,
 //@include placement_usable
-WITH candidates, s, h,
+WITH s, h,
      sum(CASE WHEN usable AND g.model IN $models AND NOT toLower(coalesce(n.state, '')) IN ['down', 'init']
          THEN 1 ELSE 0 END) AS pool,
      sum(CASE WHEN usable AND NOT g.model IN $known THEN 1 ELSE 0 END) AS doubt,
      sum(CASE WHEN usable AND g.model IN $models AND g.state = 'reserved' THEN 1 ELSE 0 END) AS lapsed
-WITH candidates, s.name AS leaf, s.free_gpus AS leaf_counter, h.cluster AS cluster,
+WITH s.name AS leaf, s.free_gpus AS leaf_counter, h.cluster AS cluster,
      CASE WHEN h.free_gpus < pool THEN h.free_gpus ELSE pool END AS share_most, pool, doubt, lapsed
-WITH candidates, leaf, leaf_counter, cluster, share_most, count(*) AS hosts, sum(pool) AS pool, sum(doubt) AS doubt,
+WITH leaf, leaf_counter, cluster, share_most, count(*) AS hosts, sum(pool) AS pool, sum(doubt) AS doubt,
      sum(lapsed) AS lapsed
 OPTIONAL MATCH (site:Site)-[:HAS_CLUSTER]->(c:Cluster)
 WHERE c.name = cluster
-WITH candidates, leaf, leaf_counter, cluster, share_most, hosts, pool, doubt, lapsed, min(site.name) AS site
+WITH leaf, leaf_counter, cluster, share_most, hosts, pool, doubt, lapsed, min(site.name) AS site
 RETURN leaf, leaf_counter, cluster, toInteger(share_most) AS share_most, toInteger(hosts) AS hosts, toInteger(pool) AS pool,
-       toInteger(doubt) AS doubt, toInteger(lapsed) AS lapsed, site, candidates
+       toInteger(doubt) AS doubt, toInteger(lapsed) AS lapsed, site
 ORDER BY leaf, cluster, share_most

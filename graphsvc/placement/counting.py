@@ -66,7 +66,6 @@ class LeafGroup:
     doubt: int
     lapsed: int
     site: str | None = None
-    candidates: int = 0
 
 
 @dataclass(frozen=True)
@@ -139,7 +138,7 @@ def _unvouched(rows: Sequence[HostGroup | LeafGroup], limit: int) -> bool:
     """Counts that may differ from what the search finds: a GPU of a model newer than the cached
     list, a lapsed lease (free to the search, not yet to the counters it seeks by), more hosts
     than the search reads."""
-    return any(r.doubt or r.lapsed or r.candidates > limit for r in rows)
+    return any(r.doubt or r.lapsed or (isinstance(r, HostGroup) and r.candidates > limit) for r in rows)
 
 
 def _allowed(req: PlacementRequest, rows: Sequence[HostGroup]) -> list[HostGroup]:
@@ -198,18 +197,17 @@ def surely_fits(req: PlacementRequest, rows: Sequence[PoolGroup], limit: int) ->
 
 
 def fits_under_a_leaf(
-    req: PlacementRequest, rows: Sequence[HostGroup], leaves: Sequence[LeafGroup], limit: int
+    req: PlacementRequest, rows: Sequence[HostGroup], leaves: Sequence[LeafGroup], limit: int, hosts: int
 ) -> bool | None:
     """Whether the search finds `req` (countable, 0-2 IB hops) on one host (`rows`: the hosts
     whose counters could hold it all) or under one leaf (placement_leaves_fit: a leaf whose
     counter holds the request, its hosts' eligible GPUs covering it or enough of them holding the
-    per-host share); None when the counts cannot say."""
+    per-host share); None when the counts cannot say. `hosts`: how many hold a free GPU."""
     if not countable(req) or req.max_ib_hops is None:
         return None
     if _unvouched([*rows, *leaves], limit):
         return None
-    candidates = max([r.candidates for r in rows] + [g.candidates for g in leaves], default=0)
-    if len({g.leaf for g in leaves}) + candidates > limit:
+    if len({g.leaf for g in leaves}) + hosts > limit:
         return None  # more units than the search reads
     if _single(req, rows):
         return True
@@ -262,16 +260,19 @@ class Counts:
         single = req.gpus_per_host in (None, req.gpus) and req.gpus <= self.bounds.host
         rows = await self._wide(req, key, least=req.gpus) if single else []
         leaves = await self._leaves(req, key) if req.max_ib_hops >= 1 else []
-        return fits_under_a_leaf(req, rows, leaves, limit)
+        return fits_under_a_leaf(req, rows, leaves, limit, self.bounds.hosts_with_free)
 
     async def _leaves(self, req: PlacementRequest, key: PlacementRequest) -> list[LeafGroup]:
-        """The leaf counts for `req`: a read for smaller leaf counters and shares serves."""
+        """The leaf counts for `req`: a read for smaller leaf counters and shares serves. Read
+        for counters a sixteenth below the probe: the probes that follow step down a few GPUs
+        (the fullest leaf's degraded or hot GPUs), and one read of a few leaves serves them."""
         least = req.gpus_per_host or 1
         for leaf_least, host_least, rows in self.leaves.get(key, []):
             if leaf_least <= req.gpus and host_least <= least:
                 return rows
-        rows = await read_leaf_counts(self.engine, req, least_leaf=req.gpus, least=least)
-        self.leaves.setdefault(key, []).append((req.gpus, least, rows))
+        leaf_least = req.gpus - req.gpus // 16
+        rows = await read_leaf_counts(self.engine, req, least_leaf=leaf_least, least=least)
+        self.leaves.setdefault(key, []).append((leaf_least, least, rows))
         return rows
 
     async def _proven(self, req: PlacementRequest, key: PlacementRequest) -> bool:
@@ -343,7 +344,7 @@ async def read_leaf_counts(
     whose counter is at least `least`, for `req`'s per-GPU constraints."""
     params = {**await _count_params(engine, req), "least_leaf": least_leaf, "least": least}
     rows = await engine.gw.read("placement_leaf_counts", params)
-    fields = ("leaf_counter", "share_most", "hosts", "pool", "doubt", "lapsed", "candidates")
+    fields = ("leaf_counter", "share_most", "hosts", "pool", "doubt", "lapsed")
     return [
         LeafGroup(
             leaf=str(r["leaf"]), cluster=r.get("cluster"), site=r.get("site"), **{k: int(r.get(k) or 0) for k in fields}

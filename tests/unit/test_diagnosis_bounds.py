@@ -150,7 +150,7 @@ def test_no_count_is_read_when_the_search_would_not_read_every_host() -> None:
 
 
 def leaf(name: str, counter: int, cluster: str | None = "c1", **counts: int) -> LeafGroup:
-    fields = {"share_most": 8, "hosts": 1, "pool": 8, "doubt": 0, "lapsed": 0, "candidates": 10}
+    fields = {"share_most": 8, "hosts": 1, "pool": 8, "doubt": 0, "lapsed": 0}
     site = {"c1": "a", "c2": "b"}.get(cluster or "")
     return LeafGroup(leaf=name, leaf_counter=counter, cluster=cluster, site=site, **(fields | counts))
 
@@ -175,15 +175,17 @@ L1 = [leaf("l1", 40, share_most=8, hosts=3, pool=24), leaf("l1", 40, share_most=
         ("30xH100 ib-hops<=1 site=b", L1, False, "the leaf's hosts are of another site"),
         ("30xH100 ib-hops<=1", [leaf("l1", 40, cluster="c1", pool=15, hosts=2),
                                 leaf("l1", 40, cluster="c2", pool=15, hosts=2)], None, "a leaf across sites"),
-        ("30xH100 ib-hops<=1", [leaf("l1", 40, pool=30, hosts=4, candidates=4000)], None,
-         "more hosts and leaves than the search reads"),
         ("30xH100 ib-hops<=1", [leaf("l1", 40, cluster=None, pool=30, hosts=4)], True, "hosts of no site"),
         ("30xH100 ib-hops<=1", [leaf("l1", 40, pool=30, hosts=4, lapsed=1)], None, "a lapsed lease"),
         ("30xH100 ib-hops<=3", L1, None, "a pod: searched"),
     ],
 )  # fmt: skip
 def test_the_counts_decide_one_leaf(text: str, leaves: list[LeafGroup], answer: bool | None, why: str) -> None:
-    assert fits_under_a_leaf(parse_request(text), SITE_A, leaves, limit=4000) is answer, why
+    assert fits_under_a_leaf(parse_request(text), SITE_A, leaves, limit=4000, hosts=10) is answer, why
+
+
+def test_one_leaf_is_not_counted_when_the_search_would_not_read_every_leaf() -> None:
+    assert fits_under_a_leaf(parse_request("30xH100 ib-hops<=1"), SITE_A, L1, limit=4000, hosts=4000) is None
 
 
 def pool(site: str | None, counted: int, counters: int = 100, candidates: int = 10) -> PoolGroup:
@@ -262,13 +264,12 @@ def test_a_per_host_share_counts_only_hosts_whose_counters_hold_it() -> None:
 def test_one_leaf_probes_read_the_leaves_whose_counters_hold_them() -> None:
     gw = CountingGateway([], WIDE)
     counts = Counts(counting_engine(gw), BOUNDS)
-    for text in ("149xH100 ib-hops<=1", "148xH100 ib-hops<=1", "146xH100 ib-hops<=1", "147xH100 ib-hops<=1"):
+    for text in ("149xH100 ib-hops<=1", "148xH100 ib-hops<=1", "140xH100 ib-hops<=1", "120xH100 ib-hops<=1"):
         asyncio.run(counts.fits(parse_request(text)))
     asyncio.run(counts.fits(parse_request("8xH100 ib-hops<=1")))  # a host could hold it: its hosts too
     assert gw.reads == [
-        ("placement_leaf_counts", {"least": 1, "least_leaf": 149}),
-        ("placement_leaf_counts", {"least": 1, "least_leaf": 148}),
-        ("placement_leaf_counts", {"least": 1, "least_leaf": 146}),  # 147: served by the read for 146
+        ("placement_leaf_counts", {"least": 1, "least_leaf": 140}),  # a sixteenth below: 148 and 140 too
+        ("placement_leaf_counts", {"least": 1, "least_leaf": 113}),
         ("placement_wide_counts", {"least": 8}),
         ("placement_leaf_counts", {"least": 1, "least_leaf": 8}),
     ]
