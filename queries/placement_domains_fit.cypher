@@ -8,7 +8,7 @@
 //    hosts neither excluded nor stale are counted: a domain qualifies with $n of them. Which
 //    $n form a full mesh (any members of a switched domain; a clique on direct links) is
 //    chosen in Python.
-// 3. The cluster's largest free blocks (placement_free_blocks, read first) and the free GPUs of every host
+// 3. The cluster's largest free blocks (placement_free_blocks, read once the page is chosen) and the free GPUs of every host
 //    holding a usable GPU of a qualifying domain (placement_host_maps), each host once;
 //    `found` holds the domains, their free counts and those hosts. `scanned` is the number of
 //    domains read: fewer than $limit means the seek is exhausted.
@@ -31,20 +31,22 @@
 // @param step int
 // @param virtual_free list<string>
 // @row scanned int, found list<map>, hosts list<map>, host_blocks list<map>, domain_blocks list<map>
-//@include placement_free_blocks
 UNWIND range($first_size, $last_size, $step) AS want
 MATCH (d:NVLinkDomain)
 WHERE d.free_gpus = want AND toLower(coalesce(d.gpu_model, '')) CONTAINS $model
-WITH host_blocks, domain_blocks, want
+WITH want
 LIMIT $probe
-WITH host_blocks, domain_blocks, max(want) AS most, min(want) AS least
+WITH max(want) AS most, min(want) AS least
 UNWIND range($first_size, coalesce(CASE WHEN $step > 0 THEN most ELSE least END, $first_size), $step) AS want
 MATCH (d:NVLinkDomain)
 WHERE d.free_gpus = want AND toLower(coalesce(d.gpu_model, '')) CONTAINS $model
-WITH host_blocks, domain_blocks, d
+WITH d
 ORDER BY abs(d.free_gpus - $first_size), d.uuid
 SKIP $skip
 LIMIT $limit
+WITH collect(d) AS block_carry
+//@include placement_free_blocks
+UNWIND block_carry AS d
 OPTIONAL MATCH (d)<-[:IN_DOMAIN]-(g:GPU)
 WHERE g.state = 'free' OR g.uuid IN $virtual_free OR (g.state = 'reserved' AND g.lease_expires_at < $now)
 OPTIONAL MATCH (h:Host)-[:HAS_GPU]->(g)

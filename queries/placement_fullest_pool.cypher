@@ -1,7 +1,8 @@
 // For the diagnosis of a request nothing fits (graphsvc/placement/counting.py: Counts.fits):
 // whether a request with no NVLink, rail, hop or per-host constraint surely fits, by counting
 // the eligible GPUs of only the fullest hosts (#15): those whose free counters, fullest first,
-// first cover $cover (the request and a margin, as the wide search reads them). A request that
+// first cover $cover (the request and a quarter more: the wide search reads the hosts covering the
+// request first and further by the shortfall and a quarter). A request that
 // fits then costs a scan of about that many GPUs, not of every free GPU as
 // placement_wide_counts does; when they hold fewer eligible GPUs the caller counts in full.
 // (Not a LIMIT on the GPUs counted: with a LIMIT after it FalkorDB 4 repeats rows of the

@@ -7,7 +7,7 @@
 // 2. In each, the free GPUs that meet the per-GPU constraints (fragment placement_usable)
 //    are counted per NVLink domain: a host qualifies with $n of them ($mode 'none'), or $n in
 //    one NVLink domain ($mode 'domain': NVLink any or full mesh; the clique itself is chosen in Python).
-// 3. The cluster's largest free blocks (placement_free_blocks, read first) and the qualifying hosts'
+// 3. The cluster's largest free blocks (placement_free_blocks, read once the page is chosen) and the qualifying hosts'
 //    free GPUs (placement_host_maps), `found` holding their names and free counts. `scanned` is the number of hosts read: fewer than $limit
 //    means the seek is exhausted.
 // No unit to read at all: no row.
@@ -30,22 +30,24 @@
 // @param step int
 // @param virtual_free list<string>
 // @row scanned int, found list<map>, hosts list<map>, host_blocks list<map>, domain_blocks list<map>
-//@include placement_free_blocks
 UNWIND range($first_size, $last_size, $step) AS want
 MATCH (h:Host)
 WHERE h.free_gpus = want AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
   AND coalesce(h.received_at, $now) >= $stale_before
-WITH host_blocks, domain_blocks, want
+WITH want
 LIMIT $probe
-WITH host_blocks, domain_blocks, max(want) AS most, min(want) AS least
+WITH max(want) AS most, min(want) AS least
 UNWIND range($first_size, coalesce(CASE WHEN $step > 0 THEN most ELSE least END, $first_size), $step) AS want
 MATCH (h:Host)
 WHERE h.free_gpus = want AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
   AND coalesce(h.received_at, $now) >= $stale_before
-WITH host_blocks, domain_blocks, h
+WITH h
 ORDER BY abs(h.free_gpus - $first_size), h.name
 SKIP $skip
 LIMIT $limit
+WITH collect(h) AS block_carry
+//@include placement_free_blocks
+UNWIND block_carry AS h
 OPTIONAL MATCH (h)-[:HAS_GPU]->(g:GPU)
 WHERE g.state = 'free' OR g.uuid IN $virtual_free OR (g.state = 'reserved' AND g.lease_expires_at < $now)
 OPTIONAL MATCH (g)-[:IN_DOMAIN]->(d:NVLinkDomain)

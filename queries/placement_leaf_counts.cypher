@@ -2,7 +2,8 @@
 // request with no NVLink or rail constraint fits under one leaf switch (one or two IB hops),
 // counted in the store instead of searching leaf by leaf (#15). The leaves and hosts are those
 // placement_leaves_fit reads: rail-0 leaves (one per rail group) whose free counter is at least
-// $least_leaf (the request's size: the search seeks leaves by it), and the hosts cabled to them,
+// $least_leaf (at most the request's size: the search seeks leaves by it; the caller reads a little
+// below, for the smaller probes that follow), and the hosts cabled to them,
 // Host-[:HAS_NIC]->NIC-[:UPLINK]->leaf, whose free counter is at least $least (the per-host
 // share), neither excluded, stale nor of another model by the host prefilter. Per leaf (with its
 // free counter), the hosts are grouped by cluster (with its site) and by `share_most`, the
@@ -44,9 +45,9 @@ WITH s.name AS leaf, s.free_gpus AS leaf_counter, h.cluster AS cluster,
      CASE WHEN h.free_gpus < pool THEN h.free_gpus ELSE pool END AS share_most, pool, doubt, lapsed
 WITH leaf, leaf_counter, cluster, share_most, count(*) AS hosts, sum(pool) AS pool, sum(doubt) AS doubt,
      sum(lapsed) AS lapsed
-OPTIONAL MATCH (site:Site)-[:HAS_CLUSTER]->(c:Cluster)
+OPTIONAL MATCH (st:Site)-[:HAS_CLUSTER]->(c:Cluster)
 WHERE c.name = cluster
-WITH leaf, leaf_counter, cluster, share_most, hosts, pool, doubt, lapsed, min(site.name) AS site
+WITH leaf, leaf_counter, cluster, share_most, hosts, pool, doubt, lapsed, min(st.name) AS site
 RETURN leaf, leaf_counter, cluster, toInteger(share_most) AS share_most, toInteger(hosts) AS hosts, toInteger(pool) AS pool,
        toInteger(doubt) AS doubt, toInteger(lapsed) AS lapsed, site
 ORDER BY leaf, cluster, share_most

@@ -11,7 +11,7 @@
 //    carries its own members only): the hosts that cover
 //    $gpus by their counters ($per_host 0: no per-host share) or $need of them (a per-host
 //    share), and $extra more; Python reads further hosts only if those do not do. The
-//    cluster's largest free blocks (placement_free_blocks, read first). `scanned` is the number of leaves
+//    cluster's largest free blocks (placement_free_blocks, read once the page is chosen). `scanned` is the number of leaves
 //    read: fewer than $limit means the seek is exhausted.
 // No unit to read at all: no row.
 // @read
@@ -33,13 +33,15 @@
 // @param stale_before float
 // @param virtual_free list<string>
 // @row scanned int, found list<map>, hosts list<map>, host_blocks list<map>, domain_blocks list<map>
-//@include placement_free_blocks
 MATCH (s:Switch)
 WHERE s.tier = 'leaf' AND s.free_gpus >= $min_free AND coalesce(s.rail, 0) = 0
-WITH host_blocks, domain_blocks, s
+WITH s
 ORDER BY s.free_gpus, s.name
 SKIP $skip
 LIMIT $limit
+WITH collect(s) AS block_carry
+//@include placement_free_blocks
+UNWIND block_carry AS s
 OPTIONAL MATCH (s)<-[:UPLINK]-(:NIC)<-[:HAS_NIC]-(h:Host)
 WHERE h.free_gpus >= $host_min AND NOT h.name IN $exclude AND coalesce(h.received_at, $now) >= $stale_before
   AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model

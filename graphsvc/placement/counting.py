@@ -92,6 +92,13 @@ class FreeBounds:
     hosts_with_share: int
     share: int
     hosts_with_free: int = 0
+    leaves_with_free: int = 0
+
+    def more_than_searched(self, units: int) -> bool:
+        """Whether a search might spend its budget of `units` before it reads every unit a count
+        would count: the host and leaf searches that come before the wide read count every host
+        and leaf they scan, and stop once they reach the budget (engine._Search.enough)."""
+        return self.hosts_with_free + self.leaves_with_free >= units
 
     def most(self, req: PlacementRequest) -> int:
         """An upper bound on the GPUs any search can place for `req`'s shape, by the paths the
@@ -119,6 +126,7 @@ async def free_bounds(engine: PlacementEngine, share: int) -> FreeBounds:
         hosts_with_share=int(row.get("hosts") or 0),
         share=share,
         hosts_with_free=int(row.get("free_hosts") or 0),
+        leaves_with_free=int(row.get("free_leaves") or 0),
     )
 
 
@@ -207,8 +215,8 @@ def fits_under_a_leaf(
         return None
     if _unvouched([*rows, *leaves], limit):
         return None
-    if len({g.leaf for g in leaves}) + hosts > limit:
-        return None  # more units than the search reads
+    if len({g.leaf for g in leaves}) + hosts >= limit:
+        return None  # more units than the search reads (it stops on reaching its budget)
     if _single(req, rows):
         return True
     if req.max_ib_hops < 1 or (req.gpus_per_host is not None and req.gpus_per_host >= req.gpus):
@@ -232,8 +240,8 @@ def fits_under_a_leaf(
 
 
 class Counts:
-    """The counts one diagnosis reads: once per set of per-GPU constraints (its relaxed and
-    shrunk probes mostly share them; sizes, shares and hop limits do not change the counts).
+    """The counts one diagnosis reads: per set of per-GPU constraints (its relaxed and shrunk
+    probes mostly share them), each read once for the range of counters it covers.
     A probe with no per-host share or hop limit is first proven on the fullest hosts
     (placement_fullest_pool: it usually fits, and proving so scans a fraction of the GPUs);
     a per-host share counts only the hosts whose counters hold it, a one-leaf probe only the
@@ -247,8 +255,8 @@ class Counts:
         self.proven: dict[PlacementRequest, int] = {}  # the most GPUs placement_fullest_pool proved (0: none)
 
     async def fits(self, req: PlacementRequest) -> bool | None:
-        if not countable(req) or self.bounds.hosts_with_free > self.engine.budget.units:
-            return None  # more hosts than the search reads: the counts would not say what it finds
+        if not countable(req) or self.bounds.more_than_searched(self.engine.budget.units):
+            return None  # more units than the search reads: the counts would not say what it finds
         key = req.with_(gpus=1, gpus_per_host=None, max_ib_hops=None, limit=1)  # the same for every size
         limit = self.engine.budget.units
         if req.max_ib_hops is None:
@@ -259,7 +267,8 @@ class Counts:
         # hold it and hosts whose counters hold the share (what placement_leaves_fit seeks).
         single = req.gpus_per_host in (None, req.gpus) and req.gpus <= self.bounds.host
         rows = await self._wide(req, key, least=req.gpus) if single else []
-        leaves = await self._leaves(req, key) if req.max_ib_hops >= 1 else []
+        one_host = req.max_ib_hops < 1 or (req.gpus_per_host is not None and req.gpus_per_host >= req.gpus)
+        leaves = [] if one_host or _single(req, rows) else await self._leaves(req, key)
         return fits_under_a_leaf(req, rows, leaves, limit, self.bounds.hosts_with_free)
 
     async def _leaves(self, req: PlacementRequest, key: PlacementRequest) -> list[LeafGroup]:

@@ -143,10 +143,14 @@ def test_the_counts_decide_countable_shapes(text: str, rows: list[HostGroup], an
     assert fits(parse_request(text), rows, limit=4000) is answer, why
 
 
-def test_no_count_is_read_when_the_search_would_not_read_every_host() -> None:
+@pytest.mark.parametrize(("hosts", "leaves"), [(4001, 0), (3990, 10), (4000, 0)])
+def test_no_count_is_read_when_the_search_could_spend_its_budget_first(hosts: int, leaves: int) -> None:
+    """The host and leaf searches before the wide read stop once the units they scanned reach the
+    budget: with as many hosts and leaves holding a free GPU, the counts would not say what it finds."""
     engine: Any = SimpleNamespace(budget=SearchBudget(units=4000))  # no gateway: nothing may be read
-    many = replace(BOUNDS, hosts_with_free=4001)
-    assert asyncio.run(Counts(engine, many).fits(parse_request("9xH100"))) is None
+    many = replace(BOUNDS, hosts_with_free=hosts, leaves_with_free=leaves)
+    for text in ("9xH100", "30xH100 ib-hops<=1"):
+        assert asyncio.run(Counts(engine, many).fits(parse_request(text))) is None
 
 
 def leaf(name: str, counter: int, cluster: str | None = "c1", **counts: int) -> LeafGroup:
@@ -266,10 +270,9 @@ def test_one_leaf_probes_read_the_leaves_whose_counters_hold_them() -> None:
     counts = Counts(counting_engine(gw), BOUNDS)
     for text in ("149xH100 ib-hops<=1", "148xH100 ib-hops<=1", "140xH100 ib-hops<=1", "120xH100 ib-hops<=1"):
         asyncio.run(counts.fits(parse_request(text)))
-    asyncio.run(counts.fits(parse_request("8xH100 ib-hops<=1")))  # a host could hold it: its hosts too
+    asyncio.run(counts.fits(parse_request("8xH100 ib-hops<=1")))  # a host could hold it: it does, no leaf read
     assert gw.reads == [
         ("placement_leaf_counts", {"least": 1, "least_leaf": 140}),  # a sixteenth below: 148 and 140 too
         ("placement_leaf_counts", {"least": 1, "least_leaf": 113}),
         ("placement_wide_counts", {"least": 8}),
-        ("placement_leaf_counts", {"least": 1, "least_leaf": 8}),
     ]
