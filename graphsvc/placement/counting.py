@@ -13,8 +13,8 @@ the store counts it (queries placement_wide_counts and placement_leaf_counts) wi
 per-GPU constraints (fragment placement_usable), the same model list and the same hosts as the
 search, so both answer alike (tests/integration/test_counting_oracle.py). Anything the counts
 cannot vouch for (NVLink, rails or a pod's hops asked, a model newer than the cached list, a
-lapsed lease, more hosts than the search reads, a leaf across sites) answers None: the caller
-searches.
+lapsed lease, as many hosts and leaves as the search may read, a leaf across sites) answers
+None: the caller searches.
 
 Each count reads only what its probe can use: a probe with no share or hop limit is first
 proven on the fullest hosts alone (placement_fullest_pool), a per-host share counts the hosts
