@@ -153,6 +153,18 @@ def _allowed(req: PlacementRequest, rows: Sequence[HostGroup]) -> list[HostGroup
     return [r for r in rows if not locality.outside(r.site, req.site_set)]
 
 
+def _site_group(req: PlacementRequest, site: str | None) -> str | None:
+    """The group the wide search chooses within: one site, or every site for a cross-site request."""
+    return None if req.cross_site else (site or "")
+
+
+def _one_host_only(req: PlacementRequest) -> bool:
+    """No hop between hosts, or a per-host share of the whole request: only the one-host search runs."""
+    return (req.max_ib_hops is not None and req.max_ib_hops < 1) or (
+        req.gpus_per_host is not None and req.gpus_per_host >= req.gpus
+    )
+
+
 def _single(req: PlacementRequest, rows: Sequence[HostGroup]) -> bool:
     """The single-host search: a host whose counter and eligible GPUs (NICs aside) hold it all."""
     return req.gpus_per_host in (None, req.gpus) and any(r.host_most >= req.gpus for r in _allowed(req, rows))
@@ -177,7 +189,7 @@ def fits(req: PlacementRequest, rows: Sequence[HostGroup], limit: int) -> bool |
         return False
     groups: dict[str | None, list[HostGroup]] = {}
     for r in _allowed(req, rows):
-        groups.setdefault(None if req.cross_site else (r.site or ""), []).append(r)
+        groups.setdefault(_site_group(req, r.site), []).append(r)
     return any(_covers(req, members) for members in groups.values())
 
 
@@ -199,8 +211,8 @@ def surely_fits(req: PlacementRequest, rows: Sequence[PoolGroup], limit: int) ->
     by_site: dict[str | None, int] = {}
     for r in rows:
         if not locality.outside(r.site, req.site_set):
-            site = None if req.cross_site else (r.site or "")
-            by_site[site] = by_site.get(site, 0) + r.pool
+            group = _site_group(req, r.site)
+            by_site[group] = by_site.get(group, 0) + r.pool
     return any(pool >= req.gpus for pool in by_site.values())
 
 
@@ -219,7 +231,7 @@ def fits_under_a_leaf(
         return None  # more units than the search reads (it stops on reaching its budget)
     if _single(req, rows):
         return True
-    if req.max_ib_hops < 1 or (req.gpus_per_host is not None and req.gpus_per_host >= req.gpus):
+    if _one_host_only(req):
         return False
     by_leaf: dict[str, list[LeafGroup]] = {}
     for g in leaves:
@@ -260,16 +272,20 @@ class Counts:
         key = req.with_(gpus=1, gpus_per_host=None, max_ib_hops=None, limit=1)  # the same for every size
         limit = self.engine.budget.units
         if req.max_ib_hops is None:
-            if req.gpus_per_host is None and self.wide.get(key, (2, []))[0] > 1 and await self._proven(req, key):
+            if req.gpus_per_host is None and not self._counted_in_full(key) and await self._proven(req, key):
                 return True
             return fits(req, await self._wide(req, key, least=req.gpus_per_host or 1), limit)
         # One host: only hosts whose counters hold it all; one leaf: only leaves whose counters
         # hold it and hosts whose counters hold the share (what placement_leaves_fit seeks).
         single = req.gpus_per_host in (None, req.gpus) and req.gpus <= self.bounds.host
         rows = await self._wide(req, key, least=req.gpus) if single else []
-        one_host = req.max_ib_hops < 1 or (req.gpus_per_host is not None and req.gpus_per_host >= req.gpus)
-        leaves = [] if one_host or _single(req, rows) else await self._leaves(req, key)
+        leaves = [] if _one_host_only(req) or _single(req, rows) else await self._leaves(req, key)
         return fits_under_a_leaf(req, rows, leaves, limit, self.bounds.hosts_with_free)
+
+    def _counted_in_full(self, key: PlacementRequest) -> bool:
+        """Whether the wide counts of every host (least counter 1) are read already: they answer."""
+        cached = self.wide.get(key)
+        return cached is not None and cached[0] <= 1
 
     async def _leaves(self, req: PlacementRequest, key: PlacementRequest) -> list[LeafGroup]:
         """The leaf counts for `req`: a read for smaller leaf counters and shares serves. Read
