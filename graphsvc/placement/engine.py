@@ -30,6 +30,7 @@ from graphsvc.placement.model import (
     HostMap,
     InfeasibleReason,
     PlacementResult,
+    gpu_map,
     hops,
 )
 from graphsvc.placement.request import NVLinkRequirement, Packing, PlacementRequest, RequestError
@@ -61,6 +62,33 @@ NO_LIMIT = 1e9  # a temperature or utilisation bound that bounds nothing (Cypher
 class SearchBudget:
     units: int = 4000  # units (hosts, domains, leaves) read before giving up
     page: int = 256  # the largest page of units read at once
+
+
+class BlockTops:
+    """Where the free-blocks fragment (placement_free_blocks) starts probing free counts down:
+    the largest free host and NVLink domain any read has seen so far (never lowered), the
+    largest possible units before the first read. A hint only: the fragment also seeks the
+    counts above it, so a larger unit is still found (and raises the hint); a hint at the
+    largest possible unit made every candidate statement probe 128 host and 576 domain counts
+    (~2 ms at 100k GPUs), one below the real largest makes it read every unit above it."""
+
+    def __init__(self) -> None:
+        self.host: int | None = None
+        self.domain: int | None = None
+
+    def params(self) -> dict[str, int]:
+        return {
+            "host_top": MAX_HOST_GPUS if self.host is None else self.host,
+            "domain_top": MAX_DOMAIN_GPUS if self.domain is None else self.domain,
+        }
+
+    def saw(self, host_blocks: list[BlockRow], domain_blocks: list[BlockRow]) -> None:
+        self.host = max(self.host or 0, _largest(host_blocks))
+        self.domain = max(self.domain or 0, _largest(domain_blocks))
+
+
+def _largest(blocks: list[BlockRow]) -> int:
+    return max((int(b["free"] or 0) for b in blocks if b), default=0)
 
 
 class HostLoader:
@@ -155,7 +183,8 @@ class HostLoader:
                 continue
             host = _host(m["name"], m)
             host.site = m.get("site")
-            for row in m.get("gpus") or []:
+            for entry in m.get("gpus") or []:
+                row = gpu_map(entry)
                 gpu = Gpu.from_row(host.name, row)
                 self._settle(host, gpu, row.get("lease_expires_at"))
                 for peer, gbps in row.get("peers") or []:
@@ -195,6 +224,7 @@ class PlacementEngine:
         self.budget = budget or SearchBudget()
         self.stale_after_s = stale_after_s  # None: every host is offered, however silent
         self._models_cache: tuple[float, list[str]] = (-MODELS_TTL_S, [])
+        self.block_tops = BlockTops()
 
     async def models(self) -> list[str]:
         """The GPU models in the graph, re-read at most every MODELS_TTL_S (they change with hardware)."""
@@ -317,8 +347,7 @@ class _Search:
             "stale_before": loader.stale_before if loader.stale_before is not None else 0.0,
             "virtual_free": sorted(loader.virtual_free),
             "blocks": self.want + 4,
-            "host_top": MAX_HOST_GPUS,
-            "domain_top": MAX_DOMAIN_GPUS,
+            **self.engine.block_tops.params(),
         }
 
     async def read_fit(self, query: str, params: dict[str, object]) -> FitRow:
@@ -329,17 +358,21 @@ class _Search:
             return FitRow(scanned=0, found=[], hosts=[], host_blocks=[], domain_blocks=[])
         row = cast(FitRow, rows[0])
         self.loader.adopt(row["hosts"])
+        self.engine.block_tops.saw(row["host_blocks"], row["domain_blocks"])
         if self.prefetched is None:
             self.prefetched = (int(cast(int, params["blocks"])), row["host_blocks"], row["domain_blocks"])
         return row
 
     async def _fit_pages(
-        self, query: str, params: dict[str, object], take: TakeUnits, *, first: int, probe: bool = True
+        self, query: str, params: dict[str, object], take: TakeUnits, *, first: int, probe: bool = True, slack: int = 2
     ) -> None:
         """Pages of a one-statement query: usually one statement answers the request. Units are
-        taken in best-fit order: free counts nearest `first` first, then by name."""
+        taken in best-fit order: free counts nearest `first` first, then by name. The first page
+        holds `slack` units more than the candidates wanted, for units that turn out not to fit
+        (a host whose free GPUs are too hot, say); the units past those that do fit are read but
+        unused, so `slack` is what a second statement is worth avoiding."""
         skip = 0
-        page = self.want + 2
+        page = self.want + slack
         while not self.enough():
             lazy = {"probe": skip + page} if probe else {}
             row = await self.read_fit(query, {**params, "skip": skip, "limit": page, **lazy})
@@ -420,7 +453,10 @@ class _Search:
             "extra": LEAF_EXTRA_HOSTS,
             "fullest_first": req.gpus_per_host is None or req.packing is Packing.SPREAD,
         }
-        await self._fit_pages("placement_leaves_fit", params, self._take_leaves, first=req.gpus, probe=False)
+        # No slack: a leaf fails only when none of its hosts' windows can be widened to fit
+        # (choose_in_group reads further hosts of the leaf), and each unused leaf costs its
+        # window of hosts' GPU maps (10 hosts for 32 GPUs 4 per host: a third of the statement).
+        await self._fit_pages("placement_leaves_fit", params, self._take_leaves, first=req.gpus, probe=False, slack=0)
 
     async def _take_leaves(self, units: list[FitUnit]) -> None:
         for unit in units:

@@ -4,6 +4,12 @@
 // $virtual_free, which a preemption plan may take), each with its NVLink domain, nearest NIC,
 // rail, leaf and direct NVLink peers [uuid, GB/s] (links to NVSwitches are in nvswitch_gbps), its
 // memory in use and error counts (the same sums as placement_host_gpus: scoring weighs them).
+// Each GPU is a list, not a map: the keys of ~300 GPU maps were ~40% of a multi-host reply
+// (190 KB at 8k GPUs) and of FalkorDB's time building it. Its fields, in this order:
+// gpu: uuid, index, model, memory_mib, state, health, temperature_c, utilization_pct, domain,
+//   domain_kind, nic, rail, nic_rate_gbps, via, leaf, nic_state, nvswitch_gbps, lease_expires_at,
+//   mig_mode, peers, memory_used_mib, nvlink_errors, xid_errors, nic_errors
+// (graphsvc.placement.model.HOST_MAP_GPU_FIELDS; a unit test holds the two equal).
 // OPTIONAL MATCH, not pattern comprehensions: on FalkorDB a comprehension per GPU costs ~10x.
 // In: `keep` (any value carried through), `host_blocks`, `domain_blocks`, `names`. Out:
 // `WITH keep, host_blocks, domain_blocks, hosts`, one row per input row.
@@ -19,19 +25,16 @@ OPTIONAL MATCH (map_gpu)-[map_link:NVLINK]-(map_peer:GPU)
 WITH keep, host_blocks, domain_blocks, map_host, map_gpu, map_domain, map_aff, map_nic,
      min(map_leaf.name) AS map_leaf_name,
      collect(CASE WHEN map_peer IS NULL THEN null ELSE [map_peer.uuid, map_link.bandwidth_gbps] END) AS map_peers
-WITH keep, host_blocks, domain_blocks, map_host, collect(CASE WHEN map_gpu IS NULL THEN null ELSE {
-  uuid: map_gpu.uuid, index: map_gpu.index, model: map_gpu.model, memory_mib: map_gpu.memory_mib,
-  state: map_gpu.state, health: map_gpu.health, temperature_c: map_gpu.temperature_c,
-  utilization_pct: map_gpu.utilization_pct, domain: map_domain.uuid, domain_kind: map_domain.kind,
-  nic: map_nic.name, rail: map_nic.rail, nic_rate_gbps: map_nic.rate_gbps, via: map_aff.via,
-  leaf: map_leaf_name, nic_state: map_nic.state, nvswitch_gbps: map_gpu.nvswitch_gbps,
-  lease_expires_at: map_gpu.lease_expires_at, mig_mode: map_gpu.mig_mode, peers: map_peers,
-  memory_used_mib: map_gpu.memory_used_mib,
-  nvlink_errors: coalesce(map_gpu.nvlink_replay_errors, 0) + coalesce(map_gpu.nvlink_recovery_errors, 0)
+WITH keep, host_blocks, domain_blocks, map_host, collect(CASE WHEN map_gpu IS NULL THEN null ELSE [
+  map_gpu.uuid, map_gpu.index, map_gpu.model, map_gpu.memory_mib, map_gpu.state, map_gpu.health,
+  map_gpu.temperature_c, map_gpu.utilization_pct, map_domain.uuid, map_domain.kind, map_nic.name, map_nic.rail,
+  map_nic.rate_gbps, map_aff.via, map_leaf_name, map_nic.state, map_gpu.nvswitch_gbps, map_gpu.lease_expires_at,
+  map_gpu.mig_mode, map_peers, map_gpu.memory_used_mib,
+  coalesce(map_gpu.nvlink_replay_errors, 0) + coalesce(map_gpu.nvlink_recovery_errors, 0)
     + coalesce(map_gpu.nvlink_crc_errors, 0),
-  xid_errors: size(coalesce(map_gpu.xid_errors, [])),
-  nic_errors: coalesce(map_nic.symbol_errors, 0) + coalesce(map_nic.link_downed, 0)
-    + coalesce(map_nic.port_rcv_errors, 0)} END) AS map_gpus
+  size(coalesce(map_gpu.xid_errors, [])),
+  coalesce(map_nic.symbol_errors, 0) + coalesce(map_nic.link_downed, 0) + coalesce(map_nic.port_rcv_errors, 0)
+] END) AS map_gpus
 OPTIONAL MATCH (map_site:Site)-[:HAS_CLUSTER]->(map_cluster:Cluster)
 WHERE map_cluster.name = map_host.cluster
 WITH keep, host_blocks, domain_blocks, collect(CASE WHEN map_host IS NULL THEN null ELSE {
