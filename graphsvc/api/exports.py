@@ -12,7 +12,8 @@ from fastapi.responses import PlainTextResponse
 
 from graphsvc.api.errors import ERROR_RESPONSES
 from graphsvc.exports.render import ExportFormat
-from graphsvc.security.auth import Principal, Role, authenticate, require
+from graphsvc.security.auth import Principal, Role, require
+from graphsvc.security.auth import caller as auth_caller
 from graphsvc.services import Services
 
 __all__ = ["ExportFormat", "router"]
@@ -27,7 +28,7 @@ async def export(
     request: Request,
     cluster: str = Query("default", max_length=253, pattern=NAME),
     host: str | None = Query(None, max_length=253, pattern=NAME),
-    caller: Principal = Depends(authenticate),  # noqa: B008 - FastAPI's dependency idiom
+    caller: Principal = Depends(auth_caller),  # noqa: B008 - FastAPI's dependency idiom
 ) -> PlainTextResponse:
     require(caller, Role.SCHEDULER, Role.OPERATOR)
     services: Services = request.app.state.services

@@ -17,7 +17,7 @@ from graphsvc.errors import ErrorKind
 from graphsvc.ingest.clock import future_skew_problem
 from graphsvc.ingest.service import FabricIngestResult, HostIngestResult, IngestRejected, MetricsIngestResult
 from graphsvc.read.hosts import rest_view
-from graphsvc.security.auth import Principal, Role, authenticate, require
+from graphsvc.security.auth import Principal, Role, caller, require
 from graphsvc.services import Services
 
 router = APIRouter(responses=ERROR_RESPONSES, route_class=StrictJSONRoute)
@@ -28,13 +28,14 @@ router.include_router(fast_path_router)
 HostPath = Annotated[str, Path(min_length=1, max_length=253, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]
 
 
-def services(request: Request) -> Services:
+async def services(request: Request) -> Services:
+    """A coroutine, as `caller` is: a plain function dependency costs a worker-thread hop."""
     found: Services = request.app.state.services
     return found
 
 
 ServicesDep = Annotated[Services, Depends(services)]
-Caller = Annotated[Principal, Depends(authenticate)]
+Caller = Annotated[Principal, Depends(caller)]
 
 
 def refuse_future(request: Request, collected_at: datetime) -> None:

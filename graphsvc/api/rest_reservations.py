@@ -22,15 +22,9 @@ from graphsvc.placement.mig import SliceCandidate
 from graphsvc.placement.model import InfeasibleReason
 from graphsvc.placement.request import RequestError, parse_request
 from graphsvc.reservations import service as svc
-from graphsvc.security.auth import Principal, Role, authenticate, require
+from graphsvc.security.auth import Principal, Role, caller, require
 
 router = APIRouter(responses=ERROR_RESPONSES, route_class=StrictJSONRoute, tags=["reservations"])
-
-
-async def caller(request: Request) -> Principal:
-    """`authenticate` as a coroutine: FastAPI runs a plain function dependency in a worker thread,
-    a hop per request that this path, called per job, does not need (the lookup never blocks)."""
-    return authenticate(request)
 
 
 Caller = Annotated[Principal, Depends(caller)]

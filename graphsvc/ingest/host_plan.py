@@ -14,7 +14,7 @@ from collections import defaultdict
 from datetime import datetime
 from typing import Any
 
-from topo_facts import GPUState, HostFacts, PeerType
+from topo_facts import GPUFact, GPUState, HostFacts, PeerType
 
 
 def numa_uuid(host: str, index: int) -> str:
@@ -45,27 +45,33 @@ def _epoch(ts: datetime) -> float:
     return ts.timestamp()
 
 
+def host_props(facts: HostFacts, *, received_at: float) -> dict[str, Any]:
+    """The Host node's properties (its fingerprint is added once the plan is whole)."""
+    return _props(
+        name=facts.hostname,
+        cluster=facts.cluster,
+        rack=facts.rack,
+        scalable_unit=facts.scalable_unit,
+        collected_at=_epoch(facts.collected_at),
+        received_at=received_at,
+        collector_version=facts.collector_version,
+        fact_version=facts.fact_version,
+        cpu_model=facts.cpu_model,
+        gpu_count=len(facts.gpus),
+        nic_count=len(facts.nics),
+    )
+
+
+def gpu_state(gpu: GPUFact) -> dict[str, Any]:
+    """A GPU's health and load (`GPUState`): what an unchanged document updates."""
+    return _props(**gpu.model_dump(mode="json", include=_STATE_FIELDS))
+
+
 def host_params(facts: HostFacts, *, received_at: float) -> dict[str, Any]:
     h = facts.hostname
     rack = facts.rack or f"{h}-rack"
     params: dict[str, Any] = {
-        "host": {
-            "name": h,
-            "cluster": facts.cluster,
-            "props": _props(
-                name=h,
-                cluster=facts.cluster,
-                rack=facts.rack,
-                scalable_unit=facts.scalable_unit,
-                collected_at=_epoch(facts.collected_at),
-                received_at=received_at,
-                collector_version=facts.collector_version,
-                fact_version=facts.fact_version,
-                cpu_model=facts.cpu_model,
-                gpu_count=len(facts.gpus),
-                nic_count=len(facts.nics),
-            ),
-        },
+        "host": {"name": h, "cluster": facts.cluster, "props": host_props(facts, received_at=received_at)},
         "rack": {"uuid": f"{facts.cluster}/{rack}", "name": rack},
     }
     numa = [
@@ -113,7 +119,7 @@ def host_params(facts: HostFacts, *, received_at: float) -> dict[str, Any]:
                     numa_node=g.numa_node,
                     compute_capability=g.compute_capability,
                     mig_mode=g.mig_mode,
-                    **g.model_dump(mode="json", include=_STATE_FIELDS),
+                    **gpu_state(g),
                     nvlink_domain=gpu_domain.get(g.uuid),
                     nvswitch_gbps=sum(link.bandwidth_gbps for link in g.nvlinks if link.peer_type is PeerType.NVSWITCH),
                 ),
@@ -249,14 +255,23 @@ def fingerprint(params: dict[str, Any]) -> str:
     return hashlib.blake2b(json.dumps(stable, sort_keys=True).encode(), digest_size=16).hexdigest()
 
 
-def unchanged_params(params: dict[str, Any]) -> dict[str, Any]:
-    """The parameters of `ingest_host_unchanged` for a document planned by `host_params`."""
-    props = params["host"]["props"]
+def facts_digest(facts: HostFacts) -> str:
+    """A digest of a document's facts but its `collected_at` and its GPUs' health and load: the
+    inputs of `fingerprint` (the plan is a function of the facts), read without planning. Two
+    documents with the same digest have the same fingerprint, so the second needs no plan: 66 us
+    against 425 us for `host_params` on a DGX H100 document (#15: ingest's per-document CPU)."""
+    dumped = facts.model_dump_json(exclude={"collected_at": True, "gpus": {"__all__": _STATE_FIELDS}})
+    return hashlib.blake2b(dumped.encode(), digest_size=16).hexdigest()
+
+
+def unchanged_params(facts: HostFacts, *, received_at: float, fingerprint: str) -> dict[str, Any]:
+    """The parameters of `ingest_host_unchanged`: the host's properties and its GPUs' health and
+    load, as `host_params` would plan them, for a document whose topology has `fingerprint`."""
     return {
-        "host": params["host"]["name"],
-        "fingerprint": props[FINGERPRINT],
-        "props": props,
-        "gpus": {g["uuid"]: {k: v for k, v in g["props"].items() if k in _STATE_FIELDS} for g in params["gpus"]},
+        "host": facts.hostname,
+        "fingerprint": fingerprint,
+        "props": {**host_props(facts, received_at=received_at), FINGERPRINT: fingerprint},
+        "gpus": {g.uuid: gpu_state(g) for g in facts.gpus},
     }
 
 

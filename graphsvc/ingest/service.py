@@ -18,7 +18,7 @@ from topo_facts.models import Health
 
 from graphsvc.errors import ErrorKind, Rejected
 from graphsvc.ingest.fabric_plan import host_positions
-from graphsvc.ingest.host_plan import FINGERPRINT, host_params, nic_uuid, unchanged_params
+from graphsvc.ingest.host_plan import FINGERPRINT, facts_digest, host_params, nic_uuid, unchanged_params
 from graphsvc.store.errors import StoreError
 from graphsvc.store.gateway import Gateway
 
@@ -56,10 +56,13 @@ class HostIngestResult:
 
 @dataclass(frozen=True)
 class Written:
-    """What this process last wrote for a host: its facts' fingerprint and which GPUs failed."""
+    """What this process last wrote for a host: its facts' fingerprint, the digest of the facts
+    it was planned from (`facts_digest`: a document with the same digest needs no plan) and
+    which GPUs failed."""
 
     fingerprint: str
     failed: frozenset[str]
+    digest: str = ""
 
 
 class Fingerprints:
@@ -157,13 +160,17 @@ async def ingest_host(
     fingerprint leaves out is exactly what the small statement writes. A refusal costs one more,
     read-only statement, to say why."""
     received_at = time.time()
-    params = host_params(facts, received_at=received_at)
-    written = Written(
-        params["host"]["props"][FINGERPRINT], frozenset(g.uuid for g in facts.gpus if g.health is Health.FAILED)
-    )
+    failed = frozenset(g.uuid for g in facts.gpus if g.health is Health.FAILED)
+    digest = facts_digest(facts) if fingerprints is not None else ""
     known = fingerprints.get(facts.hostname) if fingerprints is not None else None
+    params: dict[str, Any] | None = None
+    if known is not None and known.digest == digest:
+        written = Written(known.fingerprint, failed, digest)  # the same facts: no plan needed
+    else:
+        params = host_params(facts, received_at=received_at)
+        written = Written(params["host"]["props"][FINGERPRINT], failed, digest)
     if fingerprints is not None and known is not None and known.fingerprint == written.fingerprint:
-        small = unchanged_params(params)
+        small = unchanged_params(facts, received_at=received_at, fingerprint=written.fingerprint)
         if known.failed == written.failed and batcher is not None:
             applied = await batcher.submit(small)  # no GPU fails or recovers: grouped with others
         else:
@@ -173,6 +180,8 @@ async def ingest_host(
             log.debug("ingest host=%s unchanged topology", facts.hostname)
             return HostIngestResult(facts.hostname, True, len(facts.gpus), len(facts.nics), received_at)
         fingerprints.forget(facts.hostname)  # changed elsewhere, or newer facts stored: decide in full
+    if params is None:
+        params = host_params(facts, received_at=received_at)
     rows = await gateway.write("ingest_host", params)
     if not rows:
         return await _explain_host_refusal(gateway, facts, received_at)

@@ -232,6 +232,13 @@ def authenticate(request: HTTPConnection) -> Principal:
     raise HTTPException(status_code=401, detail=detail, headers={"WWW-Authenticate": "Bearer"})
 
 
+async def caller(request: HTTPConnection) -> Principal:
+    """`authenticate` as a coroutine, the dependency every route uses: FastAPI runs a plain
+    function dependency in a worker thread, a hop per request (per collector document, per
+    reservation) that a lookup which never blocks does not need."""
+    return authenticate(request)
+
+
 def require(principal: Principal, *roles: Role) -> None:
     if principal.role not in roles:
         needed = " or ".join(r.value for r in roles)

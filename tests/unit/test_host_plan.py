@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from collections import Counter
+from datetime import timedelta
 
-from graphsvc.ingest.host_plan import host_params
+from topo_facts import GPUState, Health, HostFacts
+
+from graphsvc.ingest.host_plan import FINGERPRINT, facts_digest, host_params, unchanged_params
 from tests.helpers import a100, dgx1, h100, l40, tray
 
 
@@ -43,3 +46,38 @@ def test_nvl72_tray_joins_the_fabric_clique() -> None:
     p = host_params(tray("t1", "cl/rack1/clique-0"), received_at=0)
     assert {link["dst"] for link in p["gpu_domains"]} == {"cl/rack1/clique-0"}
     assert p["domains"][0]["props"]["kind"] == "fabric-clique"
+
+
+def _with_gpu(facts: HostFacts, i: int, **changes: object) -> HostFacts:
+    gpus = list(facts.gpus)
+    gpus[i] = gpus[i].model_copy(update=changes)
+    return facts.model_copy(update={"gpus": gpus})
+
+
+def test_the_facts_digest_moves_with_the_fingerprint_not_with_health_and_load() -> None:
+    """#15: an unchanged document skips planning when its digest is the one last planned, so a
+    same digest must mean a same fingerprint, and the small statement's parameters must be
+    what the plan gives."""
+    base = h100()
+    later = base.model_copy(update={"collected_at": base.collected_at + timedelta(seconds=30)})
+    loaded = _with_gpu(later, 3, temperature_c=88.0, utilization_pct=99.0, health=Health.DEGRADED)
+    for facts in (later, loaded):
+        assert facts_digest(facts) == facts_digest(base)
+        assert host_params(facts, received_at=1)["host"]["props"][FINGERPRINT] == _fingerprint(base)
+    for changed in (
+        _with_gpu(base, 0, memory_mib=1),
+        base.model_copy(update={"rack": "rack-9"}),
+        base.model_copy(update={"nics": [base.nics[0].model_copy(update={"rate_gbps": 100.0}), *base.nics[1:]]}),
+    ):
+        assert facts_digest(changed) != facts_digest(base)
+        assert _fingerprint(changed) != _fingerprint(base)
+    params = host_params(loaded, received_at=7.0)
+    small = unchanged_params(loaded, received_at=7.0, fingerprint=_fingerprint(loaded))
+    assert small["props"] == params["host"]["props"]
+    assert small["gpus"] == {
+        g["uuid"]: {k: v for k, v in g["props"].items() if k in GPUState.model_fields} for g in params["gpus"]
+    }
+
+
+def _fingerprint(facts: HostFacts) -> str:
+    return str(host_params(facts, received_at=0)["host"]["props"][FINGERPRINT])
