@@ -36,7 +36,7 @@ from typing import Any
 import httpx
 from topo_facts import HostFacts
 
-from graphsvc.api.app import create_app
+from graphsvc.api.app import create_app, freeze_startup_heap
 from graphsvc.ingest.host_plan import host_params
 from graphsvc.ingest.service import ingest_host
 from graphsvc.services import Services
@@ -171,6 +171,7 @@ async def measure(kind: str, settings: Settings, profile: str, rounds: int) -> d
     STORE_DIR[:] = [settings.data_dir] if kind.startswith("embedded") else []
     async with open_store(settings) as gw:
         app = create_app(settings.model_copy(update={"insecure_dev": True}), gateway=gw)
+        freeze_startup_heap()  # as the server does once started (graphsvc.api.app)
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://b", timeout=300) as client:
             docs = documents(profile, 0)

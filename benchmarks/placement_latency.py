@@ -27,7 +27,7 @@ from typing import Any
 
 import httpx
 
-from graphsvc.api.app import create_app
+from graphsvc.api.app import create_app, freeze_startup_heap
 from graphsvc.ingest.service import ingest_fabric, ingest_host, recount
 from graphsvc.settings import Settings
 from graphsvc.store.factory import open_store
@@ -109,6 +109,7 @@ async def measure_on(gw: Gateway, settings: Settings, gpus: int) -> dict[str, An
     # (300 s), and the hosts loaded first would then be skipped as silent (their counters still
     # count them), which measures a cluster a third of whose hosts are down, not placement.
     app = create_app(settings.model_copy(update={"insecure_dev": True, "stale_after_s": 1e9}), gateway=gw)
+    freeze_startup_heap()  # as the server does once started (graphsvc.api.app)
     transport = httpx.ASGITransport(app=app)
     results: dict[str, Any] = {}
     async with httpx.AsyncClient(transport=transport, base_url="http://bench", timeout=300) as client:

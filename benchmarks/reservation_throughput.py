@@ -31,7 +31,7 @@ from typing import Any
 
 import httpx
 
-from graphsvc.api.app import create_app
+from graphsvc.api.app import create_app, freeze_startup_heap
 from graphsvc.ingest.service import ingest_fabric, ingest_host
 from graphsvc.settings import Settings
 from graphsvc.store.factory import open_store
@@ -196,6 +196,7 @@ async def main() -> None:
                 await ingest_host(gw, h)
             await ingest_fabric(gw, cluster.fabric())
             app = create_app(settings, gateway=gw)
+            freeze_startup_heap()  # as the server does once started (graphsvc.api.app)
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url="http://b", timeout=120) as c:
                 await run(c, gw, "graphql", 2, 3)  # warm-up: plans the statements, fills caches

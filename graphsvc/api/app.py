@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -24,6 +25,18 @@ from graphsvc.ui import mount_ui
 from graphsvc.ui.offline import LocalGraphiQLRouter, mount_api_docs
 
 
+def freeze_startup_heap() -> None:
+    """Move every object alive once the service has started (modules, schemas, the GraphQL
+    schema, the store client) out of the garbage collector's reach (`gc.freeze`), after one
+    full collection. Those objects live as long as the process, yet each full collection
+    walked all of them: ~0.1 s, a stop of every request in flight, once per few hundred
+    reservations (#15: 0.2-0.4 ms of the service's CPU per reserve+release cycle, and the
+    p99). Called once the lifespan has opened the store; benchmarks call it where the server
+    would."""
+    gc.collect()
+    gc.freeze()
+
+
 def _install(app: FastAPI, services: Services) -> None:
     app.state.services = services
     app.state.reservations = services.reservations
@@ -41,6 +54,7 @@ def create_app(settings: Settings | None = None, *, gateway: Gateway | None = No
             return
         async with running(settings) as services:
             _install(app, services)
+            freeze_startup_heap()
             yield
 
     app = FastAPI(
