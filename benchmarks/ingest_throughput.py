@@ -243,6 +243,10 @@ async def main() -> None:
     parser.add_argument("--neo4j", action="store_true", help="also measure the local Neo4j (tools/neo4j-local)")
     parser.add_argument("--appendfsync", default="always", help="FalkorDB durability (production: always)")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks" / "ingest.json")
+    # As in reservation_throughput.py: httpx's in-process transport imports sniffio on every
+    # request; without it installed the failed import searched sys.path each time (~0.16 ms of
+    # the collectors' CPU per document, in this same process). None fails it at once.
+    sys.modules.setdefault("sniffio", None)  # type: ignore[arg-type]
     args = parser.parse_args()
     data = Path(tempfile.mkdtemp(prefix="bench-ingest-"))
     limits: dict[str, Any] = {"mutation_rate_per_minute": 1e9, "mutation_burst": 1_000_000, "query_timeout_s": 120}

@@ -9,6 +9,7 @@ Error messages name the offending field path, e.g. ``gpus[3].nvlinks[0].peer_id`
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Self, TypeVar
@@ -32,9 +33,14 @@ MAX_FABRIC_SWITCHES = 100_000
 MAX_FABRIC_LINKS = 1_000_000
 
 
+_CONTROL_CHAR = re.compile(r"[\x00-\x1f\x7f]")
+
+
 def _no_control_chars(value: str) -> str:
-    """Free text is stored verbatim, but control characters only ever mean trouble in logs."""
-    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in value):
+    """Free text is stored verbatim, but control characters only ever mean trouble in logs.
+    A regular expression, not a loop over characters: every text field of every document
+    passes here (a loop was ~0.15 ms of a DGX document's validation)."""
+    if _CONTROL_CHAR.search(value):
         raise ValueError("control characters are not allowed")
     return value
 
