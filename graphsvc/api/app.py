@@ -55,7 +55,10 @@ def create_app(settings: Settings | None = None, *, gateway: Gateway | None = No
         async with running(settings) as services:
             _install(app, services)
             freeze_startup_heap()
-            yield
+            try:
+                yield
+            finally:
+                gc.unfreeze()  # what the service held becomes garbage it may collect again
 
     app = FastAPI(
         title="graphsvc",

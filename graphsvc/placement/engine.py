@@ -453,9 +453,11 @@ class _Search:
             "extra": LEAF_EXTRA_HOSTS,
             "fullest_first": req.gpus_per_host is None or req.packing is Packing.SPREAD,
         }
-        # No slack: a leaf fails only when none of its hosts' windows can be widened to fit
-        # (choose_in_group reads further hosts of the leaf), and each unused leaf costs its
-        # window of hosts' GPU maps (10 hosts for 32 GPUs 4 per host: a third of the statement).
+        # No slack: each leaf read but unused costs its window of hosts' GPU maps (10 hosts for
+        # 32 GPUs 4 per host: a third of the statement), and leaves seldom add nothing (a leaf
+        # widens its window itself, choose_in_group; one adds nothing when no set of its hosts
+        # fits, when its set was found already (hosts under two leaves) or spans sites). Such a
+        # leaf costs a second statement instead, which reads the graph as it is by then.
         await self._fit_pages("placement_leaves_fit", params, self._take_leaves, first=req.gpus, probe=False, slack=0)
 
     async def _take_leaves(self, units: list[FitUnit]) -> None:

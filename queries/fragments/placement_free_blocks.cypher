@@ -6,8 +6,10 @@
 // it, ordered, gives the answer. Whatever order the plan yields rows in, the floor is at most
 // the true one, so the answer is exact. $host_top and $domain_top are hints, not bounds: the
 // counts above them (a range seek, empty while the hint holds) are probed first, so a stale
-// hint costs time, never a block. The engine passes the largest counts its last read saw: at
-// 100k GPUs probing down from the largest possible unit (128, 576) cost ~2 ms per statement. It follows a statement's one-row start, whose only
+// hint costs time, never a block. The engine passes the largest counts its reads have seen
+// (a hint of 0, after a read of a full cluster, reads every unit with a free GPU once): at
+// 100k GPUs probing down from the largest possible unit (128, 576) cost ~2 ms per statement.
+// It follows a statement's one-row start, whose only
 // variable is `block_carry` (the page of units the statement has chosen, or null: it carries
 // nothing else, so its rows stay cheap), and ends with `WITH block_carry, host_blocks,
 // domain_blocks`, one row (entries may be null maps). The page is chosen before it, not after:
