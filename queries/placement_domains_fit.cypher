@@ -13,6 +13,9 @@
 //    `found` holds the domains, their free counts and those hosts. `scanned` is the number of
 //    domains read: fewer than $limit means the seek is exhausted.
 // No unit to read at all: no row.
+// The model prefilter: a unit whose model the engine knows ($known) passes when it is one of
+// $prefilter_models (decided in Python: list membership, not a lower-case substring test per
+// unit); any other model by the substring test (graphsvc.placement.engine.prefilter_params).
 // @read
 // @param blocks int
 // @param domain_top int
@@ -20,11 +23,13 @@
 // @param filters map
 // @param first_size int
 // @param host_top int
+// @param known list<string>
 // @param last_size int
 // @param limit int
 // @param model string
 // @param n int
 // @param now float
+// @param prefilter_models list<string>
 // @param probe int
 // @param skip int
 // @param stale_before float
@@ -33,13 +38,15 @@
 // @row scanned int, found list<map>, hosts list<map>, host_blocks list<map>, domain_blocks list<map>
 UNWIND range($first_size, $last_size, $step) AS want
 MATCH (d:NVLinkDomain)
-WHERE d.free_gpus = want AND toLower(coalesce(d.gpu_model, '')) CONTAINS $model
+WHERE d.free_gpus = want AND ($model = '' OR d.gpu_model IN $prefilter_models
+       OR (NOT coalesce(d.gpu_model, '') IN $known AND toLower(coalesce(d.gpu_model, '')) CONTAINS $model))
 WITH want
 LIMIT $probe
 WITH max(want) AS most, min(want) AS least
 UNWIND range($first_size, coalesce(CASE WHEN $step > 0 THEN most ELSE least END, $first_size), $step) AS want
 MATCH (d:NVLinkDomain)
-WHERE d.free_gpus = want AND toLower(coalesce(d.gpu_model, '')) CONTAINS $model
+WHERE d.free_gpus = want AND ($model = '' OR d.gpu_model IN $prefilter_models
+       OR (NOT coalesce(d.gpu_model, '') IN $known AND toLower(coalesce(d.gpu_model, '')) CONTAINS $model))
 WITH d
 ORDER BY abs(d.free_gpus - $first_size), d.uuid
 SKIP $skip

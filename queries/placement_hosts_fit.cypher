@@ -11,6 +11,9 @@
 //    free GPUs (placement_host_maps), `found` holding their names and free counts. `scanned` is the number of hosts read: fewer than $limit
 //    means the seek is exhausted.
 // No unit to read at all: no row.
+// The model prefilter: a unit whose model the engine knows ($known) passes when it is one of
+// $prefilter_models (decided in Python: list membership, not a lower-case substring test per
+// unit); any other model by the substring test (graphsvc.placement.engine.prefilter_params).
 // @read
 // @param blocks int
 // @param domain_top int
@@ -18,13 +21,15 @@
 // @param filters map
 // @param first_size int
 // @param host_top int
+// @param known list<string>
 // @param last_size int
 // @param limit int
 // @param mode string
 // @param model string
 // @param n int
-// @param probe int
 // @param now float
+// @param prefilter_models list<string>
+// @param probe int
 // @param skip int
 // @param stale_before float
 // @param step int
@@ -32,14 +37,16 @@
 // @row scanned int, found list<map>, hosts list<map>, host_blocks list<map>, domain_blocks list<map>
 UNWIND range($first_size, $last_size, $step) AS want
 MATCH (h:Host)
-WHERE h.free_gpus = want AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
+WHERE h.free_gpus = want AND NOT h.name IN $exclude AND ($model = '' OR h.gpu_model IN $prefilter_models
+       OR (NOT coalesce(h.gpu_model, '') IN $known AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model))
   AND coalesce(h.received_at, $now) >= $stale_before
 WITH want
 LIMIT $probe
 WITH max(want) AS most, min(want) AS least
 UNWIND range($first_size, coalesce(CASE WHEN $step > 0 THEN most ELSE least END, $first_size), $step) AS want
 MATCH (h:Host)
-WHERE h.free_gpus = want AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
+WHERE h.free_gpus = want AND NOT h.name IN $exclude AND ($model = '' OR h.gpu_model IN $prefilter_models
+       OR (NOT coalesce(h.gpu_model, '') IN $known AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model))
   AND coalesce(h.received_at, $now) >= $stale_before
 WITH h
 ORDER BY abs(h.free_gpus - $first_size), h.name

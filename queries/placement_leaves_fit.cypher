@@ -14,6 +14,9 @@
 //    cluster's largest free blocks (placement_free_blocks, read once the page is chosen). `scanned` is the number of leaves
 //    read: fewer than $limit means the seek is exhausted.
 // No unit to read at all: no row.
+// The model prefilter: a unit whose model the engine knows ($known) passes when it is one of
+// $prefilter_models (decided in Python: list membership, not a lower-case substring test per
+// unit); any other model by the substring test (graphsvc.placement.engine.prefilter_params).
 // @read
 // @param blocks int
 // @param domain_top int
@@ -23,12 +26,14 @@
 // @param gpus int
 // @param host_min int
 // @param host_top int
+// @param known list<string>
 // @param limit int
 // @param min_free int
 // @param model string
 // @param need int
 // @param now float
 // @param per_host int
+// @param prefilter_models list<string>
 // @param skip int
 // @param stale_before float
 // @param virtual_free list<string>
@@ -44,7 +49,8 @@ WITH collect(s) AS block_carry
 UNWIND block_carry AS s
 OPTIONAL MATCH (s)<-[:UPLINK]-(:NIC)<-[:HAS_NIC]-(h:Host)
 WHERE h.free_gpus >= $host_min AND NOT h.name IN $exclude AND coalesce(h.received_at, $now) >= $stale_before
-  AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
+  AND ($model = '' OR h.gpu_model IN $prefilter_models
+       OR (NOT coalesce(h.gpu_model, '') IN $known AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model))
 WITH DISTINCT host_blocks, domain_blocks, s, h
 ORDER BY s.name, CASE WHEN $fullest_first THEN -h.free_gpus ELSE h.free_gpus END, h.name
 WITH host_blocks, domain_blocks, s, collect(CASE WHEN h IS NULL THEN null ELSE [h.name, h.free_gpus] END) AS members

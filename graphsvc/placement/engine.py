@@ -91,6 +91,20 @@ def _largest(blocks: list[BlockRow]) -> int:
     return max((int(b["free"] or 0) for b in blocks if b), default=0)
 
 
+def prefilter_params(prefilter: str, known: list[str]) -> dict[str, object]:
+    """$prefilter_models and $known of the candidate statements' model prefilter: a unit whose
+    model is one of `known` (the engine's model list, at most MODELS_TTL_S old) passes when the
+    name contains `prefilter` (decided here, once), any other by the store's own substring test
+    (`toLower(...) CONTAINS $model`, as before). At 100k GPUs that test on each of the 3,300
+    domains with exactly 4 free cost ~3 ms of a 4-GPU request; list membership ~0.1 ms. Only
+    ASCII names are decided here, where Python's and Cypher's lower case agree; '' stands for a
+    unit with no model, which a named model never matches."""
+    if not prefilter:
+        return {"prefilter_models": [], "known": [""]}  # `$model = ''` passes every unit first
+    plain = [m for m in known if m.isascii()]
+    return {"prefilter_models": [m for m in plain if prefilter in m.lower()], "known": [*plain, ""]}
+
+
 class HostLoader:
     """Reads hosts' GPUs and NVLink edges once per request (the graph does not change under us).
 
@@ -311,6 +325,7 @@ class _Search:
         self.units_read = 0
         # A coarse substring the candidate queries filter on; `eligible` matches exactly.
         self.model = req.model_match.prefilter if req.model_match is not None else ""
+        self.model_params = prefilter_params(self.model, [])  # with the model list: run()
         self.exclude = list(req.exclude_hosts)
         # Read a few more than asked, so ranking has something to choose from.
         self.want = req.limit + 2
@@ -327,6 +342,8 @@ class _Search:
 
     async def run(self) -> None:
         req = self.req
+        if self.model:
+            self.model_params = prefilter_params(self.model, await self.engine.models())
         per_host = req.gpus_per_host
         if req.needs_one_domain:
             await self.search_domains()
@@ -342,6 +359,7 @@ class _Search:
         return {
             "exclude": self.exclude,
             "model": self.model,
+            **self.model_params,
             "filters": gpu_filters(req, rail_up=rail_up),
             "now": loader.now,
             "stale_before": loader.stale_before if loader.stale_before is not None else 0.0,

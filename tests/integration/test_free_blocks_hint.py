@@ -42,6 +42,8 @@ def fit_params(host_top: int, domain_top: int, blocks: int) -> dict[str, Any]:
         "step": 1,
         "mode": "none",
         "model": "",
+        "prefilter_models": [],
+        "known": [""],
         "n": 1,
         "skip": 0,
         "limit": 3,

@@ -59,6 +59,8 @@ FIT: dict[str, Any] = {
     "blocks": 5,
     "host_top": 128,
     "domain_top": 576,
+    "prefilter_models": [FIRST.gpus[0].model],
+    "known": [FIRST.gpus[0].model, ""],
 }
 
 # What the diagnosis's count statements take (graphsvc/placement/counting.py).

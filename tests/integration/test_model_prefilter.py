@@ -1,0 +1,64 @@
+"""The candidate statements' model prefilter decided by list membership for known models.
+
+`prefilter_params` hands the statements the known model names the prefilter accepts; a model
+the list does not know (it is at most a minute old) is still tested by substring in the store.
+Whatever the list knows, the statements must find the same units as the substring test alone.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from graphsvc.placement.engine import prefilter_params
+from graphsvc.store.gateway import Gateway
+from tests.cluster_helpers import load
+
+FILTERS = {
+    "healthy": True,
+    "min_memory_mib": -1,
+    "max_temperature_c": 1e9,
+    "max_utilization_pct": 1e9,
+    "max_memory_used_mib": 1e9,
+    "nic_affinity": False,
+    "rail_up": False,
+}
+COMMON: dict[str, Any] = {
+    "exclude": [],
+    "now": time.time(),
+    "stale_before": 0.0,
+    "virtual_free": [],
+    "blocks": 3,
+    "host_top": 128,
+    "domain_top": 576,
+    "skip": 0,
+}
+STATEMENTS: dict[str, dict[str, Any]] = {
+    "placement_hosts_fit": {**COMMON, "filters": FILTERS, "first_size": 1, "last_size": 128, "step": 1,
+                            "mode": "none", "n": 1, "limit": 50, "probe": 50},
+    "placement_domains_fit": {**COMMON, "filters": FILTERS, "first_size": 1, "last_size": 576, "step": 1,
+                              "n": 1, "limit": 50, "probe": 50},
+    "placement_leaves_fit": {**COMMON, "min_free": 1, "gpus": 1, "per_host": 0, "host_min": 1, "need": 1,
+                             "extra": 0, "fullest_first": True, "limit": 50},
+}  # fmt: skip
+
+
+def units(row: dict[str, Any]) -> list[tuple[Any, ...]]:
+    return sorted((u["unit"], u["free"], tuple(map(tuple, u.get("members") or []))) for u in row["found"] if u)
+
+
+async def test_known_models_find_what_the_substring_test_finds(gateway: Gateway) -> None:
+    await load(gateway, "superpod-h100:sus=1")
+    await load(gateway, "a100-pcie")
+    await load(gateway, "l40s")
+    known = sorted(str(r["model"]) for r in await gateway.read("placement_gpu_models", {}) if r.get("model"))
+    assert len(known) == 3
+    for name, base in STATEMENTS.items():
+        for model in ("", "h100", "a100", "l40", "nvidia", "b200"):
+            answers = []
+            for listed in (known, known[:1], []):  # the whole list, a stale one, none
+                rows = await gateway.read(name, {**base, "model": model, **prefilter_params(model, listed)})
+                answers.append(units(rows[0]) if rows else [])
+            assert answers[0] == answers[1] == answers[2], (name, model)
+            if model in ("h100", "nvidia"):
+                assert answers[0], (name, model)
