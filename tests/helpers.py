@@ -36,3 +36,16 @@ def as_json(facts: HostFacts) -> dict[str, Any]:
 
 def with_changes(facts: HostFacts, **changes: Any) -> HostFacts:
     return HostFacts.model_validate({**as_json(facts), **changes})
+
+
+# The per-GPU constraints of a default request, as the candidate statements take them
+# ($filters of fragment placement_usable; engine.gpu_filters): healthy GPUs, nothing else asked.
+DEFAULT_GPU_FILTERS: dict[str, Any] = {
+    "healthy": True,
+    "min_memory_mib": -1,
+    "max_temperature_c": 1e9,
+    "max_utilization_pct": 1e9,
+    "max_memory_used_mib": 1e9,
+    "nic_affinity": False,
+    "rail_up": False,
+}

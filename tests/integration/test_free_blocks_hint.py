@@ -15,22 +15,13 @@ from graphsvc.placement.engine import BlockTops, PlacementEngine
 from graphsvc.placement.request import parse_request
 from graphsvc.store.gateway import Gateway
 from tests.cluster_helpers import load, occupy
-
-FILTERS = {
-    "healthy": True,
-    "min_memory_mib": -1,
-    "max_temperature_c": 1e9,
-    "max_utilization_pct": 1e9,
-    "max_memory_used_mib": 1e9,
-    "nic_affinity": False,
-    "rail_up": False,
-}
+from tests.helpers import DEFAULT_GPU_FILTERS
 
 
 def fit_params(host_top: int, domain_top: int, blocks: int) -> dict[str, Any]:
     return {
         "exclude": [],
-        "filters": FILTERS,
+        "filters": DEFAULT_GPU_FILTERS,
         "now": 1.0,
         "stale_before": 0.0,
         "virtual_free": [],

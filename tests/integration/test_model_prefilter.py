@@ -13,16 +13,8 @@ from typing import Any
 from graphsvc.placement.engine import prefilter_params
 from graphsvc.store.gateway import Gateway
 from tests.cluster_helpers import load
+from tests.helpers import DEFAULT_GPU_FILTERS
 
-FILTERS = {
-    "healthy": True,
-    "min_memory_mib": -1,
-    "max_temperature_c": 1e9,
-    "max_utilization_pct": 1e9,
-    "max_memory_used_mib": 1e9,
-    "nic_affinity": False,
-    "rail_up": False,
-}
 COMMON: dict[str, Any] = {
     "exclude": [],
     "now": time.time(),
@@ -34,9 +26,9 @@ COMMON: dict[str, Any] = {
     "skip": 0,
 }
 STATEMENTS: dict[str, dict[str, Any]] = {
-    "placement_hosts_fit": {**COMMON, "filters": FILTERS, "first_size": 1, "last_size": 128, "step": 1,
+    "placement_hosts_fit": {**COMMON, "filters": DEFAULT_GPU_FILTERS, "first_size": 1, "last_size": 128, "step": 1,
                             "mode": "none", "n": 1, "limit": 50, "probe": 50},
-    "placement_domains_fit": {**COMMON, "filters": FILTERS, "first_size": 1, "last_size": 576, "step": 1,
+    "placement_domains_fit": {**COMMON, "filters": DEFAULT_GPU_FILTERS, "first_size": 1, "last_size": 576, "step": 1,
                               "n": 1, "limit": 50, "probe": 50},
     "placement_leaves_fit": {**COMMON, "min_free": 1, "gpus": 1, "per_host": 0, "host_min": 1, "need": 1,
                              "extra": 0, "fullest_first": True, "limit": 50},

@@ -16,6 +16,7 @@ from graphsvc.ingest.host_plan import host_params
 from graphsvc.ingest.service import ingest_fabric, ingest_host
 from graphsvc.store.gateway import Gateway
 from graphsvc.synthetic.clusters import build
+from tests.helpers import DEFAULT_GPU_FILTERS
 from tests.queries import registry_with_tests, with_test_queries
 
 CLUSTER = build("demo:sus=1,nvl72_racks=1,a100_hosts=2,l40s_hosts=2")
@@ -44,15 +45,7 @@ MIG_HOST = CLUSTER.hosts[1].model_copy(
 # What every one-statement placement query takes besides its sizes and page (engine.fit_params).
 FIT: dict[str, Any] = {
     "exclude": [],
-    "filters": {
-        "healthy": True,
-        "min_memory_mib": -1,
-        "max_temperature_c": 1e9,
-        "max_utilization_pct": 1e9,
-        "max_memory_used_mib": 1e9,
-        "nic_affinity": False,
-        "rail_up": False,
-    },
+    "filters": DEFAULT_GPU_FILTERS,
     "now": time.time(),
     "stale_before": 0.0,
     "virtual_free": [],
