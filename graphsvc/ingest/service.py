@@ -62,7 +62,7 @@ class Written:
 
     fingerprint: str
     failed: frozenset[str]
-    digest: str = ""
+    digest: str
 
 
 class Fingerprints:
