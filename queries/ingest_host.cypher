@@ -39,14 +39,14 @@ OPTIONAL MATCH (prev:Host {name: $host.name})
 OPTIONAL MATCH (prev)-[:HAS_GPU]->(pg:GPU)
 WITH pg
 ORDER BY pg.uuid
-FOREACH (x IN CASE WHEN pg IS NULL THEN [] ELSE [pg] END | SET x:GPU)
+FOREACH (x IN CASE WHEN pg IS NULL THEN [] ELSE [pg] END | SET x:GPU) //@lock
 WITH collect(pg) AS gpus, null AS keep
 //@include lock_counters
 OPTIONAL MATCH (joined:NVLinkDomain)
 WHERE joined.uuid IN [d IN $domains | d.uuid]
 WITH joined
 ORDER BY joined.uuid
-FOREACH (x IN CASE WHEN joined IS NULL THEN [] ELSE [joined] END | SET x:NVLinkDomain)
+FOREACH (x IN CASE WHEN joined IS NULL THEN [] ELSE [joined] END | SET x:NVLinkDomain) //@lock
 WITH count(joined) AS locked
 OPTIONAL MATCH (:Host {name: $host.name})-[:HAS_GPU]->(:GPU)-[:IN_DOMAIN]->(od:NVLinkDomain)
 WITH [u IN collect(DISTINCT od.uuid) WHERE NOT u IN [d IN $domains | d.uuid]] AS domains_left

@@ -15,7 +15,7 @@ MATCH (:Host {name: doc.host})-[:HAS_GPU]->(g:GPU)
 WITH g
 ORDER BY g.uuid
 WITH collect(g) AS locked
-FOREACH (x IN locked | SET x:GPU)
+FOREACH (x IN locked | SET x:GPU) //@lock
 WITH count(locked) AS one
 UNWIND $docs AS doc
 MATCH (h:Host {name: doc.host})

@@ -23,7 +23,7 @@ WHERE c.uuid IN keys($metrics) AND $metrics[c.uuid].health IS NOT NULL
 WITH h, c
 ORDER BY c.uuid
 WITH h, collect(c) AS gpus
-FOREACH (x IN gpus | SET x:GPU)
+FOREACH (x IN gpus | SET x:GPU) //@lock
 WITH gpus, h AS keep
 //@include lock_counters
 WITH keep AS h,

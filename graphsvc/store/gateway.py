@@ -50,6 +50,10 @@ class Gateway:
     def kind(self) -> str:
         return self.backend.kind
 
+    @property
+    def serial_writes(self) -> bool:
+        return self.backend.serial_writes
+
     async def read(self, name: str, params: Mapping[str, Any] | None = None) -> list[Row]:
         return await self._run(name, params or {}, write=False)
 

@@ -63,6 +63,7 @@ def map_neo4j_error(query: str, exc: Exception) -> Exception:
 
 class Neo4jBackend:
     kind = "neo4j"
+    serial_writes = False  # concurrent transactions, read committed
 
     def __init__(
         self,

@@ -12,7 +12,7 @@ OPTIONAL MATCH (v:Reservation)
 WHERE v.id IN $victims
 WITH v
 ORDER BY v.id
-FOREACH (x IN CASE WHEN v IS NULL THEN [] ELSE [v] END | SET x:Reservation)
+FOREACH (x IN CASE WHEN v IS NULL THEN [] ELSE [v] END | SET x:Reservation) //@lock
 WITH collect(v) AS named
 WITH named, size([x IN named WHERE x.state = 'active' AND x.preemptible = true AND x.priority < $props.priority
                   AND x.preempt_by IS NULL]) AS ok

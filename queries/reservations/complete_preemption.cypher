@@ -20,14 +20,14 @@ WITH DISTINCT u
 MATCH (g:GPU {uuid: u})
 WITH g
 ORDER BY g.uuid
-SET g:GPU
+SET g:GPU //@lock
 WITH collect(g) AS gpus, null AS keep
 //@include lock_counters
 OPTIONAL MATCH (v:Reservation)
 WHERE v.id IN $victims OR v.id = $id
 WITH gpus, v
 ORDER BY v.id
-FOREACH (x IN CASE WHEN v IS NULL THEN [] ELSE [v] END | SET x:Reservation)
+FOREACH (x IN CASE WHEN v IS NULL THEN [] ELSE [v] END | SET x:Reservation) //@lock
 WITH gpus, collect(v) AS locked
 WITH gpus, [x IN locked WHERE x.id = $id AND x.state = 'pending'] AS mine,
      [x IN locked WHERE x.id IN $victims AND x.state = 'active'] AS live_victims

@@ -6,7 +6,7 @@
 // @param state string
 // @row id string
 MATCH (r:Reservation {id: $id})
-SET r:Reservation
+SET r:Reservation //@lock
 WITH r
 WHERE r.state = 'active'
 OPTIONAL MATCH (r)-[:HOLDS]->(g:GPU)

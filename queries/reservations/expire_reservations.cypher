@@ -19,13 +19,13 @@ UNWIND candidates AS r
 MATCH (r)-[:HOLDS]->(g:GPU)
 WITH DISTINCT candidates, g
 ORDER BY g.uuid
-SET g:GPU
+SET g:GPU //@lock
 WITH collect(g) AS gpus, candidates AS keep
 //@include lock_counters
 UNWIND keep AS r
 WITH gpus, r
 ORDER BY r.id
-SET r:Reservation
+SET r:Reservation //@lock
 WITH gpus, r
 OPTIONAL MATCH (r)-[:HOLDS]->(now:GPU)
 WITH gpus, r, collect(CASE WHEN now.reservation = r.id THEN now.uuid END) AS held

@@ -9,7 +9,7 @@ MATCH (r:Reservation)
 WHERE r.state = 'active' AND r.expires_at < $now
 WITH r
 ORDER BY r.id
-SET r:Reservation
+SET r:Reservation //@lock
 WITH r
 WHERE r.state = 'active' AND r.expires_at < $now
 OPTIONAL MATCH (r)-[:HOLDS]->(g:GPU)

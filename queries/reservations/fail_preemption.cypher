@@ -9,7 +9,7 @@ OPTIONAL MATCH (x:Reservation)
 WHERE x.id = $id OR x.preempt_by = $id
 WITH x
 ORDER BY x.id
-FOREACH (y IN CASE WHEN x IS NULL THEN [] ELSE [x] END | SET y:Reservation)
+FOREACH (y IN CASE WHEN x IS NULL THEN [] ELSE [x] END | SET y:Reservation) //@lock
 WITH collect(x) AS locked
 WITH locked, [y IN locked WHERE y.id = $id AND y.state = 'pending'] AS mine
 WHERE size(mine) = 1

@@ -9,7 +9,7 @@ MATCH (r:Reservation)-[:HOLDS_SLICE]->(s:MigSlice)
 WHERE r.id IN $ids
 WITH s
 ORDER BY s.uuid
-SET s:MigSlice
+SET s:MigSlice //@lock
 WITH s
 MATCH (r:Reservation {id: coalesce(s.reservation, '')})
 WITH s, CASE WHEN r.id IN $ids AND r.state <> 'active' THEN 1 ELSE 0 END AS ended

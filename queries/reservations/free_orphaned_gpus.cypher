@@ -15,7 +15,7 @@ WHERE r IS NULL OR r.state <> 'active'
 WITH g
 ORDER BY g.uuid
 LIMIT $limit
-SET g:GPU
+SET g:GPU //@lock
 WITH collect(g) AS gpus, null AS keep
 //@include lock_counters
 UNWIND (CASE WHEN size(gpus) = 0 THEN [null] ELSE gpus END) AS g

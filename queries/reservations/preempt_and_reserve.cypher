@@ -20,14 +20,14 @@ WITH DISTINCT u
 MATCH (g:GPU {uuid: u})
 WITH g
 ORDER BY g.uuid
-SET g:GPU
+SET g:GPU //@lock
 WITH collect(g) AS gpus, null AS keep
 //@include lock_counters
 OPTIONAL MATCH (v:Reservation)
 WHERE v.id IN $victims
 WITH gpus, v
 ORDER BY v.id
-FOREACH (x IN CASE WHEN v IS NULL THEN [] ELSE [v] END | SET x:Reservation)
+FOREACH (x IN CASE WHEN v IS NULL THEN [] ELSE [v] END | SET x:Reservation) //@lock
 WITH gpus, v
 OPTIONAL MATCH (v)-[:HOLDS]->(now:GPU)
 WITH gpus, v, collect(CASE WHEN now.reservation = v.id THEN now.uuid END) AS held

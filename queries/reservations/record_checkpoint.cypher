@@ -6,7 +6,7 @@
 // @param last_checkpoint_at any
 // @row id any
 MATCH (r:Reservation {id: $id})
-SET r:Reservation
+SET r:Reservation //@lock
 WITH r
 WHERE r.state = 'active'
 SET r.last_checkpoint_at = $last_checkpoint_at,

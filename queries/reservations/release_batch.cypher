@@ -16,14 +16,14 @@ MATCH (r:Reservation)-[:HOLDS]->(g:GPU)
 WHERE r.id IN $ids
 WITH DISTINCT g
 ORDER BY g.uuid
-SET g:GPU
+SET g:GPU //@lock
 WITH collect(g) AS gpus, null AS keep
 //@include lock_counters
 MATCH (r:Reservation)
 WHERE r.id IN $ids
 WITH gpus, r
 ORDER BY r.id
-SET r:Reservation
+SET r:Reservation //@lock
 WITH r, gpus
 OPTIONAL MATCH (r)-[:HOLDS]->(now:GPU)
 WITH r, gpus, collect(CASE WHEN now.reservation = r.id THEN now.uuid END) AS held

@@ -14,11 +14,11 @@
 MATCH (r:Reservation {id: $id})-[:HOLDS]->(g:GPU)
 WITH g
 ORDER BY g.uuid
-SET g:GPU
+SET g:GPU //@lock
 WITH collect(g) AS gpus, null AS keep
 //@include lock_counters
 MATCH (r:Reservation {id: $id})
-SET r:Reservation
+SET r:Reservation //@lock
 WITH r, gpus
 OPTIONAL MATCH (r)-[:HOLDS]->(now:GPU)
 WITH r, gpus, collect(CASE WHEN now.reservation = r.id THEN now.uuid END) AS held

@@ -10,10 +10,10 @@
 MATCH (r:Reservation {id: $id})-[:HOLDS_SLICE]->(s:MigSlice)
 WITH s
 ORDER BY s.uuid
-SET s:MigSlice
+SET s:MigSlice //@lock
 WITH collect(s) AS slices
 MATCH (r:Reservation {id: $id})
-SET r:Reservation
+SET r:Reservation //@lock
 WITH r, slices, size([x IN slices WHERE x.reservation = r.id]) AS owned
 WHERE r.state = 'active' AND r.expires_at >= $now AND size(slices) = r.slice_count AND owned = size(slices)
 SET r.expires_at = $expires_at, r.renewed_at = $now

@@ -12,10 +12,10 @@
 MATCH (r:Reservation {id: $id})-[:HOLDS]->(g:GPU)
 WITH g
 ORDER BY g.uuid
-SET g:GPU
+SET g:GPU //@lock
 WITH collect(g) AS gpus
 MATCH (r:Reservation {id: $id})
-SET r:Reservation
+SET r:Reservation //@lock
 // (Ownership is counted in a projection first: FalkorDB drops every row when a WHERE holds a
 // list predicate over a collected list that refers to a node bound in the same WITH.)
 WITH r, gpus, size([x IN gpus WHERE x.reservation = r.id]) AS owned

@@ -13,7 +13,7 @@ MATCH (g:GPU)
 WHERE g.uuid IN $uuids
 WITH g
 ORDER BY g.uuid
-SET g:GPU
+SET g:GPU //@lock
 WITH collect(g) AS gpus, null AS keep
 //@include lock_counters
 WITH gpus

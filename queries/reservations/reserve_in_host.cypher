@@ -7,7 +7,8 @@
 // best fit: the fewest free GPUs on their host; at most $k) the statement takes number $slot
 // (modulo their count), so concurrent reserves spread over them instead of all racing for one. Then the
 // same lock-first order as reserve_gpus (GPUs by uuid, then their counters, see
-// fragments/lock_counters), a fresh look at the states, and counters moved by deltas.
+// fragments/lock_counters), a fresh look at the states, the stale HOLDS edges of ended
+// reservations deleted before the new ones are made, and counters moved by deltas.
 // @write
 // @param exclude list<string>
 // @param first_size int
@@ -47,21 +48,20 @@ WITH picks, [i IN range(0, size(picks) - 1) WHERE wants[i] = wants[0]][0..$k] AS
 UNWIND picks[best[$slot % size(best)]] AS g
 WITH g
 ORDER BY g.uuid
-SET g:GPU
+SET g:GPU //@lock
 WITH collect(g) AS gpus, null AS keep
 //@include lock_counters
 WITH gpus
 WHERE size(gpus) = $n AND all(x IN gpus WHERE x.state = 'free')
+UNWIND gpus AS x
+OPTIONAL MATCH (x)<-[stale:HOLDS]-()
+DELETE stale
+WITH DISTINCT gpus
 CREATE (r:Reservation)
 SET r += $props, r.gpu_count = size(gpus)
 FOREACH (x IN gpus |
   SET x.state = 'reserved', x.reservation = $props.id, x.lease_expires_at = $props.expires_at
   MERGE (r)-[:HOLDS]->(x))
-WITH r, gpus
-UNWIND gpus AS x
-OPTIONAL MATCH (x)<-[stale:HOLDS]-(old)
-WHERE old.id <> $props.id
-DELETE stale
-WITH DISTINCT r.id AS carry, gpus AS moved, -1 AS sign
+WITH r.id AS carry, gpus AS moved, -1 AS sign
 //@include delta_tail
 RETURN carry AS id

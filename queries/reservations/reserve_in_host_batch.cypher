@@ -15,7 +15,9 @@
 // Cost (FalkorDB copies a row's list values from one clause to the next): what crosses the lock
 // and counter fragments is kept small. The plan goes through the locks as one int per GPU (which
 // request takes it), not as lists of nodes per request; the stale HOLDS edges (an ended
-// reservation's) are found from the GPU without a label test (only reservations hold GPUs).
+// reservation's) are found from the GPU without a label test (only reservations hold GPUs) and
+// deleted before the new ones are made (any edge into a GPU that is free is stale): traversing
+// HOLDS after this statement created edges cost FalkorDB ~1.3 ms more per batch of 16.
 // @write
 // @param exclude list<string>
 // @param min_n int
@@ -55,25 +57,23 @@ UNWIND picks AS pick
 UNWIND pick[1] AS g
 WITH pick[0] AS owner, g
 ORDER BY g.uuid
-SET g:GPU
+SET g:GPU //@lock
 WITH collect(g) AS gpus, collect(owner) AS keep
 //@include lock_counters
 UNWIND range(0, size(gpus) - 1) AS k
 WITH keep[k] AS i, gpus[k] AS g
 WITH i, collect(g) AS gpus
 WHERE size(gpus) > 0 AND all(x IN gpus WHERE x.state = 'free')
+UNWIND gpus AS x
+OPTIONAL MATCH (x)<-[stale:HOLDS]-()
+DELETE stale
+WITH DISTINCT i, gpus
 WITH $requests[i].props AS props, gpus
 CREATE (r:Reservation)
 SET r += props, r.gpu_count = size(gpus)
 FOREACH (x IN gpus |
   SET x.state = 'reserved', x.reservation = props.id, x.lease_expires_at = props.expires_at
   CREATE (r)-[:HOLDS]->(x))
-WITH r, gpus
-UNWIND gpus AS x
-OPTIONAL MATCH (x)<-[stale:HOLDS]-(old)
-WHERE old.id <> r.id
-DELETE stale
-WITH DISTINCT r, gpus
 WITH collect(r) AS carry, collect(gpus) AS taken
 WITH carry, reduce(m = [], s IN taken | m + s) AS moved, -1 AS sign
 //@include delta_tail

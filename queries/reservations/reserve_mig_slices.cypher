@@ -13,7 +13,7 @@ MATCH (s:MigSlice)
 WHERE s.uuid IN $uuids
 WITH s
 ORDER BY s.uuid
-SET s:MigSlice
+SET s:MigSlice //@lock
 WITH collect(s) AS slices
 UNWIND slices AS s
 OPTIONAL MATCH (old:Reservation {id: coalesce(s.reservation, '')})

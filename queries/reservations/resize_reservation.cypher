@@ -20,11 +20,11 @@ WITH DISTINCT u
 MATCH (g:GPU {uuid: u})
 WITH g
 ORDER BY g.uuid
-SET g:GPU
+SET g:GPU //@lock
 WITH collect(g) AS gpus, null AS keep
 //@include lock_counters
 MATCH (r:Reservation {id: $id})
-SET r:Reservation
+SET r:Reservation //@lock
 // (Counted in projections: see renew_reservation for the FalkorDB quirk this avoids.)
 WITH r, gpus, [x IN gpus WHERE x.reservation = r.id] AS owned, [x IN gpus WHERE x.uuid IN $add] AS wanted
 WITH r, gpus, owned, wanted, size([x IN owned WHERE x.uuid IN $remove]) AS removable,

@@ -6,7 +6,7 @@
 // @param phases any
 // @row id any
 MATCH (r:Reservation {id: $id})
-SET r:Reservation
+SET r:Reservation //@lock
 WITH r
 WHERE r.state = 'active'
 SET r.phase = $phase, r.phases = $phases

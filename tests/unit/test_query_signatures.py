@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from graphsvc.store.queries import CypherType, NamedQuery, default_registry, parse_signature
+from graphsvc.store.queries import CypherType, NamedQuery, default_registry, parse_signature, without_locks
 from tests.cypher_text import return_columns, writes
 from tests.queries import registry_with_tests
 
@@ -70,3 +70,47 @@ def test_header_errors_name_the_query() -> None:
     sig = parse_signature("// @read\n// @param x list<int>\n// @row x list<int>, y string?\nRETURN $x AS x", "q3")
     assert sig.check_params({"x": ["1"]}) == ["$x must be list<int>, got list"]
     assert sig.check_row({"x": [1], "y": None}) == []
+
+
+@pytest.mark.parametrize("query", QUERIES, ids=lambda q: q.name)
+def test_the_serial_text_leaves_out_only_lock_lines(query: NamedQuery) -> None:
+    """A store that runs writes one at a time runs `serial_text`: the same statement without the
+    lines that only take locks (graphsvc/store/queries.py, "Locks")."""
+    lines = query.text.splitlines()
+    kept = query.serial_text.splitlines()
+    assert "//@lock" not in query.serial_text
+    assert NamedQuery(query.name, query.serial_text, query.path).parameters == query.parameters
+    assert all(line in lines for line in kept)
+    inside = False
+    for line in lines:
+        if line.strip() == "//@lock-begin":
+            inside = True
+        if not inside and not line.rstrip().endswith("//@lock"):
+            assert line in kept
+        if line.strip() == "//@lock-end":
+            inside = False
+    for line in (line for line in lines if line.rstrip().endswith("//@lock")):
+        code = line.split("//@lock")[0].strip()
+        assert code.startswith(("SET ", "FOREACH ")) and code.count(":") == 1, f"not a lock: {line!r}"
+        assert "=" not in code, f"a lock sets a label, never a value: {line!r}"
+    assert (query.text == query.serial_text) == ("//@lock" not in query.text)
+    if "//@lock" in query.text:
+        assert query.writes, "only writes take locks"
+
+
+@pytest.mark.parametrize(
+    ("text", "serial"),
+    [
+        ("MATCH (g:GPU)\nSET g:GPU //@lock\nRETURN g", "MATCH (g:GPU)\nRETURN g"),
+        ("WITH 1 AS a\n//@lock-begin\nFOREACH (x IN [] | SET x:Host)\n//@lock-end\nRETURN a", "WITH 1 AS a\nRETURN a"),
+        ("RETURN 1 // not a //@locker", "RETURN 1 // not a //@locker"),
+        ("RETURN 1", "RETURN 1"),
+    ],
+)
+def test_without_locks(text: str, serial: str) -> None:
+    assert without_locks(text) == serial
+
+
+def test_an_unbalanced_lock_block_is_refused() -> None:
+    with pytest.raises(ValueError, match="unbalanced"):
+        without_locks("//@lock-begin\nSET g:GPU\nRETURN 1")
