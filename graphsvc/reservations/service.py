@@ -222,12 +222,14 @@ class ReservationService:
         self.engine = PlacementEngine(gateway, clock=clock)
         self.models = ModelCache()
         self.fast_attempts = 3  # one-statement tries (next candidate each) before the general search
-        # Single-host reserves arriving while one is in the store go together (group_commit.py).
+        # Single-host reserves arriving while one is in the store go together (group_commit.py);
+        # two batches of each kind in flight where the store runs writes one at a time.
+        in_flight = 2 if gateway.serial_writes else 1
         self.group: GroupCommit[BatchItem, Reservation | None] | None = (
-            GroupCommit(self._reserve_batch) if group_commit else None
+            GroupCommit(self._reserve_batch, max_in_flight=in_flight) if group_commit else None
         )
         self.release_group: GroupCommit[str, Reservation | None] | None = (
-            GroupCommit(self._release_batch) if group_commit else None
+            GroupCommit(self._release_batch, max_in_flight=in_flight) if group_commit else None
         )
         # So are the idempotency-key lookups that precede reserves with a key: one read for all.
         self.key_group: GroupCommit[str, Reservation | None] | None = (

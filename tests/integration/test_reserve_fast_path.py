@@ -164,6 +164,43 @@ async def test_concurrent_reserves_are_group_committed(gateway: Gateway) -> None
     assert not await gateway.read("reservations/gpu_holders", {"uuids": taken, "now": 0.0})  # all free again
 
 
+async def test_two_batches_in_flight_only_where_the_store_runs_writes_one_at_a_time(gateway: Gateway) -> None:
+    """FalkorDB runs writes one at a time, so two batches may be in the store at once (the second
+    reads what the first committed); on Neo4j they would read the same free GPUs, so one."""
+    await load(gateway, "superpod-h100:sus=1")
+    svc = ReservationService(gateway)
+    assert svc.group is not None and svc.release_group is not None
+    warm = await svc.reserve(holder="warm", request=parse_request("1xH100"), ttl_s=TTL)  # the model list, read once
+    assert isinstance(warm, Reservation)
+    in_flight, peak = 0, 0
+    run = svc.group.run
+
+    async def counted(items: list) -> list:  # type: ignore[type-arg]
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        try:
+            return await run(items)
+        finally:
+            in_flight -= 1
+
+    svc.group.run = counted
+    sizes = [1, 2, 4, 8]
+    outs = await asyncio.gather(
+        *(svc.reserve(holder=f"c{i}", request=parse_request(f"{sizes[i % 4]}xH100 nvlink=full-mesh"), ttl_s=TTL)
+          for i in range(2 * svc.group.min_split))
+    )  # fmt: skip
+    assert all(isinstance(o, Reservation) for o in outs)
+    assert peak == (2 if gateway.serial_writes else 1)
+    taken = [g.uuid for o in outs if isinstance(o, Reservation) for g in o.gpus]
+    assert len(taken) == len(set(taken)) == 15 * 4  # 4 of each size: no GPU handed out twice
+    await invariants(gateway, 0.0)
+    await counters_agree(gateway)
+    released = await asyncio.gather(*(svc.release(o.id) for o in outs if isinstance(o, Reservation)))
+    assert all(isinstance(r, Reservation) and r.state == "released" for r in released)
+    await counters_agree(gateway)
+
+
 async def test_batch_answers_come_from_the_write_and_match_what_is_stored(gateway: Gateway) -> None:
     """A batch's reserves and releases are answered from what the statement returned (no read
     back), each with its own reservation, equal to what a later read gives."""

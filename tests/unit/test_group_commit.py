@@ -49,3 +49,111 @@ async def test_a_failed_batch_fails_each_of_its_requests_and_the_next_batch_runs
     assert outs[2:] == [2, 3]
     with pytest.raises(RuntimeError):
         raise outs[0]  # type: ignore[misc]
+
+
+class _Store:
+    """A fake store call that records its batches and how many were in flight at once."""
+
+    def __init__(self, fail: set[int] | None = None) -> None:
+        self.batches: list[list[int]] = []
+        self.in_flight = 0
+        self.peak = 0
+        self.fail = fail or set()
+        self.gate = asyncio.Event()
+
+    async def run(self, items: list[int]) -> list[int]:
+        self.batches.append(items)
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        try:
+            await self.gate.wait()
+            if self.fail & set(items):
+                raise RuntimeError("store down")
+            return [i * 10 for i in items]
+        finally:
+            self.in_flight -= 1
+
+
+async def _settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+async def test_two_in_flight_share_requests_arriving_together_evenly() -> None:
+    store = _Store()
+    group: GroupCommit[int, int] = GroupCommit(store.run, max_in_flight=2, min_split=8)
+    outs = asyncio.gather(*(group.submit(i) for i in range(16)))
+    await _settle()
+    assert [len(b) for b in store.batches] == [8, 8] and store.in_flight == 2  # both in the store at once
+    store.gate.set()
+    assert await outs == [i * 10 for i in range(16)]
+    assert sorted(i for b in store.batches for i in b) == list(range(16))
+
+
+async def test_one_in_flight_by_default_sends_everything_waiting_as_one_batch() -> None:
+    store = _Store()
+    group: GroupCommit[int, int] = GroupCommit(store.run)
+    outs = asyncio.gather(*(group.submit(i) for i in range(16)))
+    await _settle()
+    assert [len(b) for b in store.batches] == [16]
+    store.gate.set()
+    assert await outs == [i * 10 for i in range(16)]
+    assert store.peak == 1
+
+
+async def test_a_group_smaller_than_two_splits_is_not_split() -> None:
+    store = _Store()
+    group: GroupCommit[int, int] = GroupCommit(store.run, max_in_flight=2, min_split=8)
+    outs = asyncio.gather(*(group.submit(i) for i in range(15)))
+    await _settle()
+    assert [len(b) for b in store.batches] == [15]
+    store.gate.set()
+    assert await outs == [i * 10 for i in range(15)]
+
+
+async def test_stragglers_wait_for_the_batch_in_flight_instead_of_going_alone() -> None:
+    store = _Store()
+    group: GroupCommit[int, int] = GroupCommit(store.run, max_in_flight=2, min_split=4)
+    first = asyncio.gather(*(group.submit(i) for i in range(4)))
+    await _settle()
+    late = asyncio.gather(*(group.submit(i) for i in range(10, 13)))  # 3 < min_split: no second statement
+    await _settle()
+    assert [len(b) for b in store.batches] == [4]
+    more = asyncio.ensure_future(group.submit(13))  # now 4 wait: they go beside the first
+    await _settle()
+    assert [sorted(b) for b in store.batches] == [[0, 1, 2, 3], [10, 11, 12, 13]] and store.in_flight == 2
+    store.gate.set()
+    assert await first == [0, 10, 20, 30] and await late == [100, 110, 120] and await more == 130
+    assert group.runners == 0 and group.starting == 0 and not group.pending
+
+
+async def test_the_last_runner_takes_stragglers_when_its_batch_ends() -> None:
+    store = _Store()
+    group: GroupCommit[int, int] = GroupCommit(store.run, max_in_flight=2, min_split=4)
+    first = asyncio.gather(*(group.submit(i) for i in range(4)))
+    await _settle()
+    late = asyncio.gather(*(group.submit(i) for i in range(10, 12)))
+    await _settle()
+    store.gate.set()
+    assert await first == [0, 10, 20, 30] and await late == [100, 110]
+    assert [sorted(b) for b in store.batches] == [[0, 1, 2, 3], [10, 11]]
+    assert group.runners == 0 and not group.pending
+
+
+async def test_a_failed_batch_in_flight_beside_another_fails_only_its_own_requests() -> None:
+    store = _Store(fail={3})
+    group: GroupCommit[int, int] = GroupCommit(store.run, max_in_flight=2, min_split=4)
+    outs = asyncio.gather(*(group.submit(i) for i in range(8)), return_exceptions=True)
+    await _settle()
+    assert store.in_flight == 2
+    store.gate.set()
+    results = await outs
+    assert [type(r) for r in results[:4]] == [RuntimeError] * 4
+    assert results[4:] == [40, 50, 60, 70]
+
+
+def test_in_flight_and_split_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        GroupCommit(lambda items: asyncio.sleep(0, items), max_in_flight=0)
+    with pytest.raises(ValueError, match="at least 1"):
+        GroupCommit(lambda items: asyncio.sleep(0, items), min_split=0)
