@@ -58,6 +58,8 @@ class GracefulPreemption:
     def __init__(self, reservations: ReservationService) -> None:
         self.rs = reservations
         self.gw = reservations.gw
+        self._ticking = False  # a tick for released victims is running (on_event)
+        self._again = False  # a victim may have ended after that tick read: run it once more
 
     # ---- progress reports -------------------------------------------------------------
 
@@ -214,6 +216,21 @@ class GracefulPreemption:
         return completed
 
     async def on_event(self, event: Event) -> None:
-        """A victim released or expired during its grace: move the GPUs now, not at the deadline."""
-        if event.kind in ("reservation.released", "reservation.expired"):
-            await self.tick()
+        """A victim released or expired during its grace: move the GPUs now, not at the deadline.
+
+        Every release and expiry calls this (a store read each); a batch of releases ending
+        together would read once each. So one tick runs at a time: an event arriving while one
+        runs asks for one more after it (whose read starts after the event), and returns."""
+        if event.kind not in ("reservation.released", "reservation.expired"):
+            return
+        if self._ticking:
+            self._again = True
+            return
+        self._ticking = True
+        try:
+            self._again = True
+            while self._again:
+                self._again = False
+                await self.tick()
+        finally:
+            self._ticking = False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from graphsvc.placement.request import parse_request
@@ -109,6 +110,25 @@ async def test_the_gpus_move_as_soon_as_every_victim_released(gateway: Gateway) 
         await svc.release(rid)
     moved = await svc.get(out.reservation.id)
     assert moved is not None and moved.state == "active"  # no wait for the deadline
+    await consistent(gateway, clock.now)
+
+
+async def test_victims_released_together_read_the_pending_preemptions_once_or_twice(gateway: Gateway) -> None:
+    """Each release looks for preemptions its victim completes (one read); releases ending
+    together share that look: one runs, the others ask for one more after it (so none is
+    missed), and the GPUs have moved once they have all returned."""
+    clock = Clock()
+    svc = ReservationService(gateway, clock=clock)
+    _big, small = await two_racks(gateway, clock, svc)
+    preemption = elastic_for(svc).preemption
+    out = await preemption.preempt(holder="urgent", request=BIG, priority=9, grace_s=600, ttl_s=3600)
+    assert isinstance(out, Pending)
+    before = gateway.stats["reservations/pending_ready"].calls if "reservations/pending_ready" in gateway.stats else 0
+    released = await asyncio.gather(*(svc.release(rid) for rid in small))
+    assert all(isinstance(r, Reservation) for r in released)
+    assert gateway.stats["reservations/pending_ready"].calls - before <= 2 < len(small)
+    moved = await svc.get(out.reservation.id)
+    assert moved is not None and moved.state == "active"
     await consistent(gateway, clock.now)
 
 
