@@ -1,0 +1,96 @@
+"""Benchmark: reservations per second against the running service, clients in another process (not a test).
+
+`reservation_throughput.py` drives the app in-process; here the service runs as deployed
+(`benchmarks/served.py`: `graphsvc serve`, uvicorn, the embedded store with appendfsync
+always) with one DGX H100 SuperPOD scalable unit (31 hosts, 248 GPUs) pushed through its ingest
+API by `graphsvc load`, and N clients in this process, one keep-alive connection each. Each
+client loops the REST fast path: reserve (1, 2, 4 or 8 H100 full mesh, random per cycle), then
+release. Reports reservations/s, reserve p50/p99 (ms), CPU per reserve+release cycle of the
+service process, its store and the clients (from /proc), and store statements per cycle (the
+service's /metrics).
+
+    python benchmarks/reservation_server.py --clients 1,16,64 --cycles 60
+
+Writes docs/benchmarks/reservations_server.json (or --out). Linux only (/proc).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from served import Connection, Served, pct
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+async def run(service: Served, clients: int, cycles: int) -> dict[str, Any]:
+    conns = [await Connection.open(service.port) for _ in range(clients)]
+    latencies: list[float] = []
+    outcomes: dict[str, int] = {}
+
+    async def worker(n: int) -> None:
+        rng = random.Random(n)
+        conn = conns[n]
+        for _ in range(cycles):
+            request = f"{rng.choice([1, 2, 4, 8])}xH100 nvlink=full-mesh"
+            body = {"holder": f"c{n}", "ttlSeconds": 600, "request": request}
+            t = time.perf_counter()
+            out = await conn.post("/v1/reservations", body)
+            latencies.append((time.perf_counter() - t) * 1000)
+            outcomes[out["kind"]] = outcomes.get(out["kind"], 0) + 1
+            if out["kind"] == "Reservation":
+                await conn.post(f"/v1/reservations/{out['id']}/release")
+
+    before = service.snapshot()
+    started = time.perf_counter()
+    await asyncio.gather(*(worker(n) for n in range(clients)))
+    elapsed = time.perf_counter() - started
+    costs = service.costs(before, len(latencies), "cycle")
+    for conn in conns:
+        conn.close()
+    return {
+        "api": "rest, over a socket",
+        "clients": clients,
+        "attempts": len(latencies),
+        "outcomes": outcomes,
+        "reservations_per_s": round(outcomes.get("Reservation", 0) / elapsed, 1),
+        "reserve_p50_ms": round(statistics.median(latencies), 1),
+        "reserve_p99_ms": round(pct(latencies, 0.99), 1),
+        **costs,
+    }
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--clients", default="1,16,64", help="comma-separated client counts")
+    ap.add_argument("--cycles", type=int, default=60, help="reserve+release cycles per client")
+    ap.add_argument("--profile", default="superpod-h100:sus=1", help="synthetic cluster (graphsvc load)")
+    ap.add_argument("--out", default=str(ROOT / "docs" / "benchmarks" / "reservations_server.json"))
+    args = ap.parse_args()
+    results = []
+    with Served() as service:
+        service.cli("load", args.profile)
+        await run(service, 2, 3)  # warm-up: plans the statements, fills caches
+        for clients in (int(x) for x in args.clients.split(",")):
+            result = await run(service, clients, args.cycles)
+            print(json.dumps(result), flush=True)
+            results.append(result)
+    report = {
+        "store": "embedded FalkorDB, appendfsync always",
+        "cluster": f"{args.profile} through graphsvc load",
+        "transport": "graphsvc serve (uvicorn) in its own process; clients in another, HTTP/1.1 keep-alive",
+        "workload": "REST: reserve 1/2/4/8 H100 full mesh (random per cycle), then release",
+        "runs": results,
+    }
+    Path(args.out).write_text(json.dumps(report, indent=1))  # noqa: ASYNC240 - after the measuring
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

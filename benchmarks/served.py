@@ -1,0 +1,164 @@
+"""The service as deployed, for benchmarks whose clients live in another process (not a test).
+
+The in-process benchmarks (httpx's ASGI transport) run their clients in the service's own
+interpreter, so the clients' CPU (~30% of that process in a reservation profile) counts as the
+service's and competes for its GIL. `Served` starts `graphsvc serve` in its own process
+(uvicorn, the embedded store with appendfsync always, the startup heap frozen by its lifespan)
+and gives the port and the process ids; `Connection` is a minimal keep-alive HTTP/1.1 client (a
+few tens of microseconds a request) so the clients take little of the machine. CPU comes from
+/proc (Linux only), store statements from the service's /metrics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+CLI = "import sys; from graphsvc.cli import main; sys.exit(main())"
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def cpu_s(pid: int | None) -> float:
+    """User + system CPU seconds of a process so far (/proc/PID/stat); 0.0 for None."""
+    if pid is None:
+        return 0.0
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+class Connection:
+    """One keep-alive HTTP/1.1 connection; JSON bodies in and out."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+
+    @classmethod
+    async def open(cls, port: int) -> Connection:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        return cls(reader, writer)
+
+    async def send(self, method: str, path: str, body: bytes = b"") -> dict[str, Any]:
+        head = (
+            f"{method} {path} HTTP/1.1\r\nhost: bench\r\ncontent-type: application/json\r\n"
+            f"content-length: {len(body)}\r\n\r\n"
+        )
+        self.writer.write(head.encode() + body)
+        header = await self.reader.readuntil(b"\r\n\r\n")
+        status = int(header.split(b" ", 2)[1])
+        match = re.search(rb"(?i)\r\ncontent-length:\s*(\d+)", header)
+        if match is None:
+            raise RuntimeError(f"{path}: no content-length in {header!r}")
+        payload = await self.reader.readexactly(int(match.group(1)))
+        if status != 200:
+            raise RuntimeError(f"{path}: HTTP {status}: {payload[:300]!r}")
+        out: dict[str, Any] = json.loads(payload)
+        return out
+
+    async def post(self, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        return await self.send("POST", path, json.dumps(body).encode() if body is not None else b"")
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class Served:
+    """`graphsvc serve --insecure-dev` on a free port with a fresh data directory, rate limits opened."""
+
+    def __init__(self, **settings: str) -> None:
+        self.data = Path(tempfile.mkdtemp(prefix="bench-served-"))
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port: int = s.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {
+            **os.environ,
+            "GRAPHSVC_DATA_DIR": str(self.data),
+            "GRAPHSVC_APPENDFSYNC": "always",
+            "GRAPHSVC_MUTATION_RATE_PER_MINUTE": "1e9",
+            "GRAPHSVC_MUTATION_BURST": "1000000",
+            "GRAPHSVC_LOG_LEVEL": "warning",
+            **{f"GRAPHSVC_{k.upper()}": v for k, v in settings.items()},
+        }
+        self.process: subprocess.Popen[bytes] | None = None
+        self.store_pid: int | None = None
+
+    def __enter__(self) -> Served:
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", CLI, "serve", "--insecure-dev", "--port", str(self.port)], env=self.env
+        )
+        for _ in range(1200):
+            try:
+                self.statements()
+                break
+            except OSError:
+                if self.process.poll() is not None:
+                    raise SystemExit("the service did not start") from None
+                time.sleep(0.1)
+        for task in Path(f"/proc/{self.process.pid}/task").iterdir():
+            for child in (task / "children").read_text().split():
+                if "redis" in Path(f"/proc/{child}/cmdline").read_text():
+                    self.store_pid = int(child)
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        shutil.rmtree(self.data, ignore_errors=True)
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    def cli(self, *args: str) -> None:
+        """A `graphsvc` client command against this service (e.g. load PROFILE)."""
+        subprocess.run([sys.executable, "-c", CLI, *args, "--server", self.url], env=self.env, check=True)
+
+    def statements(self) -> dict[str, float]:
+        """Store statements run so far, by query name (the Prometheus histogram's counts)."""
+        text = urllib.request.urlopen(f"{self.url}/metrics", timeout=30).read().decode()  # noqa: S310
+        pattern = r'^graphsvc_store_query_seconds_count\{query="([^"]+)"\} ([0-9.e+]+)$'
+        return {m.group(1): float(m.group(2)) for m in re.finditer(pattern, text, re.MULTILINE)}
+
+    def cpu(self) -> tuple[float, float, float]:
+        """CPU seconds so far: the service process, its store, this (the clients') process."""
+        return cpu_s(self.pid), cpu_s(self.store_pid), time.process_time()
+
+    def snapshot(self) -> tuple[dict[str, float], tuple[float, float, float]]:
+        return self.statements(), self.cpu()
+
+    def costs(self, before: tuple[dict[str, float], tuple[float, float, float]], n: int, unit: str) -> dict[str, Any]:
+        """Since `before`, per `unit` (n of them): store statements, and CPU ms of the service,
+        its store and the clients; and the statements by name."""
+        statements, cpu = self.snapshot()
+        ran = {k: v - before[0].get(k, 0.0) for k, v in sorted(statements.items()) if v > before[0].get(k, 0.0)}
+        service_s, store_s, client_s = (b - a for a, b in zip(before[1], cpu, strict=True))
+        n = max(1, n)
+        return {
+            f"store_statements_per_{unit}": round(sum(ran.values()) / n, 2),
+            f"service_cpu_ms_per_{unit}": round(service_s * 1000 / n, 2),
+            f"store_cpu_ms_per_{unit}": round(store_s * 1000 / n, 2),
+            f"client_cpu_ms_per_{unit}": round(client_s * 1000 / n, 3),
+            "statements": {k: int(v) for k, v in ran.items()},
+        }
