@@ -5,9 +5,11 @@
 always) with one DGX H100 SuperPOD scalable unit (31 hosts, 248 GPUs) pushed through its ingest
 API by `graphsvc load`, and N clients in this process, one keep-alive connection each. Each
 client loops the REST fast path: reserve (1, 2, 4 or 8 H100 full mesh, random per cycle), then
-release. Reports reservations/s, reserve p50/p99 (ms), CPU per reserve+release cycle of the
-service process, its store and the clients (from /proc), and store statements per cycle (the
-service's /metrics).
+release. Reports reservations/s, reserve and release p50/p99 (ms), CPU per cycle of the service
+process, its store and the clients (from /proc), and store statements per cycle (the service's
+/metrics); a cycle is one reserve attempt and, when it got GPUs, its release (`outcomes` counts
+the answers: at 64 clients the requests outnumber the 248 GPUs at times, and some reserves are
+answered NoCapacity).
 
     python benchmarks/reservation_server.py --clients 1,16,64 --cycles 60
 
@@ -33,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 async def run(service: Served, clients: int, cycles: int) -> dict[str, Any]:
     conns = [await Connection.open(service.port) for _ in range(clients)]
     latencies: list[float] = []
+    releases: list[float] = []
     outcomes: dict[str, int] = {}
 
     async def worker(n: int) -> None:
@@ -46,7 +49,9 @@ async def run(service: Served, clients: int, cycles: int) -> dict[str, Any]:
             latencies.append((time.perf_counter() - t) * 1000)
             outcomes[out["kind"]] = outcomes.get(out["kind"], 0) + 1
             if out["kind"] == "Reservation":
+                t = time.perf_counter()
                 await conn.post(f"/v1/reservations/{out['id']}/release")
+                releases.append((time.perf_counter() - t) * 1000)
 
     before = service.snapshot()
     started = time.perf_counter()
@@ -63,6 +68,8 @@ async def run(service: Served, clients: int, cycles: int) -> dict[str, Any]:
         "reservations_per_s": round(outcomes.get("Reservation", 0) / elapsed, 1),
         "reserve_p50_ms": round(statistics.median(latencies), 1),
         "reserve_p99_ms": round(pct(latencies, 0.99), 1),
+        "release_p50_ms": round(statistics.median(releases), 1) if releases else None,
+        "release_p99_ms": round(pct(releases, 0.99), 1) if releases else None,
         **costs,
     }
 

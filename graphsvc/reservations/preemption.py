@@ -15,6 +15,7 @@ visibly (`reservation.preemption_failed`) and the victims are no longer promised
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import math
@@ -58,8 +59,9 @@ class GracefulPreemption:
     def __init__(self, reservations: ReservationService) -> None:
         self.rs = reservations
         self.gw = reservations.gw
-        self._ticking = False  # a tick for released victims is running (on_event)
-        self._again = False  # a victim may have ended after that tick read: run it once more
+        # on_event: the tick that will start next (None: none asked for), and the task running them
+        self._next_tick: asyncio.Future[None] | None = None
+        self._ticker: asyncio.Task[None] | None = None
 
     # ---- progress reports -------------------------------------------------------------
 
@@ -218,19 +220,28 @@ class GracefulPreemption:
     async def on_event(self, event: Event) -> None:
         """A victim released or expired during its grace: move the GPUs now, not at the deadline.
 
-        Every release and expiry calls this (a store read each); a batch of releases ending
-        together would read once each. So one tick runs at a time: an event arriving while one
-        runs asks for one more after it (whose read starts after the event), and returns."""
+        Every release and expiry comes here (a store read each), and a batch of releases ends
+        together: so the ticks run one at a time in a task of their own, and each event waits
+        for the first tick that starts after it (whose read sees the event's write), shared
+        with every event that arrived before that tick started. An event waits for at most the
+        tick in progress and its own; a failing tick is that tick's events' error, and the next
+        one still runs."""
         if event.kind not in ("reservation.released", "reservation.expired"):
             return
-        if self._ticking:
-            self._again = True
-            return
-        self._ticking = True
-        try:
-            self._again = True
-            while self._again:
-                self._again = False
+        if self._next_tick is None:
+            self._next_tick = asyncio.get_running_loop().create_future()
+        waiting = self._next_tick
+        if self._ticker is None or self._ticker.done():
+            self._ticker = asyncio.create_task(self._run_ticks())
+        await asyncio.shield(waiting)
+
+    async def _run_ticks(self) -> None:
+        while self._next_tick is not None:
+            this, self._next_tick = self._next_tick, None
+            try:
                 await self.tick()
-        finally:
-            self._ticking = False
+            except Exception as err:  # noqa: BLE001 - handed to the events waiting on this tick
+                this.set_exception(err)
+                this.exception()  # retrieved here too: no "never retrieved" warning if none waits
+            else:
+                this.set_result(None)

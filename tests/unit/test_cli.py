@@ -135,3 +135,21 @@ def test_every_option_of_every_command_has_help() -> None:
         if not action.help and not isinstance(action, argparse._HelpAction)
     ]
     assert missing == []
+
+
+def test_the_service_runs_on_uvloop_where_it_is_installed() -> None:
+    """`serve` and `demo` await uvicorn's Server.serve in their own loop (uvicorn picks a loop
+    only in Server.run), so the CLI chooses it: uvloop, a dependency on Linux."""
+    import asyncio
+
+    import uvloop
+
+    from graphsvc.cli import _run_service
+
+    seen: list[type] = []
+
+    async def main() -> None:
+        seen.append(type(asyncio.get_running_loop()))
+
+    _run_service(main())
+    assert seen == [uvloop.Loop]
