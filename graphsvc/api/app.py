@@ -17,6 +17,7 @@ from graphsvc.api.graphql.schema import make_schema
 from graphsvc.api.limits import BodyPolicy, BodySizeLimit
 from graphsvc.api.metrics import Metrics, RequestTimer, metrics_router
 from graphsvc.api.rest import router
+from graphsvc.api.rest_reservations import router as fast_path_router
 from graphsvc.api.sites_rest import router as sites_router
 from graphsvc.security.auth import RateLimiter, Role, TokenStore, principal_for
 from graphsvc.services import Gateway, Services, running
@@ -76,6 +77,10 @@ def create_app(settings: Settings | None = None, *, gateway: Gateway | None = No
     if gateway is not None:
         _install(app, Services(gateway, settings))
     install_error_handlers(app)
+    # The REST fast path for place/reserve/release (graphsvc/api/rest_reservations.py) first and at
+    # the top level: routes are matched in order, a scheduler's per-job calls should not be compared
+    # against every other, and each level of included routers is scanned twice per request.
+    app.include_router(fast_path_router)
     app.include_router(router)
     app.include_router(metrics_router())
     app.include_router(exports_router)

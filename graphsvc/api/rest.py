@@ -11,7 +11,6 @@ from pydantic import BaseModel, Field
 from topo_facts import FabricFacts, HostFacts, HostMetrics
 
 from graphsvc.api.errors import ERROR_RESPONSES
-from graphsvc.api.rest_reservations import router as fast_path_router
 from graphsvc.api.strict_routes import StrictJSONRoute
 from graphsvc.errors import ErrorKind
 from graphsvc.ingest.clock import future_skew_problem
@@ -21,9 +20,6 @@ from graphsvc.security.auth import Principal, Role, caller, require
 from graphsvc.services import Services
 
 router = APIRouter(responses=ERROR_RESPONSES, route_class=StrictJSONRoute)
-# The REST fast path for place/reserve/release (graphsvc/api/rest_reservations.py), first: routes
-# are matched in order, and a scheduler's per-job calls should not be compared against every other.
-router.include_router(fast_path_router)
 
 HostPath = Annotated[str, Path(min_length=1, max_length=253, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]
 

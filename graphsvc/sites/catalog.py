@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from topo_facts.models import HostName
 
 from graphsvc.sites.book import date_to_epoch
 from graphsvc.sites.model import SCOPES, UNITS, CapacityKind, Fact, FactKind, SiteKind, fact_key
@@ -34,7 +35,9 @@ class SiteIn(_Strict):
     parent: str | None = Field(default=None, max_length=128, description="A zone's region")
     capacity_kinds: list[CapacityKind] = Field(default_factory=list, max_length=4)
     spot_preemption_per_h: float | None = Field(default=None, ge=0, le=10)
-    clusters: list[str] = Field(default_factory=list, max_length=1000)
+    # Named as hosts name their cluster (topo_facts HostName): never empty, which also keeps an
+    # empty name out of `MERGE (:Cluster {name: ''})`, which kills FalkorDB 4.16 (found by the REST fuzz test).
+    clusters: list[HostName] = Field(default_factory=list, max_length=1000)
 
 
 class SiteLinkIn(_Strict):

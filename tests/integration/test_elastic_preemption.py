@@ -52,6 +52,16 @@ async def two_racks(gw: Gateway, clock: Clock, svc: ReservationService) -> tuple
     return big, small
 
 
+async def pending_on_rack2(gateway: Gateway) -> tuple[Clock, ReservationService, list[str], Pending]:
+    """The two racks, and a 64-GPU preemption of rack 2's eight jobs pending for its 600 s grace."""
+    clock = Clock()
+    svc = ReservationService(gateway, clock=clock)
+    _big, small = await two_racks(gateway, clock, svc)
+    out = await elastic_for(svc).preemption.preempt(holder="urgent", request=BIG, priority=9, grace_s=600, ttl_s=3600)
+    assert isinstance(out, Pending)
+    return clock, svc, small, out
+
+
 async def test_plan_picks_the_least_lost_work_and_says_so(gateway: Gateway) -> None:
     clock = Clock()
     svc = ReservationService(gateway, clock=clock)
@@ -100,12 +110,7 @@ async def test_victims_get_a_grace_period_then_the_gpus_move(gateway: Gateway) -
 
 
 async def test_the_gpus_move_as_soon_as_every_victim_released(gateway: Gateway) -> None:
-    clock = Clock()
-    svc = ReservationService(gateway, clock=clock)
-    _big, small = await two_racks(gateway, clock, svc)
-    preemption = elastic_for(svc).preemption
-    out = await preemption.preempt(holder="urgent", request=BIG, priority=9, grace_s=600, ttl_s=3600)
-    assert isinstance(out, Pending)
+    clock, svc, small, out = await pending_on_rack2(gateway)
     for rid in small:
         await svc.release(rid)
     moved = await svc.get(out.reservation.id)
@@ -117,12 +122,7 @@ async def test_victims_released_together_read_the_pending_preemptions_once_or_tw
     """Each release looks for preemptions its victim completes (one read); releases ending
     together share that look: one runs, the others ask for one more after it (so none is
     missed), and the GPUs have moved once they have all returned."""
-    clock = Clock()
-    svc = ReservationService(gateway, clock=clock)
-    _big, small = await two_racks(gateway, clock, svc)
-    preemption = elastic_for(svc).preemption
-    out = await preemption.preempt(holder="urgent", request=BIG, priority=9, grace_s=600, ttl_s=3600)
-    assert isinstance(out, Pending)
+    clock, svc, small, out = await pending_on_rack2(gateway)
     before = gateway.stats["reservations/pending_ready"].calls if "reservations/pending_ready" in gateway.stats else 0
     released = await asyncio.gather(*(svc.release(rid) for rid in small))
     assert all(isinstance(r, Reservation) for r in released)
@@ -133,12 +133,8 @@ async def test_victims_released_together_read_the_pending_preemptions_once_or_tw
 
 
 async def test_a_preemption_whose_gpus_were_taken_fails_visibly(gateway: Gateway) -> None:
-    clock = Clock()
-    svc = ReservationService(gateway, clock=clock)
-    _big, small = await two_racks(gateway, clock, svc)
+    clock, svc, small, out = await pending_on_rack2(gateway)
     preemption = elastic_for(svc).preemption
-    out = await preemption.preempt(holder="urgent", request=BIG, priority=9, grace_s=600, ttl_s=3600)
-    assert isinstance(out, Pending)
     first = await svc.get(small[0])
     assert first is not None
     await svc.release(small[0])

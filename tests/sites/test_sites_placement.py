@@ -136,6 +136,17 @@ async def test_sites_rest_refuses_an_inconsistent_catalogue(client: httpx.AsyncC
     assert [s["name"] for s in listed] == ["site-a", "site-b"]
 
 
+async def test_a_cluster_name_is_named_as_hosts_name_theirs(client: httpx.AsyncClient) -> None:
+    """An empty cluster name is refused (422) before the store: `MERGE (:Cluster {name: ''})`
+    kills FalkorDB 4.16 (the REST fuzz test found it through PUT /v1/sites); so is one a host
+    could not report (control characters, spaces)."""
+    for name in ["", "a b", "c\u0005", "-lead"]:
+        resp = await client.put("/v1/sites", json={"sites": [{"name": "x", "kind": "on-prem", "clusters": [name]}]})
+        assert resp.status_code == 422, name
+    resp = await client.put("/v1/sites", json=TWO_SITES)
+    assert resp.status_code == 200  # the store is still there
+
+
 async def test_the_sites_export(gateway: Gateway, client: httpx.AsyncClient) -> None:
     await _two_sites(gateway)
     resp = await client.get("/v1/export/sites")
