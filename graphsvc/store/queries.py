@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Literal
 
@@ -168,11 +168,11 @@ class NamedQuery:
     text: str
     path: Path
     signature: Signature | None = None  # None only for ad-hoc statements built by tests
-    serial_text: str = ""  # the text without its locks, for a store that runs writes one at a time
 
-    def __post_init__(self) -> None:
-        if not self.serial_text:
-            object.__setattr__(self, "serial_text", without_locks(self.text))
+    @cached_property
+    def serial_text(self) -> str:
+        """The text without its locks, for a store that runs writes one at a time (derived once)."""
+        return without_locks(self.text)
 
     @property
     def parameters(self) -> frozenset[str]:
