@@ -9,16 +9,27 @@ from typing import Any
 from cross_web import HTTPException as GraphQLHTTPException
 from fastapi import HTTPException, Request, Response
 from fastapi.routing import APIRoute
+from pydantic import BaseModel
 from strawberry.fastapi import GraphQLRouter
 
 from graphsvc.api import strict_json
 
 
 class StrictJSONRequest(Request):
+    """`json()` is strict JSON; for a route whose body is one model it is the validated model
+    itself where `strict_json.parse_model` takes it, which FastAPI's validation then passes
+    through unchanged (a model instance is not validated again)."""
+
+    body_model: type[BaseModel] | None = None
+
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
+            body = await self.body()
+            if self.body_model is not None and (model := strict_json.parse_model(self.body_model, body)) is not None:
+                self._json: Any = model
+                return model
             try:
-                self._json = strict_json.loads(await self.body())
+                self._json = strict_json.loads(body)
             except strict_json.InvalidJSON as err:
                 raise HTTPException(status_code=400, detail=f"invalid JSON: {err}") from None
         return self._json
@@ -29,11 +40,28 @@ class StrictJSONRoute(APIRoute):
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
+        request_class: type[StrictJSONRequest] = StrictJSONRequest
+        if (model := one_body_model(self)) is not None:
+            request_class = type(f"Strict{model.__name__}Request", (StrictJSONRequest,), {"body_model": model})
 
         async def strict_handler(request: Request) -> Response:
-            return await handler(StrictJSONRequest(request.scope, request.receive))
+            return await handler(request_class(request.scope, request.receive))
 
         return strict_handler
+
+
+def one_body_model(route: APIRoute) -> type[BaseModel] | None:
+    """The model a route's body is, where FastAPI validates the whole body as that one model and
+    would pass an instance of it through (`revalidate_instances` 'never'); else None."""
+    field = route.body_field
+    if field is None or route._embed_body_fields:
+        return None
+    model = field.field_info.annotation
+    if not (isinstance(model, type) and issubclass(model, BaseModel)) or field.field_info.metadata:
+        return None
+    if model.model_config.get("revalidate_instances", "never") != "never":
+        return None
+    return model
 
 
 class StrictGraphQLRouter(GraphQLRouter[Any, None]):
