@@ -22,10 +22,10 @@ from graphsvc.ingest.service import (
     Fingerprints,
     HostIngestResult,
     MetricsIngestResult,
-    UnchangedBatcher,
     ingest_fabric,
     ingest_host,
     ingest_metrics,
+    unchanged_batcher,
 )
 from graphsvc.placement import impact
 from graphsvc.placement.impact_service import assess
@@ -78,7 +78,7 @@ class Services:
         self._gw = gateway
         self.settings = settings
         self._fingerprints = Fingerprints()  # hosts whose topology this process wrote last (#15)
-        self._unchanged = UnchangedBatcher(gateway)  # group commit of unchanged host documents
+        self._unchanged = unchanged_batcher(gateway)  # group commit of unchanged host documents
         self.hosts = HostReader(gateway)
         self.browse = Browse(gateway, settings.stale_after_s)
         self.sites = SiteServices(gateway)

@@ -6,7 +6,6 @@ write itself is one statement, so a host's facts land whole or not at all.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections import OrderedDict
@@ -19,8 +18,8 @@ from topo_facts.models import Health
 from graphsvc.errors import ErrorKind, Rejected
 from graphsvc.ingest.fabric_plan import host_positions
 from graphsvc.ingest.host_plan import FINGERPRINT, facts_digest, host_params, nic_uuid, unchanged_params
-from graphsvc.store.errors import StoreError
 from graphsvc.store.gateway import Gateway
+from graphsvc.store.group_commit import GroupCommit
 
 log = logging.getLogger(__name__)
 
@@ -92,58 +91,24 @@ class Fingerprints:
         self._known.pop(host, None)
 
 
-class UnchangedBatcher:
-    """Group commit for unchanged documents: while one `ingest_hosts_unchanged` statement is in
-    flight, the documents that arrive wait and go together in the next (at most `max_batch`, each
-    host once per batch); each caller gets its own answer. No timer: a lone document goes at once.
-    """
+UnchangedBatcher = GroupCommit[dict[str, Any], bool]
 
-    def __init__(self, gateway: Gateway, max_batch: int = 64) -> None:
-        self.gw = gateway
-        self.max_batch = max_batch
-        self._pending: list[tuple[dict[str, Any], asyncio.Future[bool]]] = []
-        self._running = False
 
-    async def submit(self, doc: dict[str, Any]) -> bool:
-        done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self._pending.append((doc, done))
-        if not self._running:
-            self._running = True
-            try:
-                while self._pending:
-                    await self._flush(self._take())
-            finally:
-                self._running = False
-        return await done
+def unchanged_batcher(gateway: Gateway) -> UnchangedBatcher:
+    """Group commit for unchanged documents (`graphsvc.store.group_commit`): documents arriving
+    while an `ingest_hosts_unchanged` statement is in flight go together in the next, each host
+    once per statement, each caller getting its own answer; two statements in flight where the
+    store runs writes one at a time (the service parses the next documents while the store
+    writes: 16 collectors, one in flight, left the service idle ~30% of the time). No timer: a
+    lone document goes at once."""
 
-    def _take(self) -> list[tuple[dict[str, Any], asyncio.Future[bool]]]:
-        batch: list[tuple[dict[str, Any], asyncio.Future[bool]]] = []
-        later: list[tuple[dict[str, Any], asyncio.Future[bool]]] = []
-        hosts: set[str] = set()
-        for item in self._pending:
-            if len(batch) < self.max_batch and item[0]["host"] not in hosts:
-                hosts.add(item[0]["host"])
-                batch.append(item)
-            else:
-                later.append(item)
-        self._pending = later
-        return batch
-
-    async def _flush(self, batch: list[tuple[dict[str, Any], asyncio.Future[bool]]]) -> None:
-        try:
-            rows = await self.gw.write("ingest_hosts_unchanged", {"docs": [doc for doc, _ in batch]})
-        except StoreError as exc:  # every caller of the batch sees the store's error
-            for _, done in batch:
-                done.set_exception(exc)
-            return
-        except BaseException:  # a bug or a cancellation: no caller of the batch waits forever
-            for _, done in batch:
-                done.cancel()
-            raise
+    async def write(docs: list[dict[str, Any]]) -> list[bool]:
+        rows = await gateway.write("ingest_hosts_unchanged", {"docs": docs})
         applied = {r["host"] for r in rows}
-        for doc, done in batch:
-            if not done.done():
-                done.set_result(doc["host"] in applied)
+        return [doc["host"] in applied for doc in docs]
+
+    in_flight = 2 if gateway.serial_writes else 1
+    return GroupCommit(write, max_batch=64, max_in_flight=in_flight, distinct=lambda doc: doc["host"])
 
 
 async def ingest_host(

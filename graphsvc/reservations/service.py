@@ -37,7 +37,6 @@ from graphsvc.reservations.fastpath import (
     fast_path_mode,
     in_host_params,
 )
-from graphsvc.reservations.group_commit import GroupCommit
 from graphsvc.reservations.rows import (
     HeldGpuRow,
     HoldingRow,
@@ -48,6 +47,7 @@ from graphsvc.reservations.rows import (
 )
 from graphsvc.store.errors import StoreConstraintError
 from graphsvc.store.gateway import Gateway
+from graphsvc.store.group_commit import GroupCommit
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ Row = dict[str, Any]
 class Backend(Protocol):
     kind: str
     # True where the store runs write statements one at a time (FalkorDB): a write then reads
-    # what every earlier write committed, so batches may be pipelined (reservations/group_commit.py).
+    # what every earlier write committed, so batches may be pipelined (store/group_commit.py).
     serial_writes: bool
 
     async def open(self) -> None: ...

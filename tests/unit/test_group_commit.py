@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from graphsvc.reservations.group_commit import GroupCommit
+from graphsvc.store.group_commit import GroupCommit
 
 
 async def test_requests_arriving_during_a_batch_go_together_with_their_own_answers() -> None:
@@ -157,3 +157,35 @@ def test_in_flight_and_split_must_be_positive() -> None:
         GroupCommit(lambda items: asyncio.sleep(0, items), max_in_flight=0)
     with pytest.raises(ValueError, match="at least 1"):
         GroupCommit(lambda items: asyncio.sleep(0, items), min_split=0)
+
+
+async def test_distinct_keys_keep_a_key_out_of_a_batch_that_has_it_in_arrival_order() -> None:
+    seen: list[list[str]] = []
+
+    async def run(items: list[str]) -> list[str]:
+        seen.append(items)
+        await asyncio.sleep(0.01)
+        return [i.upper() for i in items]
+
+    group: GroupCommit[str, str] = GroupCommit(run, max_batch=8, distinct=lambda item: item[0])
+    items = ["a1", "b1", "a2", "c1", "a3", "b2"]
+    assert await asyncio.gather(*(group.submit(i) for i in items)) == [i.upper() for i in items]
+    assert seen == [["a1", "b1", "c1"], ["a2", "b2"], ["a3"]]
+    assert all(len({i[0] for i in batch}) == len(batch) for batch in seen)
+
+
+async def test_a_cancelled_batch_cancels_its_requests_instead_of_leaving_them_waiting() -> None:
+    started = asyncio.Event()
+
+    async def run(items: list[int]) -> list[int]:
+        started.set()
+        await asyncio.sleep(60)
+        return items
+
+    group: GroupCommit[int, int] = GroupCommit(run)
+    waiting = asyncio.gather(*(group.submit(i) for i in range(3)), return_exceptions=True)
+    await started.wait()
+    for task in list(group.tasks):
+        task.cancel()  # as at shutdown
+    outs = await asyncio.wait_for(waiting, 5)
+    assert all(isinstance(o, asyncio.CancelledError) for o in outs)

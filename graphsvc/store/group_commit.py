@@ -16,12 +16,18 @@ half's statement runs while the service handles the other half. Only for a store
 writes one at a time (FalkorDB): there the second statement reads what the first committed.
 Where writes run concurrently (Neo4j, read committed) two batches would read the same free GPUs
 and the second would lose most of them to the first's locks, so the service keeps one there.
+
+`distinct` keeps requests with the same key out of one batch (an UNWIND writing one host twice);
+such a request waits for a later batch, in the order it came.
+
+Used by reservations (reserve, release, idempotency-key reads) and by host fact ingest
+(unchanged documents, `graphsvc.ingest.service`).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -39,6 +45,7 @@ class GroupCommit(Generic[T, R]):
         window_s: float = 0.0,
         max_in_flight: int = 1,
         min_split: int = 8,
+        distinct: Callable[[T], Hashable] | None = None,
     ) -> None:
         if max_in_flight < 1 or min_split < 1:
             raise ValueError("max_in_flight and min_split must be at least 1")
@@ -50,6 +57,7 @@ class GroupCommit(Generic[T, R]):
         # a statement's fixed cost (parse, round trip, fsync) is worth paying for a few, not for
         # each straggler of a group that came back together.
         self.min_split = min_split
+        self.distinct = distinct
         self.pending: list[tuple[T, asyncio.Future[R]]] = []
         self.runners = 0  # drain loops alive (in flight, or about to take)
         self.starting = 0  # of which started and not yet taken their first batch
@@ -74,7 +82,18 @@ class GroupCommit(Generic[T, R]):
         # Share what waits evenly between this runner and those started but not yet taking, so
         # requests arriving together fill every free slot instead of one statement and idle slots.
         size = min(self.max_batch, -(-len(self.pending) // (self.starting + 1)))
-        batch, self.pending = self.pending[:size], self.pending[size:]
+        if self.distinct is None:
+            batch, self.pending = self.pending[:size], self.pending[size:]
+            return batch
+        batch, later, keys = [], [], set()
+        for entry in self.pending:
+            key = self.distinct(entry[0])
+            if len(batch) < size and key not in keys:
+                keys.add(key)
+                batch.append(entry)
+            else:
+                later.append(entry)
+        self.pending = later
         return batch
 
     async def _drain(self) -> None:
@@ -94,6 +113,10 @@ class GroupCommit(Generic[T, R]):
                     for _, future in batch:
                         if not future.done():
                             future.set_exception(err)
+                except BaseException:  # cancelled (shutdown): no request of the batch waits forever
+                    for _, future in batch:
+                        future.cancel()
+                    raise
                 else:
                     for (_, future), result in zip(batch, results, strict=True):
                         if not future.done():
