@@ -17,14 +17,15 @@ from fastapi import APIRouter, Depends, HTTPException, Path, Request
 from pydantic import BaseModel, Field
 
 from graphsvc.api.errors import ERROR_RESPONSES
-from graphsvc.api.strict_routes import StrictJSONRoute
+from graphsvc.api.one_pass_route import one_pass_route
 from graphsvc.placement.mig import SliceCandidate
 from graphsvc.placement.model import InfeasibleReason
 from graphsvc.placement.request import RequestError, parse_request
 from graphsvc.reservations import service as svc
-from graphsvc.security.auth import Principal, Role, caller, require
+from graphsvc.security.auth import Principal, Role, authenticate, caller, require
 
-router = APIRouter(responses=ERROR_RESPONSES, route_class=StrictJSONRoute, tags=["reservations"])
+# A scheduler's call per job: the short way for a valid request (one_pass_route.py).
+router = APIRouter(responses=ERROR_RESPONSES, route_class=one_pass_route({caller: authenticate}), tags=["reservations"])
 
 
 Caller = Annotated[Principal, Depends(caller)]

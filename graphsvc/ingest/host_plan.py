@@ -34,6 +34,7 @@ def nic_uuid(host: str, name: str) -> str:
 
 
 _STATE_FIELDS = set(GPUState.model_fields)  # health and load: the same keys the metrics ingest sets
+_STATE_ORDER = tuple(GPUState.model_fields)
 
 
 def _props(**values: Any) -> dict[str, Any]:
@@ -63,8 +64,12 @@ def host_props(facts: HostFacts, *, received_at: float) -> dict[str, Any]:
 
 
 def gpu_state(gpu: GPUFact) -> dict[str, Any]:
-    """A GPU's health and load (`GPUState`): what an unchanged document updates."""
-    return _props(**gpu.model_dump(mode="json", include=_STATE_FIELDS))
+    """A GPU's health and load (`GPUState`): what an unchanged document updates. Read attribute
+    by attribute: the JSON-mode dump of the same fields cost ~6 us a GPU, eight per document
+    (#15); its only conversion here is the health's enum to its value."""
+    state = {name: getattr(gpu, name) for name in _STATE_ORDER}
+    state["health"] = gpu.health.value
+    return _props(**state)
 
 
 def host_params(facts: HostFacts, *, received_at: float) -> dict[str, Any]:

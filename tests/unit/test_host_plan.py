@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from topo_facts import GPUState, Health, HostFacts
 
-from graphsvc.ingest.host_plan import FINGERPRINT, facts_digest, host_params, unchanged_params
+from graphsvc.ingest.host_plan import FINGERPRINT, facts_digest, gpu_state, host_params, unchanged_params
 from tests.helpers import a100, dgx1, h100, l40, tray
 
 
@@ -81,3 +81,18 @@ def test_the_facts_digest_moves_with_the_fingerprint_not_with_health_and_load() 
 
 def _fingerprint(facts: HostFacts) -> str:
     return str(host_params(facts, received_at=0)["host"]["props"][FINGERPRINT])
+
+
+def test_a_gpus_state_is_its_json_dump_of_the_state_fields() -> None:
+    """`gpu_state` reads attributes; it must give what the JSON-mode dump of GPUState's fields
+    gives (enums as values, unset values left out), for every health and with lists set."""
+    base = h100()
+    for health in Health:
+        gpu = _with_gpu(
+            base, 2, health=health, health_reasons=["xid 79"], xid_errors=[79, 94], temperature_c=None, power_w=512.5
+        ).gpus[2]
+        dumped = {
+            k: v for k, v in gpu.model_dump(mode="json", include=set(GPUState.model_fields)).items() if v is not None
+        }
+        assert gpu_state(gpu) == dumped
+        assert type(gpu_state(gpu)["health"]) is str
