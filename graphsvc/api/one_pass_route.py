@@ -13,21 +13,24 @@ parameters, one body model, the `Request`, and dependencies named in `providers`
 request that FastAPI would await to the same value), its handler answers a request whose path
 parameters validate and whose body (`application/json`) `parse_model` takes as FastAPI would:
 the dependencies from their providers, the endpoint called with the same arguments, the answer
-validated and written as FastAPI writes it (the response field's JSON, by alias). Any other
-request goes FastAPI's way, reading the same cached body; an exception raised on the short way
-reaches the same exception handlers (they are outside the route's handler).
+validated and written as FastAPI writes it (the response field's JSON, by alias). The route is
+read as included (an inclusion's own dependencies count), and an app with dependency overrides,
+a body that cannot be read (a client gone) or a `def` endpoint go FastAPI's way. So does any
+other request, reading the same cached body; an exception raised on the short way reaches the
+same exception handlers (they are outside the route's handler).
 `tests/integration/test_one_pass_route.py` sends every request both ways.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 from fastapi import Request, Response
 from fastapi.datastructures import DefaultPlaceholder
 from fastapi.exceptions import ResponseValidationError
-from fastapi.routing import APIRoute
+from fastapi.routing import APIRoute, _effective_route_context_var
 
 from graphsvc.api import strict_json
 from graphsvc.api.strict_routes import StrictJSONRequest, StrictJSONRoute, one_body_model
@@ -46,12 +49,20 @@ class OnePassRoute(StrictJSONRoute):
         return short if short is not None else super().get_route_handler()
 
     def _short_way(self) -> Handler | None:
-        """The handler with the short way, or None where the endpoint takes what it cannot give."""
-        d = self.dependant
-        model = one_body_model(self)
-        answer = self.response_field
+        """The handler with the short way, or None where the endpoint takes what it cannot give.
+
+        Read from the route as included (FastAPI 0.165 builds an included route's handler inside
+        its inclusion's context: the dependencies, prefix and overrides provider that inclusion
+        adds), as FastAPI's own `get_route_handler` does."""
+        context = _effective_route_context_var.get()
+        route: Any = context if context is not None and context.original_route is self else self
+        d = route.dependant
+        model = one_body_model(route)
+        answer = route.response_field
+        endpoint = self.endpoint
         if (
-            d.query_params
+            not inspect.iscoroutinefunction(endpoint)
+            or d.query_params
             or d.header_params
             or d.cookie_params
             or (d.body_params and model is None)
@@ -62,27 +73,29 @@ class OnePassRoute(StrictJSONRoute):
             or d.security_scopes_param_name
             or any(s.call not in self.providers or s.dependencies or s.name is None for s in d.dependencies)
             or answer is None
-            or not isinstance(self.response_class, DefaultPlaceholder)
-            or self.response_model_include is not None
-            or self.response_model_exclude is not None
-            or not self.response_model_by_alias
-            or self.response_model_exclude_unset
-            or self.response_model_exclude_defaults
-            or self.response_model_exclude_none
+            or not isinstance(route.response_class, DefaultPlaceholder)
+            or route.response_model_include is not None
+            or route.response_model_exclude is not None
+            or not route.response_model_by_alias
+            or route.response_model_exclude_unset
+            or route.response_model_exclude_defaults
+            or route.response_model_exclude_none
         ):
             return None
         fastapi_way = APIRoute.get_route_handler(self)
-        endpoint = self.endpoint
+        overrides_provider = route.dependency_overrides_provider
         path_params = [(f.name, f.alias, f) for f in d.path_params]
         given = [(str(s.name), self.providers[s.call]) for s in d.dependencies if s.call is not None]
         body_name = d.body_params[0].name if d.body_params else None
         request_name = d.request_param_name
-        status = self.status_code or 200
+        status = route.status_code or 200
 
         async def one_pass_handler(plain: Request) -> Response:
             # FastAPI's way gets this request too: it reads the body this handler read from the
             # request's cache (a new request would wait for it forever) and parses it strictly.
             request = StrictJSONRequest(plain.scope, plain.receive)
+            if getattr(overrides_provider, "dependency_overrides", None):
+                return await fastapi_way(request)  # a test's overrides: only FastAPI applies them
             args: dict[str, Any] = {}
             for name, alias, field in path_params:
                 value, errors = field.validate(request.path_params.get(alias), {}, loc=("path", alias))
@@ -92,7 +105,11 @@ class OnePassRoute(StrictJSONRoute):
             if body_name is not None and model is not None:
                 if request.headers.get("content-type") != "application/json":
                     return await fastapi_way(request)
-                body = strict_json.parse_model(model, await request.body())
+                try:
+                    data = await request.body()
+                except Exception:  # noqa: BLE001 - a client gone mid-body: FastAPI's way answers it (400)
+                    return await fastapi_way(request)
+                body = strict_json.parse_model(model, data)
                 if body is None:
                     return await fastapi_way(request)
                 args[body_name] = body

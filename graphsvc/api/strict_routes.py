@@ -18,7 +18,8 @@ from graphsvc.api import strict_json
 class StrictJSONRequest(Request):
     """`json()` is strict JSON; for a route whose body is one model it is the validated model
     itself where `strict_json.parse_model` takes it, which FastAPI's validation then passes
-    through unchanged (a model instance is not validated again)."""
+    through unchanged (its fields are not validated again; its after-validators run again, which
+    `one_pass_route` spares the routes that use it)."""
 
     body_model: type[BaseModel] | None = None
 
@@ -50,9 +51,11 @@ class StrictJSONRoute(APIRoute):
         return strict_handler
 
 
-def one_body_model(route: APIRoute) -> type[BaseModel] | None:
-    """The model a route's body is, where FastAPI validates the whole body as that one model and
-    would pass an instance of it through (`revalidate_instances` 'never'); else None."""
+def one_body_model(route: Any) -> type[BaseModel] | None:
+    """The model a route's body is (an `APIRoute`, or FastAPI's context of an included one), where
+    FastAPI validates the whole body as that one model and would pass an instance of it through
+    (`revalidate_instances` 'never': the instance's fields are not validated again, though its
+    model's after-validators run again); else None."""
     field = route.body_field
     if field is None or route._embed_body_fields:
         return None

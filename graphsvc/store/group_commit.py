@@ -113,9 +113,13 @@ class GroupCommit(Generic[T, R]):
                     for _, future in batch:
                         if not future.done():
                             future.set_exception(err)
-                except BaseException:  # cancelled (shutdown): no request of the batch waits forever
+                except BaseException:  # cancelled (shutdown): no request waits forever
                     for _, future in batch:
                         future.cancel()
+                    if self.runners == 1:  # none left to take what waits
+                        for _, future in self.pending:
+                            future.cancel()
+                        self.pending = []
                     raise
                 else:
                     for (_, future), result in zip(batch, results, strict=True):

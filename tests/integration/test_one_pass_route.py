@@ -6,16 +6,19 @@ and both answers must agree on status, error and result. Both stores."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+import logging
+from collections.abc import AsyncIterator, Callable, MutableMapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
 import pytest
+from fastapi import APIRouter, Depends, HTTPException
 
-from graphsvc.api import strict_json
+from graphsvc.api import rest_reservations, strict_json
 from graphsvc.api.app import create_app
-from graphsvc.security.auth import Role, new_token
+from graphsvc.api.one_pass_route import OnePassRoute, one_pass_route
+from graphsvc.security.auth import Principal, Role, authenticate, caller, new_token
 from graphsvc.settings import Settings
 from graphsvc.store.gateway import Gateway
 from tests.cluster_helpers import load
@@ -179,3 +182,80 @@ async def test_reservations_answer_alike_both_ways(secured: Secured, gateway: Ga
         assert short_way == fastapi_way, path
         assert short_way[0] == status, short_way
     assert taken == [True, True, True, False, False]  # parse_model: NaN is left to the strict path
+
+
+def deny() -> None:
+    raise HTTPException(status_code=418, detail="an inclusion's own dependency ran")
+
+
+async def test_an_inclusions_dependencies_and_the_apps_overrides_are_honoured(gateway: Gateway) -> None:
+    """FastAPI builds an included route's handler in its inclusion's context (its dependencies);
+    dependency overrides apply per app. The short way must see both, as FastAPI's way does."""
+    await load(gateway, "l40s:hosts=1")
+    app = create_app(Settings(insecure_dev=True), gateway=gateway)
+    app.include_router(rest_reservations.router, prefix="/guarded", dependencies=[Depends(deny)])
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    body = b'{"request": "1xL40S"}'
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as c:
+        for way in (SHORT, FASTAPI_WAY):
+            assert (await c.post("/guarded/v1/place", content=body, headers={"content-type": way})).status_code == 418
+            assert (await c.post("/v1/place", content=body, headers={"content-type": way})).status_code == 200
+        app.dependency_overrides[caller] = lambda: Principal("collector-only", Role.COLLECTOR)
+        for way in (SHORT, FASTAPI_WAY):
+            assert (await c.post("/v1/place", content=body, headers={"content-type": way})).status_code == 403
+
+
+async def post_cut_short(app: Any, content_type: str) -> list[int]:
+    """POST /v1/place whose client goes away after a few bytes of the body; the statuses sent."""
+    messages: list[dict[str, Any]] = [
+        {"type": "http.request", "body": b'{"requ', "more_body": True},
+        {"type": "http.disconnect"},
+    ]
+    sent: list[MutableMapping[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return messages.pop(0) if messages else {"type": "http.disconnect"}
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/v1/place",
+        "raw_path": b"/v1/place",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"content-type", content_type.encode()), (b"host", b"testserver")],
+        "server": ("testserver", 80),
+        "client": ("127.0.0.1", 1),
+    }
+    await app(scope, receive, send)
+    return [m["status"] for m in sent if m["type"] == "http.response.start"]
+
+
+async def test_a_client_gone_mid_body_is_answered_as_fastapi_answers_it(
+    gateway: Gateway, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A 400 both ways, and nothing logged as an unexpected error (it is not one)."""
+    app = create_app(Settings(insecure_dev=True), gateway=gateway)
+    for way in (SHORT, FASTAPI_WAY):
+        caplog.clear()
+        with caplog.at_level(logging.ERROR):
+            assert await post_cut_short(app, way) == [400], way
+        assert not [r for r in caplog.records if r.levelno >= logging.ERROR], way
+
+
+def test_a_plain_function_endpoint_is_left_to_fastapi() -> None:
+    """The short way awaits its endpoint: a `def` endpoint keeps FastAPI's handler."""
+    router = APIRouter(route_class=one_pass_route({caller: authenticate}))
+
+    @router.get("/plain")
+    def plain() -> dict[str, str]:
+        return {"ok": "yes"}
+
+    route = router.routes[0]
+    assert isinstance(route, OnePassRoute) and route._short_way() is None

@@ -174,7 +174,7 @@ async def test_distinct_keys_keep_a_key_out_of_a_batch_that_has_it_in_arrival_or
     assert all(len({i[0] for i in batch}) == len(batch) for batch in seen)
 
 
-async def test_a_cancelled_batch_cancels_its_requests_instead_of_leaving_them_waiting() -> None:
+async def test_a_cancelled_last_runner_cancels_its_batch_and_what_waits_instead_of_leaving_them() -> None:
     started = asyncio.Event()
 
     async def run(items: list[int]) -> list[int]:
@@ -182,10 +182,11 @@ async def test_a_cancelled_batch_cancels_its_requests_instead_of_leaving_them_wa
         await asyncio.sleep(60)
         return items
 
-    group: GroupCommit[int, int] = GroupCommit(run)
-    waiting = asyncio.gather(*(group.submit(i) for i in range(3)), return_exceptions=True)
+    group: GroupCommit[int, int] = GroupCommit(run, max_batch=2)  # one batch in flight, three waiting
+    waiting = asyncio.gather(*(group.submit(i) for i in range(5)), return_exceptions=True)
     await started.wait()
     for task in list(group.tasks):
         task.cancel()  # as at shutdown
     outs = await asyncio.wait_for(waiting, 5)
-    assert all(isinstance(o, asyncio.CancelledError) for o in outs)
+    assert len(outs) == 5 and all(isinstance(o, asyncio.CancelledError) for o in outs)
+    assert group.pending == [] and group.runners == 0
