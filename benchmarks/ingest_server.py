@@ -8,7 +8,7 @@ hold one keep-alive connection and `PUT /v1/hosts/{name}/facts` the same JSON do
 host again with a newer `collected_at`). Reports documents/s, p50/p99 (ms), CPU per document of
 the service, its store and the collectors (/proc), and store statements per document (/metrics).
 
-    python benchmarks/ingest_server.py                       # superpod-h100:sus=4, 3 rounds
+    python benchmarks/ingest_server.py                       # superpod-h100:sus=16 (511 hosts), 4 rounds
 
 Writes docs/benchmarks/ingest_server.json (or --out). Linux only (/proc).
 """
@@ -61,8 +61,8 @@ async def send_all(service: Served, docs: list[tuple[str, bytes]]) -> dict[str, 
 
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--profile", default="superpod-h100:sus=4")
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--profile", default="superpod-h100:sus=16")
+    ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks" / "ingest_server.json")
     args = ap.parse_args()
     with Served() as service:
