@@ -14,9 +14,10 @@ request that FastAPI would await to the same value), its handler answers a reque
 parameters validate and whose body (`application/json`) `parse_model` takes as FastAPI would:
 the dependencies from their providers, the endpoint called with the same arguments, the answer
 validated and written as FastAPI writes it (the response field's JSON, by alias). The route is
-read as included (an inclusion's own dependencies count), and an app with dependency overrides,
-a body that cannot be read (a client gone) or a `def` endpoint go FastAPI's way. So does any
-other request, reading the same cached body; an exception raised on the short way reaches the
+read as included (an inclusion's own dependencies count), an app with dependency overrides or a
+`def` endpoint go FastAPI's way, and a body that cannot be read (a client gone, a body over the
+limit) is answered as FastAPI's handler answers it, without reading on. Any other request goes
+FastAPI's way, reading the same cached body; an exception raised on the short way reaches the
 same exception handlers (they are outside the route's handler).
 `tests/integration/test_one_pass_route.py` sends every request both ways.
 """
@@ -27,10 +28,12 @@ import inspect
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
-from fastapi import Request, Response
+from fastapi import HTTPException, Request, Response
+from fastapi._body_limit import get_body_limit_error
 from fastapi.datastructures import DefaultPlaceholder
 from fastapi.exceptions import ResponseValidationError
 from fastapi.routing import APIRoute, _effective_route_context_var
+from starlette.middleware.body_limit import MAX_BODY_SIZE_SCOPE_KEY
 
 from graphsvc.api import strict_json
 from graphsvc.api.strict_routes import StrictJSONRequest, StrictJSONRoute, one_body_model
@@ -107,8 +110,12 @@ class OnePassRoute(StrictJSONRoute):
                     return await fastapi_way(request)
                 try:
                     data = await request.body()
-                except Exception:  # noqa: BLE001 - a client gone mid-body: FastAPI's way answers it (400)
-                    return await fastapi_way(request)
+                except Exception as err:
+                    # As FastAPI's handler answers a failed read (a client gone, a body over the
+                    # limit): read again, it would pull more of a body that is being refused.
+                    if MAX_BODY_SIZE_SCOPE_KEY in request.scope and (limit := get_body_limit_error(err)):
+                        raise limit from err
+                    raise HTTPException(status_code=400, detail="There was an error parsing the body") from err
                 body = strict_json.parse_model(model, data)
                 if body is None:
                     return await fastapi_way(request)
