@@ -22,15 +22,14 @@ from graphsvc.services import Services
 HostPath = Annotated[str, Path(min_length=1, max_length=253, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]
 
 
-async def services(request: Request) -> Services:
-    """A coroutine, as `caller` is: a plain function dependency costs a worker-thread hop."""
-    found: Services = request.app.state.services
-    return found
-
-
 def _services_of(request: Request) -> Services:
     found: Services = request.app.state.services
     return found
+
+
+async def services(request: Request) -> Services:
+    """A coroutine, as `caller` is: a plain function dependency costs a worker-thread hop."""
+    return _services_of(request)
 
 
 # Every collector's facts each interval: the short way for a valid document (one_pass_route.py).

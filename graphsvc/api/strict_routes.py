@@ -16,21 +16,13 @@ from graphsvc.api import strict_json
 
 
 class StrictJSONRequest(Request):
-    """`json()` is strict JSON; for a route whose body is one model it is the validated model
-    itself where `strict_json.parse_model` takes it, which FastAPI's validation then passes
-    through unchanged (its fields are not validated again; its after-validators run again, which
-    `one_pass_route` spares the routes that use it)."""
-
-    body_model: type[BaseModel] | None = None
+    """`json()` is strict JSON (a valid body that is one model takes `one_pass_route`'s short way,
+    parsed and validated in one pass there)."""
 
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
-            body = await self.body()
-            if self.body_model is not None and (model := strict_json.parse_model(self.body_model, body)) is not None:
-                self._json: Any = model
-                return model
             try:
-                self._json = strict_json.loads(body)
+                self._json = strict_json.loads(await self.body())
             except strict_json.InvalidJSON as err:
                 raise HTTPException(status_code=400, detail=f"invalid JSON: {err}") from None
         return self._json
@@ -41,21 +33,18 @@ class StrictJSONRoute(APIRoute):
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
-        request_class: type[StrictJSONRequest] = StrictJSONRequest
-        if (model := one_body_model(self)) is not None:
-            request_class = type(f"Strict{model.__name__}Request", (StrictJSONRequest,), {"body_model": model})
 
         async def strict_handler(request: Request) -> Response:
-            return await handler(request_class(request.scope, request.receive))
+            return await handler(StrictJSONRequest(request.scope, request.receive))
 
         return strict_handler
 
 
 def one_body_model(route: Any) -> type[BaseModel] | None:
     """The model a route's body is (an `APIRoute`, or FastAPI's context of an included one), where
-    FastAPI validates the whole body as that one model and would pass an instance of it through
-    (`revalidate_instances` 'never': the instance's fields are not validated again, though its
-    model's after-validators run again); else None."""
+    FastAPI validates the whole body as that one model (and would not validate an instance of it
+    again: `revalidate_instances` 'never'), so `one_pass_route` may hand the endpoint the model
+    `strict_json.parse_model` gives; else None."""
     field = route.body_field
     if field is None or route._embed_body_fields:
         return None
