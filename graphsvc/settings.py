@@ -35,6 +35,12 @@ class Settings(BaseSettings):
         default=0.5, gt=0, description="How often the embedded redis-server is checked (restarted if it died)"
     )
     falkordb_module: str | None = None
+    store_plan_cache: int | None = Field(
+        default=None,
+        ge=1,
+        le=100_000,
+        description="Embedded store: compiled plans FalkorDB keeps (CACHE_SIZE); unset: one per named statement",
+    )
 
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=0, le=65535)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import IO
 
 from graphsvc.store.errors import EmbeddedStoreError
+from graphsvc.store.plan_cache import sized_plan_cache
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,7 @@ class EmbeddedOptions:
     aof_rewrite_percentage: int = 25
     redis_server: str | None = None
     module: str | None = None
+    plan_cache_size: int = field(default_factory=sized_plan_cache)  # FalkorDB's CACHE_SIZE
     extra_module_args: list[str] = field(default_factory=list)
 
 
@@ -171,6 +173,8 @@ class EmbeddedFalkorDB:
             str(self.opts.query_timeout_ms),
             "TIMEOUT_MAX",
             str(self.opts.max_query_timeout_ms),
+            "CACHE_SIZE",
+            str(self.opts.plan_cache_size),
             *self.opts.extra_module_args,
         ]
         cmd = [

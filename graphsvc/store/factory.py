@@ -16,6 +16,7 @@ from graphsvc.store.falkordb_backend import FalkorBackend
 from graphsvc.store.gateway import Gateway
 from graphsvc.store.migrate import migrate
 from graphsvc.store.neo4j_backend import Neo4jBackend
+from graphsvc.store.plan_cache import plan_cache_warning, served_statements, sized_plan_cache
 from graphsvc.store.supervisor import EmbeddedSupervisor
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,7 @@ async def open_store(settings: Settings, *, run_migrations: bool = True) -> Asyn
                 aof_rewrite_percentage=settings.aof_rewrite_percentage,
                 query_timeout_ms=int(settings.query_timeout_s * 1000),
                 max_query_timeout_ms=int(max(settings.query_timeout_s, 60) * 1000),
+                plan_cache_size=settings.store_plan_cache or sized_plan_cache(),
                 redis_server=settings.redis_server,
                 module=settings.falkordb_module,
             )
@@ -68,6 +70,10 @@ async def open_store(settings: Settings, *, run_migrations: bool = True) -> Asyn
     try:
         await backend.open()
         gateway = Gateway(backend, timeout_s=settings.query_timeout_s)
+        if isinstance(backend, FalkorBackend) and embedded is None:
+            warning = plan_cache_warning(await backend.plan_cache_size(), served_statements(gateway.registry))
+            if warning is not None:
+                log.warning("%s", warning)
         if run_migrations:
             await migrate(gateway)
             await repair_counters(gateway)

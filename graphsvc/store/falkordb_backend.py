@@ -143,6 +143,14 @@ class FalkorBackend:
         except (redis_errors.RedisError, OSError, ValueError, IndexError, TypeError):
             return 1
 
+    async def plan_cache_size(self) -> int | None:
+        """The server's CACHE_SIZE: how many compiled plans it keeps per thread (None: not known)."""
+        try:
+            reply = await self._database().connection.execute_command("GRAPH.CONFIG", "GET", "CACHE_SIZE")
+            return int(reply[1])
+        except (redis_errors.RedisError, OSError, ValueError, IndexError, TypeError):
+            return None
+
     async def close(self) -> None:
         if self._pool is not None:
             await self._pool.aclose()

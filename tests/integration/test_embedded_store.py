@@ -113,3 +113,19 @@ async def test_clean_stop_compacts_the_log_and_restart_keeps_the_graph(tmp_path:
     async with open_store(settings) as gw:
         counts = (await gw.read("health_counts"))[0]
     assert counts["hosts"] == len(cluster.hosts)
+
+
+async def test_plan_cache_holds_every_named_statement_unless_set(tmp_path: Path) -> None:
+    from graphsvc.store.falkordb_backend import FalkorBackend
+    from graphsvc.store.plan_cache import sized_plan_cache
+
+    for kw, expected in (({}, sized_plan_cache()), ({"plan_cache_size": 40}, 40)):
+        s = _server(tmp_path / str(expected), **kw)
+        s.start()
+        backend = FalkorBackend("plans", unix_socket=str(s.socket_path))
+        try:
+            await backend.open()
+            assert await backend.plan_cache_size() == expected
+        finally:
+            await backend.close()
+            s.stop()

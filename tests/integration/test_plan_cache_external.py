@@ -1,0 +1,64 @@
+"""A FalkorDB server this service does not start: its plan cache is checked at startup, and one
+smaller than the service's named statements is logged with the size to set (plan_cache.py)."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import redis
+
+from graphsvc.settings import Settings
+from graphsvc.store.embedded import EmbeddedOptions, locate_binaries
+from graphsvc.store.factory import open_store
+from graphsvc.store.plan_cache import sized_plan_cache
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def _falkordb_on_tcp(tmp_path: Path, cache_size: int) -> Iterator[int]:
+    """redis-server with the FalkorDB module on a TCP port, as an operator would run one."""
+    server, module = locate_binaries(EmbeddedOptions(data_dir=tmp_path))
+    port = _free_port()
+    proc = subprocess.Popen(
+        [server, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(tmp_path), "--save", "",
+         "--appendonly", "no", "--loadmodule", module, "CACHE_SIZE", str(cache_size)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        client = redis.Redis(port=port)
+        for _ in range(300):
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                assert proc.poll() is None, "redis-server exited while starting"
+                time.sleep(0.1)
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+@pytest.mark.parametrize(("cache_size", "warned"), [(25, True), (sized_plan_cache(), False)])
+async def test_a_small_plan_cache_is_warned_at_startup(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, cache_size: int, warned: bool
+) -> None:
+    with _falkordb_on_tcp(tmp_path, cache_size) as port, caplog.at_level(logging.WARNING, "graphsvc.store.factory"):
+        async with open_store(Settings(store=f"falkordb://127.0.0.1:{port}", graph="plans")) as gw:
+            assert await gw.read("graph_is_empty", {}) is not None  # the store answers either way
+    lines = [r.getMessage() for r in caplog.records if "CACHE_SIZE" in r.getMessage()]
+    assert bool(lines) == warned, lines
+    if warned:
+        assert f"keeps {cache_size} compiled plans" in lines[0] and f"CACHE_SIZE {sized_plan_cache()}" in lines[0]
