@@ -7,8 +7,8 @@
 //    $host_min free GPUs (the per-host share), neither excluded nor stale, of the model:
 //    `members`, [name, free] in the order Python fills hosts (fullest first when
 //    $fullest_first, else best fit; ties by name).
-// 3. The free GPUs of each leaf's first hosts (placement_host_maps, per leaf, so a leaf's row
-//    carries its own members only): the hosts that cover
+// 3. The free GPUs of each leaf's first hosts (placement_host_maps, once for all the leaves'
+//    windows, each host once): the hosts that cover
 //    $gpus by their counters ($per_host 0: no per-host share) or $need of them (a per-host
 //    share), and $extra more; Python reads further hosts only if those do not do. The
 //    cluster's largest free blocks (placement_free_blocks, read once the page is chosen). `scanned` is the number of leaves
@@ -58,8 +58,10 @@ WITH host_blocks, domain_blocks, s, members,
      CASE WHEN $per_host > 0 THEN $need
           ELSE reduce(st = [0, 0], m IN members | CASE WHEN st[0] >= $gpus THEN st ELSE [st[0] + m[1], st[1] + 1] END)[1]
      END + $extra AS window
-WITH host_blocks, domain_blocks, {unit: s.name, free: s.free_gpus, members: members, window: window} AS keep,
-     [m IN members[0..window] | m[0]] AS names
+WITH host_blocks, domain_blocks, count(s) AS scanned,
+     collect({unit: s.name, free: s.free_gpus, members: members, window: window}) AS found,
+     collect([m IN members[0..window] | m[0]]) AS windows
+WITH host_blocks, domain_blocks, [scanned, found] AS keep,
+     reduce(acc = [], w IN windows | acc + [m IN w WHERE NOT m IN acc]) AS names
 //@include placement_host_maps
-WITH host_blocks, domain_blocks, count(keep) AS scanned, collect(keep) AS found, collect(hosts) AS host_lists
-RETURN scanned, found, reduce(acc = [], l IN host_lists | acc + l) AS hosts, host_blocks, domain_blocks
+RETURN keep[0] AS scanned, keep[1] AS found, hosts, host_blocks, domain_blocks

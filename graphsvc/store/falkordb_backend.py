@@ -172,14 +172,14 @@ class FalkorBackend:
         graph = self._database().select_graph(self.graph_name)
         # The parameters as the statement's header; a NUL in any string shows in it, so the
         # header is searched (C speed), the parameters walked only when it holds one.
-        text = graph._build_params_header(dict(params)) + query.serial_text
+        text = graph._build_params_header(dict(params)) + query.falkordb_text
         if "\x00" in text and _has_nul(params):
             if write:
                 raise UnrepresentableParameter(query.name, "invalid input: a string contains a NUL character")
             # Nothing stored holds a NUL (ingest refuses control characters): a lookup by
             # such a string matches nothing, which U+FFFD (also never stored) reproduces.
             params = _without_nul(params)
-            text = graph._build_params_header(dict(params)) + query.serial_text
+            text = graph._build_params_header(dict(params)) + query.falkordb_text
         timeout_ms = max(1, int(timeout_s * 1000))
         slots = self._slots
         if slots is None:

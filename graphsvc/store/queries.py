@@ -24,6 +24,12 @@ ending in ``//@lock``, and the lines between ``//@lock-begin`` and ``//@lock-end
 locks. A store that runs writes one at a time (FalkorDB: one writer per graph) needs none and
 runs ``serial_text``, the text without them: there they cost time and change nothing (~2-3 ms of
 a 16-request batch statement). Everything else in the two texts is the same.
+
+Dialect: a subquery names the variables it imports with Neo4j 5's scope clause, ``CALL (names) {``
+(the form Neo4j's linter accepts; ``CALL { WITH names`` is deprecated there). FalkorDB has no
+scope clause, so ``falkordb_text`` (what the FalkorDB backend runs) is ``serial_text`` with each
+``CALL (a, b) {`` written ``CALL { WITH a, b`` and ``CALL () {`` written ``CALL {``, which mean the
+same. ``CALL (*)`` has no FalkorDB form and is refused when the query is loaded.
 """
 
 from __future__ import annotations
@@ -174,6 +180,11 @@ class NamedQuery:
         """The text without its locks, for a store that runs writes one at a time (derived once)."""
         return without_locks(self.text)
 
+    @cached_property
+    def falkordb_text(self) -> str:
+        """The text FalkorDB runs: `serial_text` in FalkorDB's dialect (module docstring, "Dialect")."""
+        return falkordb_dialect(self.serial_text)
+
     @property
     def parameters(self) -> frozenset[str]:
         """The $parameters the text uses (the gateway requires exactly these)."""
@@ -213,7 +224,9 @@ class QueryRegistry:
             text = _expand(own, fragments, name)
             if not text:
                 raise ValueError(f"query {name} is empty")
-            self._queries[name] = NamedQuery(name, text, path, parse_signature(own, name))
+            query = NamedQuery(name, text, path, parse_signature(own, name))
+            query.falkordb_text  # noqa: B018 - a scope clause FalkorDB cannot read fails here, at load
+            self._queries[name] = query
 
     def __getitem__(self, name: str) -> NamedQuery:
         try:
@@ -248,6 +261,22 @@ def without_locks(text: str) -> str:
     if "//@lock-begin" in out or "//@lock-end" in out:
         raise ValueError("unbalanced //@lock-begin / //@lock-end")
     return out
+
+
+_SCOPE_CLAUSE = re.compile(r"\bCALL\s*\(([^)]*)\)\s*\{")
+
+
+def falkordb_dialect(text: str) -> str:
+    """`text` with each subquery's scope clause as the importing WITH FalkorDB reads (module
+    docstring, "Dialect")."""
+
+    def scope(m: re.Match[str]) -> str:
+        names = m.group(1).strip()
+        if names == "*":
+            raise ValueError("CALL (*) { ... } has no FalkorDB form: name the variables the subquery imports")
+        return "CALL {" + (f"\nWITH {names}" if names else "")
+
+    return _SCOPE_CLAUSE.sub(scope, text)
 
 
 def _expand(text: str, fragments: dict[str, str], name: str) -> str:
