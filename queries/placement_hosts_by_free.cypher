@@ -1,19 +1,25 @@
 // Candidate hosts in best-fit order: hosts with exactly $first_size free GPUs first, then
 // the next size towards $last_size, ... Each step is an index seek on Host.free_gpus; ties are
-// broken by name (ORDER BY), so pages (SKIP/LIMIT) never depend on the plan's row order.
+// broken by name (ORDER BY), so the $limit hosts never depend on the plan's row order. A first
+// streaming pass stops after $limit hosts; the farthest count it saw bounds the sorted pass (any
+// row order gives a bound at least the true one), so the read does not sort the cluster.
 // @read
 // @param exclude list<string>
 // @param first_size int
 // @param last_size int
 // @param limit int
 // @param model string
-// @param skip int
 // @param step int
 // @row host string, free int
 UNWIND range($first_size, $last_size, $step) AS want
 MATCH (h:Host)
 WHERE h.free_gpus = want AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
+WITH want
+LIMIT $limit
+WITH max(want) AS most, min(want) AS least
+UNWIND range($first_size, coalesce(CASE WHEN $step > 0 THEN most ELSE least END, $first_size), $step) AS want
+MATCH (h:Host)
+WHERE h.free_gpus = want AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
 RETURN h.name AS host, want AS free
 ORDER BY abs(want - $first_size), host
-SKIP $skip
 LIMIT $limit

@@ -173,7 +173,7 @@ class HostLoader:
             rows = await self.gw.read(
                 "placement_hosts_by_free",
                 {"first_size": MAX_HOST_GPUS, "last_size": least, "step": -1, "exclude": exclude, "model": model,
-                 "skip": 0, "limit": limit},
+                 "limit": limit},
             )  # fmt: skip
             self.by_free[key] = cached = (least, rows)
         return [r for r in cached[1] if int(r["free"]) >= least]

@@ -1,6 +1,8 @@
 // Match and take in one statement: $n GPUs of one host (the common single-host shape), or
 // nothing and no row. Candidates are read like placement_hosts_by_free (index seeks on the
-// host free counter, best fit first, $scan hosts at most); in each host the free GPUs of the
+// host free counter, best fit first, $scan hosts at most; a first streaming pass that stops after
+// $scan hosts bounds the counts the sorted second pass reads, as in reserve_in_host_batch); in
+// each host the free GPUs of the
 // accepted models ($models: exact names) are grouped by NVLink domain, coolest first. A group
 // qualifies by $mode: 'none' any group, 'any' a real NVLink domain, 'full-mesh' a switched one
 // (NVSwitch or fabric clique: any members form a full mesh). Of the equally good groups (the
@@ -25,6 +27,13 @@
 // @param stale_before float
 // @row id any
 UNWIND range($first_size, $last_size) AS want
+MATCH (h:Host)
+WHERE h.free_gpus = want AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
+  AND coalesce(h.received_at, $now) >= $stale_before
+WITH want
+LIMIT $scan
+WITH max(want) AS most
+UNWIND range($first_size, coalesce(most, $first_size)) AS want
 MATCH (h:Host)
 WHERE h.free_gpus = want AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
   AND coalesce(h.received_at, $now) >= $stale_before

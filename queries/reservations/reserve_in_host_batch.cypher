@@ -1,7 +1,11 @@
 // Group commit of reserve_in_host: several single-host requests ($requests, in arrival order,
 // sharing the accepted models, excluded hosts and staleness cut-off) matched and taken in one
 // statement (one transaction), each with its own answer. The candidate hosts are read once for
-// the batch (best fit for the smallest request first, at most $scan hosts), their free GPUs of the
+// the batch (best fit for the smallest request first, at most $scan hosts: a first streaming pass
+// over the exact free counts stops after $scan hosts, and its largest count bounds the sorted
+// second pass, so the work follows $scan, not the cluster; any order the plan yields rows in
+// gives a bound at least the true one. Sorting every host with a free GPU cost ~1.3 ms more per
+// cycle at 4,096 hosts, docs/benchmarks.md stop 33), their free GPUs of the
 // accepted models grouped by NVLink domain, coolest first, the groups in best-fit order. Then the
 // requests are served in order: each takes the next `n` untaken GPUs of the first group that
 // still has them and whose link class suffices (`link`: 0 none, 1 one NVLink domain, 2 a switched
@@ -29,6 +33,13 @@
 // @param stale_before float
 // @row ids any, reservations any, taken any
 UNWIND range($min_n, 128) AS want
+MATCH (h:Host)
+WHERE h.free_gpus = want AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
+  AND coalesce(h.received_at, $now) >= $stale_before
+WITH want
+LIMIT $scan
+WITH max(want) AS most
+UNWIND range($min_n, coalesce(most, $min_n)) AS want
 MATCH (h:Host)
 WHERE h.free_gpus = want AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
   AND coalesce(h.received_at, $now) >= $stale_before

@@ -140,7 +140,6 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "step": -1,
         "exclude": [],
         "model": "h100",
-        "skip": 0,
         "limit": 5,
     },
     "placement_domains_fit": {

@@ -262,3 +262,42 @@ async def test_reserve_explains_an_infeasible_request_only_when_asked(gateway: G
     full = await svc.reserve(holder="a", request=parse_request("2xL40S nvlink=any"), ttl_s=TTL, explain=True)
     assert isinstance(full, Infeasible) and full.reasons[0].constraint == "nvlink"
     assert calls() - middle > middle - start  # the diagnosis searched again
+
+
+@pytest.mark.parametrize("scan", [1, 3, 12])
+async def test_the_batch_reads_the_best_fit_hosts_of_a_cluster_with_every_free_count(
+    gateway: Gateway, scan: int
+) -> None:
+    """Hosts holding 0-8 free GPUs: the batch's candidates are the `scan` hosts of the fewest free
+    GPUs that suffice (ties by name), as a sort of every host would give them, although its sorted
+    pass reads only the counts its first streaming pass saw (reserve_in_host_batch)."""
+    cluster = await load(gateway, "superpod-h100:sus=1")
+    models = sorted({g.model for h in cluster.hosts for g in h.gpus})
+    svc = ReservationService(gateway)
+    free: dict[str, int] = {}
+    for i, host in enumerate(cluster.hosts):
+        taken = (i * 5) % 9  # 0..8 taken, every count several times
+        if taken:
+            made = await svc.reserve(holder="setup", gpus=[g.uuid for g in host.gpus[:taken]], ttl_s=TTL)
+            assert isinstance(made, Reservation)
+        free[host.hostname] = len(host.gpus) - taken
+    asks = [(3, "r1"), (3, "r2"), (2, "r3")]
+    params = {**_batch(asks, models), "scan": scan}
+    rows = await gateway.write("reservations/reserve_in_host_batch", params)
+    # The reference: every host sorted by (free, name), the first `scan` with enough; each request
+    # takes the first of them with enough left (one NVLink domain per host here).
+    page = sorted((n, h) for h, n in free.items() if n >= 2)[:scan]
+    left = {h: n for n, h in page}
+    expected: dict[str, str] = {}
+    for n, rid in asks:
+        host = next((h for _, h in page if left[h] >= n), None)
+        if host is not None:
+            left[host] -= n
+            expected[rid] = host
+    got = (
+        {str(rid): {str(g[3]) for g in taken} for rid, taken in zip(rows[0]["ids"], rows[0]["taken"], strict=True)}
+        if rows
+        else {}
+    )
+    assert got == {rid: {host} for rid, host in expected.items()}
+    await counters_agree(gateway)
