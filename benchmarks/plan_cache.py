@@ -52,9 +52,9 @@ async def one_run(cache: str | None, rounds: int, profile: str) -> dict[str, Any
     with Served(**settings) as service:
         service.cli("load", profile)
         conn = await Connection.open(service.port)
-        host = (await conn.post("/graphql", {"query": "query { leafHosts(leaf: \"\") { name } }"})).get("data")
+        host = (await conn.post("/graphql", {"query": 'query { leafHosts(leaf: "") { name } }'})).get("data")
         leaf = (await conn.post("/graphql", {"query": "query { leafLoad { leaf } }"}))["data"]["leafLoad"][0]["leaf"]
-        hosts = (await conn.post("/graphql", {"query": f'query {{ leafHosts(leaf: "{leaf}") {{ name }} }}'}))
+        hosts = await conn.post("/graphql", {"query": f'query {{ leafHosts(leaf: "{leaf}") {{ name }} }}'})
         name = hosts["data"]["leafHosts"][0]["name"]
         del host
         other = hosts["data"]["leafHosts"][-1]["name"]

@@ -290,10 +290,10 @@ async def test_the_batch_reads_the_best_fit_hosts_of_a_cluster_with_every_free_c
     left = {h: n for n, h in page}
     expected: dict[str, str] = {}
     for n, rid in asks:
-        host = next((h for _, h in page if left[h] >= n), None)
-        if host is not None:
-            left[host] -= n
-            expected[rid] = host
+        fit = next((h for _, h in page if left[h] >= n), None)
+        if fit is not None:
+            left[fit] -= n
+            expected[rid] = fit
     got = (
         {str(rid): {str(g[3]) for g in taken} for rid, taken in zip(rows[0]["ids"], rows[0]["taken"], strict=True)}
         if rows
