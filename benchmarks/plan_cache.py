@@ -52,11 +52,9 @@ async def one_run(cache: str | None, rounds: int, profile: str) -> dict[str, Any
     with Served(**settings) as service:
         service.cli("load", profile)
         conn = await Connection.open(service.port)
-        host = (await conn.post("/graphql", {"query": 'query { leafHosts(leaf: "") { name } }'})).get("data")
         leaf = (await conn.post("/graphql", {"query": "query { leafLoad { leaf } }"}))["data"]["leafLoad"][0]["leaf"]
         hosts = await conn.post("/graphql", {"query": f'query {{ leafHosts(leaf: "{leaf}") {{ name }} }}'})
         name = hosts["data"]["leafHosts"][0]["name"]
-        del host
         other = hosts["data"]["leafHosts"][-1]["name"]
         churn = [
             *EXPLORER,
@@ -123,8 +121,8 @@ async def main() -> None:
         "store": "embedded FalkorDB, appendfsync always",
         "cluster": f"{args.profile} through graphsvc load",
         "transport": "graphsvc serve (uvicorn) in its own process; one client, HTTP/1.1 keep-alive",
-        "workload": "per round: the explorer's GraphQL queries, a host's page, a /metrics scrape; then each "
-        "placement request once (timed)",
+        "workload": "per round: two collectors' unchanged facts, the explorer's GraphQL queries, a host's page, "
+        "a /metrics scrape; then each placement request once (timed)",
         "runs": runs,
     }
     Path(args.out).write_text(json.dumps(report, indent=1))  # noqa: ASYNC240 - after the measuring
