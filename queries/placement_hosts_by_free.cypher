@@ -2,7 +2,10 @@
 // the next size towards $last_size, ... Each step is an index seek on Host.free_gpus; ties are
 // broken by name (ORDER BY), so the $limit hosts never depend on the plan's row order. A first
 // streaming pass stops after $limit hosts; the farthest count it saw bounds the sorted pass (any
-// row order gives a bound at least the true one), so the read does not sort the cluster.
+// row order gives a bound at least the true one; none seen: an empty range), which sorts only the
+// hosts whose counts lie within it, not every host with a free GPU (all of them, though, when
+// most hosts share the bound's count). Under Neo4j's read committed isolation a count may change
+// between the passes: the page may then come back short, never wrong.
 // @read
 // @param exclude list<string>
 // @param first_size int
@@ -17,7 +20,7 @@ WHERE h.free_gpus = want AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_m
 WITH want
 LIMIT $limit
 WITH max(want) AS most, min(want) AS least
-UNWIND range($first_size, coalesce(CASE WHEN $step > 0 THEN most ELSE least END, $first_size), $step) AS want
+UNWIND range($first_size, coalesce(CASE WHEN $step > 0 THEN most ELSE least END, $first_size - $step), $step) AS want
 MATCH (h:Host)
 WHERE h.free_gpus = want AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
 RETURN h.name AS host, want AS free

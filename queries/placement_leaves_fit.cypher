@@ -8,7 +8,7 @@
 //    `members`, [name, free] in the order Python fills hosts (fullest first when
 //    $fullest_first, else best fit; ties by name).
 // 3. The free GPUs of each leaf's first hosts (placement_host_maps, once for all the leaves'
-//    windows, each host once): the hosts that cover
+//    windows; a host under two of them is read once): the hosts that cover
 //    $gpus by their counters ($per_host 0: no per-host share) or $need of them (a per-host
 //    share), and $extra more; Python reads further hosts only if those do not do. The
 //    cluster's largest free blocks (placement_free_blocks, read once the page is chosen). `scanned` is the number of leaves
@@ -62,6 +62,6 @@ WITH host_blocks, domain_blocks, count(s) AS scanned,
      collect({unit: s.name, free: s.free_gpus, members: members, window: window}) AS found,
      collect([m IN members[0..window] | m[0]]) AS windows
 WITH host_blocks, domain_blocks, [scanned, found] AS keep,
-     reduce(acc = [], w IN windows | acc + [m IN w WHERE NOT m IN acc]) AS names
+     reduce(acc = [], w IN windows | acc + w) AS names
 //@include placement_host_maps
 RETURN keep[0] AS scanned, keep[1] AS found, hosts, host_blocks, domain_blocks

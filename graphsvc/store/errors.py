@@ -54,5 +54,9 @@ class QueryParameterError(StoreError):
     """Code called a named query with parameters it does not declare, or without ones it needs."""
 
 
+class StoreVersionError(StoreError):
+    """The database server is older than the Cypher this service runs (refused at startup)."""
+
+
 class GraphVersionError(StoreError):
     """The stored graph is newer than this code understands; refuse rather than corrupt it."""

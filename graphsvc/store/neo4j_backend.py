@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,11 +29,32 @@ from graphsvc.store.errors import (
     StoreQueryError,
     StoreTimeoutError,
     StoreUnavailableError,
+    StoreVersionError,
 )
 from graphsvc.store.queries import NamedQuery
 from graphsvc.store.schema import GraphSchema
 
 log = logging.getLogger(__name__)
+
+# Subqueries name what they import with a scope clause, `CALL (names) {` (graphsvc/store/queries.py,
+# "Dialect"), which Neo4j reads from 5.23 on; an older server would refuse every placement statement.
+MIN_NEO4J = (5, 23)
+
+
+def neo4j_version_problem(agent: str) -> str | None:
+    """Why a server that calls itself `agent` ("Neo4j/5.26.0") cannot run this service's queries
+    (None: it can, or its version is not stated: a managed service may say only "Neo4j/5")."""
+    m = re.fullmatch(r"Neo4j/(\d+)\.(\d+)(?:\.\S*)?", agent.strip())
+    if m is None:
+        return None
+    found = (int(m.group(1)), int(m.group(2)))
+    if found >= MIN_NEO4J:
+        return None
+    return (
+        f"this service needs Neo4j {MIN_NEO4J[0]}.{MIN_NEO4J[1]} or later (its queries use CALL (x) {{ }} "
+        f"subqueries); the server is {agent.strip()}"
+    )
+
 
 CONSTRAINT_CODES = frozenset({"Neo.ClientError.Schema.ConstraintValidationFailed"})
 TIMEOUT_CODES = frozenset(
@@ -101,6 +123,13 @@ class Neo4jBackend:
             notifications_min_severity="OFF",  # deprecations are caught by the Cypher lint test instead
         )
         await self.ping()
+        try:
+            agent = (await self._drv().get_server_info()).agent
+        except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError) as exc:
+            raise StoreUnavailableError(f"Neo4j is unreachable: {exc}") from exc
+        problem = neo4j_version_problem(agent)
+        if problem is not None:
+            raise StoreVersionError(problem)
 
     async def close(self) -> None:
         if self._driver is not None:

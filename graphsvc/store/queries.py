@@ -29,7 +29,8 @@ Dialect: a subquery names the variables it imports with Neo4j 5's scope clause, 
 (the form Neo4j's linter accepts; ``CALL { WITH names`` is deprecated there). FalkorDB has no
 scope clause, so ``falkordb_text`` (what the FalkorDB backend runs) is ``serial_text`` with each
 ``CALL (a, b) {`` written ``CALL { WITH a, b`` and ``CALL () {`` written ``CALL {``, which mean the
-same. ``CALL (*)`` has no FalkorDB form and is refused when the query is loaded.
+same. A scope clause stands on a line of its own (only such a line is rewritten); ``CALL (*)`` has
+no FalkorDB form and is refused when the query is loaded.
 """
 
 from __future__ import annotations
@@ -263,7 +264,9 @@ def without_locks(text: str) -> str:
     return out
 
 
-_SCOPE_CLAUSE = re.compile(r"\bCALL\s*\(([^)]*)\)\s*\{")
+# A scope clause on a line of its own (the way queries/ writes them): a comment or a string that
+# mentions one is never rewritten.
+_SCOPE_CLAUSE = re.compile(r"^([ \t]*)CALL[ \t]*\(([^)\n]*)\)[ \t]*\{[ \t]*$", re.MULTILINE | re.IGNORECASE)
 
 
 def falkordb_dialect(text: str) -> str:
@@ -271,10 +274,10 @@ def falkordb_dialect(text: str) -> str:
     docstring, "Dialect")."""
 
     def scope(m: re.Match[str]) -> str:
-        names = m.group(1).strip()
+        indent, names = m.group(1), m.group(2).strip()
         if names == "*":
             raise ValueError("CALL (*) { ... } has no FalkorDB form: name the variables the subquery imports")
-        return "CALL {" + (f"\nWITH {names}" if names else "")
+        return f"{indent}CALL {{" + (f"\n{indent}WITH {names}" if names else "")
 
     return _SCOPE_CLAUSE.sub(scope, text)
 

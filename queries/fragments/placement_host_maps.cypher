@@ -11,15 +11,17 @@
 //   mig_mode, peers, memory_used_mib, nvlink_errors, xid_errors, nic_errors
 // (graphsvc.placement.model.HOST_MAP_GPU_FIELDS; a unit test holds the two equal).
 // OPTIONAL MATCH, not pattern comprehensions: on FalkorDB a comprehension per GPU costs ~10x.
-// In a subquery of `names` alone: the values the statement carries past it (`keep`, the blocks)
-// would otherwise be grouping keys of every aggregation here, hashed and copied per GPU row; a
-// 32-GPU leaf statement at 8k GPUs spent ~6 of its ~25 ms on that (docs/benchmarks.md, stop 33).
+// In a subquery of `names` alone (each name read once): the values the statement carries past it
+// (`keep`, the blocks) would otherwise be grouping keys of every aggregation here, hashed and
+// copied per GPU row; in GRAPH.PROFILE of a 32-GPU leaf statement at 8k GPUs those aggregations
+// took ~6.5 of ~16 ms of operator time (docs/benchmarks.md, stop 33).
 // FalkorDB runs `CALL { WITH names ...` (it has no scope clause; graphsvc/store/queries.py,
 // "Dialect").
 // In: `keep` (any value carried through), `host_blocks`, `domain_blocks`, `names`. Out:
 // `WITH keep, host_blocks, domain_blocks, hosts`, one row per input row.
 CALL (names) {
   UNWIND (CASE WHEN size(names) = 0 THEN [null] ELSE names END) AS map_name
+  WITH DISTINCT map_name
   OPTIONAL MATCH (map_host:Host {name: map_name})
   OPTIONAL MATCH (map_host)-[:HAS_GPU]->(map_gpu:GPU)
   WHERE map_gpu.state = 'free' OR map_gpu.uuid IN $virtual_free

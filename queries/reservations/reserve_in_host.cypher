@@ -33,7 +33,7 @@ WHERE h.free_gpus = want AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_m
 WITH want
 LIMIT $scan
 WITH max(want) AS most
-UNWIND range($first_size, coalesce(most, $first_size)) AS want
+UNWIND range($first_size, coalesce(most, $first_size - 1)) AS want
 MATCH (h:Host)
 WHERE h.free_gpus = want AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
   AND coalesce(h.received_at, $now) >= $stale_before

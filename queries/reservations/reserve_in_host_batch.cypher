@@ -3,9 +3,12 @@
 // statement (one transaction), each with its own answer. The candidate hosts are read once for
 // the batch (best fit for the smallest request first, at most $scan hosts: a first streaming pass
 // over the exact free counts stops after $scan hosts, and its largest count bounds the sorted
-// second pass, so the work follows $scan, not the cluster; any order the plan yields rows in
-// gives a bound at least the true one. Sorting every host with a free GPU cost ~1.3 ms more per
-// cycle at 4,096 hosts, docs/benchmarks.md stop 33), their free GPUs of the
+// second pass, which reads only the hosts whose counts lie within it (all of them when most hosts
+// share that count, as on an idle cluster); any order the plan yields rows in gives a bound at
+// least the true one, and none seen gives an empty range. Sorting every host with a free GPU cost
+// ~1.3 ms more per cycle at 4,096 hosts half reserved, docs/benchmarks.md stop 33. Under Neo4j's
+// read committed isolation a count may change between the passes: fewer candidates, and the
+// requests not served go on alone), their free GPUs of the
 // accepted models grouped by NVLink domain, coolest first, the groups in best-fit order. Then the
 // requests are served in order: each takes the next `n` untaken GPUs of the first group that
 // still has them and whose link class suffices (`link`: 0 none, 1 one NVLink domain, 2 a switched
@@ -39,7 +42,7 @@ WHERE h.free_gpus = want AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_m
 WITH want
 LIMIT $scan
 WITH max(want) AS most
-UNWIND range($min_n, coalesce(most, $min_n)) AS want
+UNWIND range($min_n, coalesce(most, $min_n - 1)) AS want
 MATCH (h:Host)
 WHERE h.free_gpus = want AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
   AND coalesce(h.received_at, $now) >= $stale_before

@@ -13,11 +13,15 @@ from graphsvc.store.queries import NamedQuery, default_registry, falkordb_dialec
     ("neo4j", "falkordb"),
     [
         ("CALL (names) {\n  UNWIND names AS n RETURN n\n}", "CALL {\nWITH names\n  UNWIND names AS n RETURN n\n}"),
-        ("CALL (a, b){ RETURN a + b AS c }", "CALL {\nWITH a, b RETURN a + b AS c }"),
-        ("CALL () { RETURN 1 AS one }", "CALL { RETURN 1 AS one }"),
+        (
+            "WITH 1 AS a, 2 AS b\n  call (a, b){\n  RETURN a + b AS c\n  }",
+            "WITH 1 AS a, 2 AS b\n  CALL {\n  WITH a, b\n  RETURN a + b AS c\n  }",
+        ),
+        ("CALL () {\nRETURN 1 AS one\n}", "CALL {\nRETURN 1 AS one\n}"),
         ("CALL { WITH x RETURN x AS y }", "CALL { WITH x RETURN x AS y }"),  # already FalkorDB's form
         ("CALL db.indexes() YIELD label RETURN label", "CALL db.indexes() YIELD label RETURN label"),  # a procedure
-        ("MATCH (n) RETURN n", "MATCH (n) RETURN n"),
+        ("// as in CALL (x) {\nMATCH (n) RETURN n", "// as in CALL (x) {\nMATCH (n) RETURN n"),  # a comment
+        ("RETURN 'CALL (x) {' AS s", "RETURN 'CALL (x) {' AS s"),  # a string
     ],
 )
 def test_scope_clause_becomes_an_importing_with(neo4j: str, falkordb: str) -> None:
@@ -26,7 +30,7 @@ def test_scope_clause_becomes_an_importing_with(neo4j: str, falkordb: str) -> No
 
 def test_a_star_scope_has_no_falkordb_form() -> None:
     with pytest.raises(ValueError, match="name the variables"):
-        falkordb_dialect("CALL (*) { RETURN 1 AS one }")
+        falkordb_dialect("CALL (*) {\nRETURN 1 AS one\n}")
 
 
 @pytest.mark.parametrize("query", list(default_registry()), ids=lambda q: q.name)
@@ -36,7 +40,7 @@ def test_falkordb_text_differs_from_the_serial_text_only_in_scope_clauses(query:
     expected: list[str] = []
     for line in query.serial_text.splitlines():
         m = re.fullmatch(r"(\s*)CALL \((.*)\) \{", line)
-        expected += [f"{m.group(1)}CALL {{", f"WITH {m.group(2)}"] if m else [line]
+        expected += [f"{m.group(1)}CALL {{", f"{m.group(1)}WITH {m.group(2)}"] if m else [line]
     assert query.falkordb_text.splitlines() == expected
     assert not re.search(r"\bCALL\s*\(", query.falkordb_text)
 
