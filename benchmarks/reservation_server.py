@@ -12,6 +12,7 @@ the answers: at 64 clients the requests outnumber the 248 GPUs at times, and som
 answered NoCapacity).
 
     python benchmarks/reservation_server.py --clients 1,16,64 --cycles 60
+    python benchmarks/reservation_server.py --clients 16 --profile superpod-h100:sus=16 --busy 0.5   # a cluster in use
 
 Writes docs/benchmarks/reservations_server.json (or --out). Linux only (/proc).
 """
@@ -74,16 +75,47 @@ async def run(service: Served, clients: int, cycles: int) -> dict[str, Any]:
     }
 
 
+async def occupy(service: Served, fraction: float) -> int:
+    """Reserve about `fraction` of the cluster's GPUs, chosen at random per host (seed 42), so
+    hosts hold every free count, as a cluster in use does; returns how many were reserved."""
+    conn = await Connection.open(service.port)
+    by_host: dict[str, list[str]] = {}
+    after: str | None = None
+    while True:
+        query = (
+            "query($a: String) { gpus(first: 1000, after: $a) "
+            "{ nodes { uuid host { name } } pageInfo { hasNextPage endCursor } } }"
+        )
+        page = (await conn.post("/graphql", {"query": query, "variables": {"a": after}}))["data"]["gpus"]
+        for gpu in page["nodes"]:
+            by_host.setdefault(gpu["host"]["name"], []).append(gpu["uuid"])
+        if not page["pageInfo"]["hasNextPage"]:
+            break
+        after = page["pageInfo"]["endCursor"]
+    rng = random.Random(42)
+    taken = 0
+    for name in sorted(by_host):
+        pick = [u for u in by_host[name] if rng.random() < fraction]
+        if pick:
+            out = await conn.post("/v1/reservations", {"holder": "busy", "gpus": pick, "ttlSeconds": 86400})
+            assert out["kind"] == "Reservation", out
+            taken += len(pick)
+    conn.close()
+    return taken
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--clients", default="1,16,64", help="comma-separated client counts")
     ap.add_argument("--cycles", type=int, default=60, help="reserve+release cycles per client")
     ap.add_argument("--profile", default="superpod-h100:sus=1", help="synthetic cluster (graphsvc load)")
+    ap.add_argument("--busy", type=float, default=0.0, help="fraction of the GPUs reserved first, at random")
     ap.add_argument("--out", default=str(ROOT / "docs" / "benchmarks" / "reservations_server.json"))
     args = ap.parse_args()
     results = []
     with Served() as service:
         service.cli("load", args.profile)
+        busy = await occupy(service, args.busy) if args.busy > 0 else 0
         await run(service, 2, 3)  # warm-up: plans the statements, fills caches
         for clients in (int(x) for x in args.clients.split(",")):
             result = await run(service, clients, args.cycles)
@@ -91,7 +123,8 @@ async def main() -> None:
             results.append(result)
     report = {
         "store": "embedded FalkorDB, appendfsync always",
-        "cluster": f"{args.profile} through graphsvc load",
+        "cluster": f"{args.profile} through graphsvc load"
+        + (f", {busy} GPUs reserved first at random" if busy else ""),
         "transport": "graphsvc serve (uvicorn) in its own process; clients in another, HTTP/1.1 keep-alive",
         "workload": "REST: reserve 1/2/4/8 H100 full mesh (random per cycle), then release",
         "runs": results,

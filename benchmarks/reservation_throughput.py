@@ -144,7 +144,7 @@ async def raw(gw: Gateway, batch: int, rounds: int) -> dict[str, Any]:
             props = {"id": rid, "holder": "raw", "state": "active", "created_at": 0.0, "expires_at": 1e12,
                      "gpu_count": n, "idempotency_key": rid}  # fmt: skip
             items.append({"n": n, "link": 2, "props": props})
-        params = {"requests": items, "min_n": min(i["n"] for i in items), "models": models, "model": "h100",
+        params = {"requests": items, "sizes": sorted({i["n"] for i in items}), "models": models, "model": "h100",
                   "exclude": [], "stale_before": -1e18, "scan": min(64, batch + 8), "now": time.time()}  # fmt: skip
         t = time.perf_counter()
         out = await gw.write("reservations/reserve_in_host_batch", params)

@@ -183,11 +183,12 @@ def batch_item(
 
 
 def batch_params(key: BatchKey, requests: list[BatchRequest], now: float) -> dict[str, object]:
-    """Parameters of reserve_in_host_batch. It reads as many candidate hosts as the batch could
-    use up (one per request, plus a few), never more than SCAN_HOSTS."""
+    """Parameters of reserve_in_host_batch. For each distinct request size it reads as many
+    candidate hosts as the batch could use up (one per request, plus a few), never more than
+    SCAN_HOSTS."""
     return {
         "requests": requests,
-        "min_n": min(r["n"] for r in requests),
+        "sizes": sorted({r["n"] for r in requests}),
         "models": list(key.models),
         "model": key.model,
         "exclude": list(key.exclude),

@@ -1,14 +1,17 @@
 // Group commit of reserve_in_host: several single-host requests ($requests, in arrival order,
 // sharing the accepted models, excluded hosts and staleness cut-off) matched and taken in one
 // statement (one transaction), each with its own answer. The candidate hosts are read once for
-// the batch (best fit for the smallest request first, at most $scan hosts: a first streaming pass
-// over the exact free counts stops after $scan hosts, and its largest count bounds the sorted
-// second pass, which reads only the hosts whose counts lie within it (all of them when most hosts
-// share that count, as on an idle cluster); any order the plan yields rows in gives a bound at
-// least the true one, and none seen gives an empty range. Sorting every host with a free GPU cost
-// ~1.3 ms more per cycle at 4,096 hosts half reserved, docs/benchmarks.md stop 33. Under Neo4j's
-// read committed isolation a count may change between the passes: fewer candidates, and the
-// requests not served go on alone), their free GPUs of the
+// the batch: for each distinct request size in it ($sizes), the page of at most $scan hosts that
+// fit that size best (a subquery per size; one page for the smallest size alone left a batch's
+// larger requests no host on a cluster in use, whose best fits for one GPU hold one or two, and
+// sent them one by one down the single path). Each page is read in two passes: a first streaming
+// pass over the exact free counts stops after $scan hosts, and its largest count bounds the
+// sorted second pass, which reads only the hosts whose counts lie within it (all of them when
+// most hosts share that count, as on an idle cluster); any order the plan yields rows in gives a
+// bound at least the true one, and none seen gives an empty range. Sorting every host with a free
+// GPU cost ~1.3 ms more per cycle at 4,096 hosts half reserved, docs/benchmarks.md stop 33.
+// Under Neo4j's read committed isolation a count may change between the passes: fewer
+// candidates, and the requests not served go on alone. Then their free GPUs of the
 // accepted models grouped by NVLink domain, coolest first, the groups in best-fit order. Then the
 // requests are served in order: each takes the next `n` untaken GPUs of the first group that
 // still has them and whose link class suffices (`link`: 0 none, 1 one NVLink domain, 2 a switched
@@ -27,28 +30,33 @@
 // HOLDS after this statement created edges cost FalkorDB ~1.3 ms more per batch of 16.
 // @write
 // @param exclude list<string>
-// @param min_n int
 // @param model string
 // @param models list<string>
 // @param now float
 // @param requests list<map>
 // @param scan int
+// @param sizes list<int>
 // @param stale_before float
 // @row ids any, reservations any, taken any
-UNWIND range($min_n, 128) AS want
-MATCH (h:Host)
-WHERE h.free_gpus = want AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
-  AND coalesce(h.received_at, $now) >= $stale_before
-WITH want
-LIMIT $scan
-WITH max(want) AS most
-UNWIND range($min_n, coalesce(most, $min_n - 1)) AS want
-MATCH (h:Host)
-WHERE h.free_gpus = want AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
-  AND coalesce(h.received_at, $now) >= $stale_before
-WITH h, want
-ORDER BY want, h.name
-LIMIT $scan
+UNWIND $sizes AS size
+CALL (size) {
+  UNWIND range(size, 128) AS want
+  MATCH (h:Host)
+  WHERE h.free_gpus = want AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
+    AND coalesce(h.received_at, $now) >= $stale_before
+  WITH size, want
+  LIMIT $scan
+  WITH size, max(want) AS most
+  UNWIND range(size, coalesce(most, size - 1)) AS want
+  MATCH (h:Host)
+  WHERE h.free_gpus = want AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
+    AND coalesce(h.received_at, $now) >= $stale_before
+  WITH h, want
+  ORDER BY want, h.name
+  LIMIT $scan
+  RETURN h, want
+}
+WITH DISTINCT h, want
 MATCH (h)-[:HAS_GPU]->(g:GPU)
 WHERE g.state = 'free' AND g.model IN $models AND NOT toLower(coalesce(g.health, 'ok')) IN ['failed', 'degraded']
   AND NOT coalesce(g.mig_mode, false)

@@ -244,7 +244,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     },
     "reservations/reserve_in_host_batch": {
         "now": time.time(),
-        "min_n": 1,
+        "sizes": [1],
         "models": sorted({g.model for g in FIRST.gpus}),
         "model": "",
         "exclude": [],

@@ -121,7 +121,7 @@ def _batch(asks: list[tuple[int, str]], models: list[str]) -> dict[str, object]:
                                       "expires_at": 1e12, "gpu_count": n, "idempotency_key": rid}}
         for n, rid in asks
     ]  # fmt: skip
-    return {"requests": requests, "min_n": min(n for n, _ in asks), "models": models, "model": "", "exclude": [],
+    return {"requests": requests, "sizes": sorted({n for n, _ in asks}), "models": models, "model": "", "exclude": [],
             "stale_before": -1.0, "scan": 64, "now": 0.0}  # fmt: skip
 
 
@@ -268,9 +268,10 @@ async def test_reserve_explains_an_infeasible_request_only_when_asked(gateway: G
 async def test_the_batch_reads_the_best_fit_hosts_of_a_cluster_with_every_free_count(
     gateway: Gateway, scan: int
 ) -> None:
-    """Hosts holding 0-8 free GPUs: the batch's candidates are the `scan` hosts of the fewest free
-    GPUs that suffice (ties by name), as a sort of every host would give them, although its sorted
-    pass reads only the counts its first streaming pass saw (reserve_in_host_batch)."""
+    """Hosts holding 0-8 free GPUs: the batch's candidates are, for each request size, the `scan`
+    hosts of the fewest free GPUs that suffice (ties by name), as a sort of every host would give
+    them, although its sorted pass reads only the counts its first streaming pass saw
+    (reserve_in_host_batch); a larger request is served from its own size's page."""
     cluster = await load(gateway, "superpod-h100:sus=1")
     models = sorted({g.model for h in cluster.hosts for g in h.gpus})
     svc = ReservationService(gateway)
@@ -281,12 +282,13 @@ async def test_the_batch_reads_the_best_fit_hosts_of_a_cluster_with_every_free_c
             made = await svc.reserve(holder="setup", gpus=[g.uuid for g in host.gpus[:taken]], ttl_s=TTL)
             assert isinstance(made, Reservation)
         free[host.hostname] = len(host.gpus) - taken
-    asks = [(3, "r1"), (3, "r2"), (2, "r3")]
+    asks = [(3, "r1"), (3, "r2"), (2, "r3"), (7, "r4")]
     params = {**_batch(asks, models), "scan": scan}
     rows = await gateway.write("reservations/reserve_in_host_batch", params)
-    # The reference: every host sorted by (free, name), the first `scan` with enough; each request
-    # takes the first of them with enough left (one NVLink domain per host here).
-    page = sorted((n, h) for h, n in free.items() if n >= 2)[:scan]
+    # The reference: for each size, every host sorted by (free, name), the first `scan` with enough;
+    # each request takes the first host of their union, in that order, with enough left (one
+    # NVLink domain per host here).
+    page = sorted({x for size in (2, 3, 7) for x in sorted((n, h) for h, n in free.items() if n >= size)[:scan]})
     left = {h: n for n, h in page}
     expected: dict[str, str] = {}
     for n, rid in asks:
