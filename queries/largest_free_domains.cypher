@@ -1,4 +1,5 @@
-// The NVLink domains with the most free GPUs, probing free counts from the top (see largest_free_hosts).
+// The NVLink domains with the most free GPUs, probing free counts from the top (see largest_free_hosts),
+// one row per domain.
 // @read
 // @param limit int
 // @param top int
@@ -6,6 +7,7 @@
 UNWIND range($top, 1, -1) AS want
 MATCH (d:NVLinkDomain)
 WHERE d.free_gpus = want
-RETURN d.uuid AS unit, want AS free
+WITH d, max(want) AS free
+RETURN d.uuid AS unit, free
 ORDER BY free DESC, unit
 LIMIT $limit

@@ -12,7 +12,8 @@
 //    holding a usable GPU of a qualifying domain (placement_host_maps), each host once;
 //    `found` holds the domains, their free counts and those hosts. `scanned` is the number of
 //    domains read: fewer than $limit means the seek is exhausted.
-// No unit to read at all: no row.
+// No unit to read at all: no row. A domain whose counter another transaction changes between two
+// seeks (Neo4j reads committed data) is seen under two counts: `DISTINCT d`, else it counts twice.
 // The model prefilter: a unit whose model the engine knows ($known) passes when it is one of
 // $prefilter_models (decided in Python: list membership, not a lower-case substring test per
 // unit); any other model by the substring test (graphsvc.placement.engine.prefilter_params).
@@ -47,7 +48,7 @@ UNWIND range($first_size, coalesce(CASE WHEN $step > 0 THEN most ELSE least END,
 MATCH (d:NVLinkDomain)
 WHERE d.free_gpus = want AND ($model = '' OR d.gpu_model IN $prefilter_models
        OR (NOT coalesce(d.gpu_model, '') IN $known AND toLower(coalesce(d.gpu_model, '')) CONTAINS $model))
-WITH d
+WITH DISTINCT d
 ORDER BY abs(d.free_gpus - $first_size), d.uuid
 SKIP $skip
 LIMIT $limit

@@ -5,7 +5,9 @@
 // row order gives a bound at least the true one; none seen: an empty range), which sorts only the
 // hosts whose counts lie within it, not every host with a free GPU (all of them, though, when
 // most hosts share the bound's count). Under Neo4j's read committed isolation a count may change
-// between the passes: the page may then come back short, never wrong.
+// between the passes: the page may then come back short, never wrong; and one that changes
+// between two seeks is seen under two counts, so each host is one row (its count nearest
+// $first_size), never two.
 // @read
 // @param exclude list<string>
 // @param first_size int
@@ -23,6 +25,7 @@ WITH max(want) AS most, min(want) AS least
 UNWIND range($first_size, coalesce(CASE WHEN $step > 0 THEN most ELSE least END, $first_size - $step), $step) AS want
 MATCH (h:Host)
 WHERE h.free_gpus = want AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
-RETURN h.name AS host, want AS free
-ORDER BY abs(want - $first_size), host
+WITH h, min(abs(want - $first_size)) AS gap
+RETURN h.name AS host, $first_size + sign($step) * gap AS free
+ORDER BY gap, host
 LIMIT $limit

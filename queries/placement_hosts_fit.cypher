@@ -10,7 +10,8 @@
 // 3. The cluster's largest free blocks (placement_free_blocks, read once the page is chosen) and the qualifying hosts'
 //    free GPUs (placement_host_maps), `found` holding their names and free counts. `scanned` is the number of hosts read: fewer than $limit
 //    means the seek is exhausted.
-// No unit to read at all: no row.
+// No unit to read at all: no row. A host whose counter another transaction changes between two
+// seeks (Neo4j reads committed data) is seen under two counts: `DISTINCT h`, else its GPUs count twice.
 // The model prefilter: a unit whose model the engine knows ($known) passes when it is one of
 // $prefilter_models (decided in Python: list membership, not a lower-case substring test per
 // unit); any other model by the substring test (graphsvc.placement.engine.prefilter_params).
@@ -48,7 +49,7 @@ MATCH (h:Host)
 WHERE h.free_gpus = want AND NOT h.name IN $exclude AND ($model = '' OR h.gpu_model IN $prefilter_models
        OR (NOT coalesce(h.gpu_model, '') IN $known AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model))
   AND coalesce(h.received_at, $now) >= $stale_before
-WITH h
+WITH DISTINCT h
 ORDER BY abs(h.free_gpus - $first_size), h.name
 SKIP $skip
 LIMIT $limit

@@ -13,6 +13,7 @@ from graphsvc.reservations.service import Conflict, Infeasible, Reservation, Res
 from graphsvc.store.gateway import Gateway
 from tests.cluster_helpers import load
 from tests.integration.test_reservations import invariants
+from tests.queries import with_test_queries
 
 TTL = 600
 
@@ -303,3 +304,25 @@ async def test_the_batch_reads_the_best_fit_hosts_of_a_cluster_with_every_free_c
     )
     assert got == {rid: {host} for rid, host in expected.items()}
     await counters_agree(gateway)
+
+
+async def test_a_gpu_reaching_two_requests_of_a_batch_is_handed_to_neither(gateway: Gateway) -> None:
+    """The batch hands a GPU to one request at most even when the GPU shows in two of its groups
+    (here a GPU in two NVLink domains; on Neo4j, a host read under two counts by a statement that
+    raced a commit did the same): the requests sharing it get nothing and go on alone, the rest commit."""
+    cluster = await load(gateway, "superpod-h100:sus=1")
+    models = sorted({g.model for h in cluster.hosts for g in h.gpus})
+    healthy = sorted(h.hostname for h in cluster.hosts if all(g.health in (None, "ok") for g in h.gpus))
+    first, second = healthy[:2]
+    shared = next(h for h in cluster.hosts if h.hostname == first).gpus[0].uuid
+    await with_test_queries(gateway).write("gpu_in_a_second_domain", {"uuid": shared, "domain": "test-extra-domain"})
+    # Two hosts to choose from. The 1-GPU request takes the smallest group, the one-member domain
+    # (`shared`); the 8-GPU request the first host's whole domain, `shared` too; the 2-GPU
+    # request the second host.
+    params = {**_batch([(1, "r1"), (8, "r2"), (2, "r3")], models),
+              "exclude": [h.hostname for h in cluster.hosts if h.hostname not in (first, second)]}  # fmt: skip
+    rows = await gateway.write("reservations/reserve_in_host_batch", params)
+    assert rows and list(rows[0]["ids"]) == ["r3"]
+    assert {str(g[3]) for taken in rows[0]["taken"] for g in taken} == {second}
+    assert await gateway.read("reservations/gpu_holders", {"uuids": [shared], "now": 0.0}) == []
+    await invariants(gateway, 0.0)
