@@ -13,7 +13,8 @@
 //    `found` holds the domains, their free counts and those hosts. `scanned` is the number of
 //    domains read: fewer than $limit means the seek is exhausted.
 // No unit to read at all: no row. A domain whose counter another transaction changes between two
-// seeks (Neo4j reads committed data) is seen under two counts: `DISTINCT d`, else it counts twice.
+// seeks (Neo4j reads committed data) is seen under two counts: the page is collected DISTINCT, after the
+// LIMIT (see placement_hosts_fit).
 // The model prefilter: a unit whose model the engine knows ($known) passes when it is one of
 // $prefilter_models (decided in Python: list membership, not a lower-case substring test per
 // unit); any other model by the substring test (graphsvc.placement.engine.prefilter_params).
@@ -48,11 +49,11 @@ UNWIND range($first_size, coalesce(CASE WHEN $step > 0 THEN most ELSE least END,
 MATCH (d:NVLinkDomain)
 WHERE d.free_gpus = want AND ($model = '' OR d.gpu_model IN $prefilter_models
        OR (NOT coalesce(d.gpu_model, '') IN $known AND toLower(coalesce(d.gpu_model, '')) CONTAINS $model))
-WITH DISTINCT d
+WITH d
 ORDER BY abs(d.free_gpus - $first_size), d.uuid
 SKIP $skip
 LIMIT $limit
-WITH collect(d) AS block_carry
+WITH collect(DISTINCT d) AS block_carry
 //@include placement_free_blocks
 UNWIND block_carry AS d
 OPTIONAL MATCH (d)<-[:IN_DOMAIN]-(g:GPU)

@@ -6,8 +6,8 @@
 // hosts whose counts lie within it, not every host with a free GPU (all of them, though, when
 // most hosts share the bound's count). Under Neo4j's read committed isolation a count may change
 // between the passes: the page may then come back short, never wrong; and one that changes
-// between two seeks is seen under two counts, so each host is one row (its count nearest
-// $first_size), never two.
+// between two seeks is seen under two counts, so each host of the page is one row (its count
+// nearest $first_size), never two (grouped after the LIMIT: the page may then come back short).
 // @read
 // @param exclude list<string>
 // @param first_size int
@@ -25,7 +25,9 @@ WITH max(want) AS most, min(want) AS least
 UNWIND range($first_size, coalesce(CASE WHEN $step > 0 THEN most ELSE least END, $first_size - $step), $step) AS want
 MATCH (h:Host)
 WHERE h.free_gpus = want AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
+WITH h, want
+ORDER BY abs(want - $first_size), h.name
+LIMIT $limit
 WITH h, min(abs(want - $first_size)) AS gap
 RETURN h.name AS host, $first_size + sign($step) * gap AS free
 ORDER BY gap, host
-LIMIT $limit

@@ -11,7 +11,9 @@
 //    free GPUs (placement_host_maps), `found` holding their names and free counts. `scanned` is the number of hosts read: fewer than $limit
 //    means the seek is exhausted.
 // No unit to read at all: no row. A host whose counter another transaction changes between two
-// seeks (Neo4j reads committed data) is seen under two counts: `DISTINCT h`, else its GPUs count twice.
+// seeks (Neo4j reads committed data) is seen under two counts: the page is collected DISTINCT (else its
+// GPUs count twice), after the LIMIT, so the dedupe costs the page, not the candidates (the page may
+// then come back short, as when a count changes between the passes).
 // The model prefilter: a unit whose model the engine knows ($known) passes when it is one of
 // $prefilter_models (decided in Python: list membership, not a lower-case substring test per
 // unit); any other model by the substring test (graphsvc.placement.engine.prefilter_params).
@@ -49,11 +51,11 @@ MATCH (h:Host)
 WHERE h.free_gpus = want AND NOT h.name IN $exclude AND ($model = '' OR h.gpu_model IN $prefilter_models
        OR (NOT coalesce(h.gpu_model, '') IN $known AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model))
   AND coalesce(h.received_at, $now) >= $stale_before
-WITH DISTINCT h
+WITH h
 ORDER BY abs(h.free_gpus - $first_size), h.name
 SKIP $skip
 LIMIT $limit
-WITH collect(h) AS block_carry
+WITH collect(DISTINCT h) AS block_carry
 //@include placement_free_blocks
 UNWIND block_carry AS h
 OPTIONAL MATCH (h)-[:HAS_GPU]->(g:GPU)
