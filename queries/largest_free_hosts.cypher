@@ -2,7 +2,7 @@
 // index seeks per free count; ties are broken by name (ORDER BY), so the answer never depends
 // on the plan's row order (Neo4j gives no order without one). A host whose count another
 // transaction changes between two seeks (Neo4j reads committed data) is seen under both
-// counts: grouped by host, it is one row.
+// counts: grouped by host after the LIMIT, it is one row (the answer may then come back short).
 // @read
 // @param limit int
 // @param top int
@@ -10,7 +10,9 @@
 UNWIND range($top, 1, -1) AS want
 MATCH (h:Host)
 WHERE h.free_gpus = want
+WITH h, want
+ORDER BY want DESC, h.name
+LIMIT $limit
 WITH h, max(want) AS free
 RETURN h.name AS unit, free
 ORDER BY free DESC, unit
-LIMIT $limit

@@ -10,20 +10,20 @@
 // most hosts share that count, as on an idle cluster); any order the plan yields rows in gives a
 // bound at least the true one, and none seen gives an empty range. Sorting every host with a free
 // GPU cost ~1.3 ms more per cycle at 4,096 hosts half reserved, docs/benchmarks.md stop 33.
-// Under Neo4j's read committed isolation a count may change between the passes (fewer
-// candidates, and the requests not served go on alone) and between two seeks of one statement:
-// a host another transaction changed mid-read is seen under two counts (in two size pages, or
-// twice in one), so hosts are grouped by node (`min(want)`), never by (host, count): grouped by
-// both, such a host's GPUs made two groups and two requests of one batch were handed the same
-// GPUs (a CI storm on Neo4j, fixed in stop 34). Should a GPU still reach two requests (a GPU in
-// two NVLink domains), neither request is served (`shared`): they go on alone. Then their free
-// GPUs of the accepted models grouped by NVLink domain, coolest first, the groups in best-fit
-// order. Then the requests are served in order: each takes the next `n` untaken GPUs of the first group that
-// still has them and whose link class suffices (`link`: 0 none, 1 one NVLink domain, 2 a switched
-// domain: any members form a full mesh), so the batch never hands a GPU out twice and small
-// requests pack together. Locks as everywhere (all the GPUs of the batch by uuid, then their
-// counters), then each request checks its own GPUs' states: one whose GPUs another transaction
-// took gets no reservation (it retries on its own), the others commit. Counters move by deltas.
+// Under Neo4j's read committed isolation a count may change between the passes (fewer candidates,
+// and the requests not served go on alone) and between two seeks of one statement: a host another
+// transaction changed mid-read is seen under two counts (in two size pages, or twice in one), so
+// hosts are grouped by node (`min(want)`), never by (host, count): grouped by both, such a host's
+// GPUs made two groups and two requests of one batch were handed the same GPUs (a CI storm on
+// Neo4j, fixed in stop 34). Should a GPU still reach two requests (a GPU in two NVLink domains),
+// neither request is served (`shared`): they go on alone. Then their free GPUs of the accepted
+// models grouped by NVLink domain, coolest first, the groups in best-fit order. Then the requests
+// are served in order: each takes the next `n` untaken GPUs of the first group that still has them
+// and whose link class suffices (`link`: 0 none, 1 one NVLink domain, 2 a switched domain: any
+// members form a full mesh), so the batch never hands a GPU out twice and small requests pack
+// together. Locks as everywhere (all the GPUs of the batch by uuid, then their counters), then each
+// request checks its own GPUs' states: one whose GPUs another transaction took gets no reservation
+// (it retries on its own), the others commit. Counters move by deltas.
 // Returns one row: the ids created and, in the same order, each one's properties as stored and
 // the GPUs it took as [uuid, index, model, host, rack, scalable_unit] lists (what reservation_get
 // would read back, so the caller answers without a second round trip).
