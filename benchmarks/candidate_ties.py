@@ -91,20 +91,23 @@ async def measure(gpus: int, runs: int, rounds: int) -> None:
             assert isinstance(backend, FalkorBackend)
             for name, params in (await captured_params(gw, settings)).items():
                 print(f"{name}: first_size {params['first_size']}, limit {params['limit']}")
-                texts = forms(gw.registry[name].falkordb_text)
+                here = Path("benchmarks/candidate_ties.py")
+                queries = {
+                    label: NamedQuery(f"bench {label}", text, here)
+                    for label, text in forms(gw.registry[name].falkordb_text).items()
+                }
                 for rnd in range(rounds):
-                    for label, text in texts.items():
-                        query = NamedQuery(f"bench {label}", text, Path("benchmarks/candidate_ties.py"))
-                        used = {k: v for k, v in params.items() if f"${k}" in text}
+                    for label, query in queries.items():
+                        used = {k: params[k] for k in query.parameters}
                         ms = []
                         for _ in range(runs):
                             started = time.perf_counter()
                             await backend.run(query, used, write=False, timeout_s=60)
                             ms.append((time.perf_counter() - started) * 1000)
                         print(f"  round {rnd}: {label}: p50 {statistics.median(ms):.2f} ms")
-                text = gw.registry[name].falkordb_text
+                whole = queries["statement"]
                 graph = backend._database().select_graph(backend.graph_name)
-                plan = await graph.profile(text, {k: v for k, v in params.items() if f"${k}" in text})
+                plan = await graph.profile(whole.text, {k: params[k] for k in whole.parameters})
                 print("\n".join(plan.plan))
     finally:
         shutil.rmtree(data, ignore_errors=True)
