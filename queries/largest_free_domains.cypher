@@ -8,8 +8,9 @@ UNWIND range($top, 1, -1) AS want
 MATCH (d:NVLinkDomain)
 WHERE d.free_gpus = want
 WITH d, want
-ORDER BY want DESC, d.uuid
+ORDER BY want DESC, d.tie_bucket, d.uuid
 LIMIT $limit
 WITH d, max(want) AS free
-RETURN d.uuid AS unit, free
-ORDER BY free DESC, unit
+WITH d.uuid AS unit, free, d.tie_bucket AS bucket
+RETURN unit, free
+ORDER BY free DESC, bucket, unit

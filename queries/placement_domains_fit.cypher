@@ -2,8 +2,14 @@
 // an NVL72 clique spanning trays): the domains that can hold $n GPUs of the request, in
 // best-fit order, with what Python needs to choose and score (graphsvc/placement/engine.py).
 // 1. Candidate domains by their indexed free counter, exactly $first_size free first, then the
-//    next size towards $last_size ($step -1: largest first); ties by uuid, a page of $limit
-//    after $skip, the sizes probed lazily until $probe domains ($skip + $limit) are seen.
+//    next size towards $last_size ($step -1: largest first); ties by (tie_bucket, uuid), a page
+//    of $limit after $skip. Three lazy passes, so the work follows the page, not the ties (3,300
+//    domains hold exactly 4 free GPUs at 100k: reading and sorting them all cost ~5 ms): the
+//    sizes are probed until $probe domains ($skip + $limit) are seen, which gives the sizes that
+//    hold any; then those sizes' buckets ($tie_buckets a size, index seeks on both properties)
+//    until $probe domains are seen, which gives the last (size, bucket) key the page can reach;
+//    then every domain up to that key is read (the last bucket whole, so the tie order is exact)
+//    and sorted.
 // 2. In each, the free GPUs that meet the per-GPU constraints (fragment placement_usable) on
 //    hosts neither excluded nor stale are counted: a domain qualifies with $n of them. Which
 //    $n form a full mesh (any members of a switched domain; a clique on direct links) is
@@ -36,6 +42,7 @@
 // @param skip int
 // @param stale_before float
 // @param step int
+// @param tie_buckets int
 // @param virtual_free list<string>
 // @row scanned int, found list<map>, hosts list<map>, host_blocks list<map>, domain_blocks list<map>
 UNWIND range($first_size, $last_size, $step) AS want
@@ -44,13 +51,24 @@ WHERE d.free_gpus = want AND ($model = '' OR d.gpu_model IN $prefilter_models
        OR (NOT coalesce(d.gpu_model, '') IN $known AND toLower(coalesce(d.gpu_model, '')) CONTAINS $model))
 WITH want
 LIMIT $probe
-WITH max(want) AS most, min(want) AS least
-UNWIND range($first_size, coalesce(CASE WHEN $step > 0 THEN most ELSE least END, $first_size), $step) AS want
+WITH collect(DISTINCT want) AS wants
+UNWIND wants AS want
+UNWIND range(0, $tie_buckets - 1) AS bucket
 MATCH (d:NVLinkDomain)
-WHERE d.free_gpus = want AND ($model = '' OR d.gpu_model IN $prefilter_models
+WHERE d.free_gpus = want AND d.tie_bucket = bucket AND ($model = '' OR d.gpu_model IN $prefilter_models
        OR (NOT coalesce(d.gpu_model, '') IN $known AND toLower(coalesce(d.gpu_model, '')) CONTAINS $model))
-WITH d
-ORDER BY abs(d.free_gpus - $first_size), d.uuid
+WITH wants, abs(want - $first_size) * $tie_buckets + bucket AS tie_key
+LIMIT $probe
+WITH wants, max(tie_key) AS last_key
+UNWIND wants AS want
+UNWIND range(0, $tie_buckets - 1) AS bucket
+WITH want, bucket, abs(want - $first_size) * $tie_buckets + bucket AS tie_key, last_key
+WHERE tie_key <= last_key
+MATCH (d:NVLinkDomain)
+WHERE d.free_gpus = want AND d.tie_bucket = bucket AND ($model = '' OR d.gpu_model IN $prefilter_models
+       OR (NOT coalesce(d.gpu_model, '') IN $known AND toLower(coalesce(d.gpu_model, '')) CONTAINS $model))
+WITH d, tie_key
+ORDER BY tie_key, d.uuid
 SKIP $skip
 LIMIT $limit
 WITH collect(DISTINCT d) AS block_carry

@@ -36,6 +36,7 @@
 // @param prefilter_models list<string>
 // @param skip int
 // @param stale_before float
+// @param tie_buckets int
 // @param virtual_free list<string>
 // @row scanned int, found list<map>, hosts list<map>, host_blocks list<map>, domain_blocks list<map>
 MATCH (s:Switch)

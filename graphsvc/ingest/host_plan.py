@@ -16,6 +16,8 @@ from typing import Any
 
 from topo_facts import GPUFact, GPUState, HostFacts, PeerType
 
+from graphsvc.store.schema import tie_bucket
+
 
 def numa_uuid(host: str, index: int) -> str:
     return f"{host}/numa/{index}"
@@ -60,6 +62,7 @@ def host_props(facts: HostFacts, *, received_at: float) -> dict[str, Any]:
         cpu_model=facts.cpu_model,
         gpu_count=len(facts.gpus),
         nic_count=len(facts.nics),
+        tie_bucket=tie_bucket(facts.hostname),
     )
 
 
@@ -328,7 +331,7 @@ def _domains(facts: HostFacts) -> tuple[list[dict[str, Any]], dict[str, str]]:
         for m in members:
             gpu_domain[m] = dom
     domains = [
-        {"uuid": dom, "props": {"uuid": dom, "kind": kind, "cluster": facts.cluster}}
+        {"uuid": dom, "props": {"uuid": dom, "kind": kind, "cluster": facts.cluster, "tie_bucket": tie_bucket(dom)}}
         for dom, kind in sorted(kinds.items())
     ]
     return domains, gpu_domain

@@ -48,6 +48,7 @@ from graphsvc.sites import locality
 from graphsvc.sites.store import host_sites
 from graphsvc.store.backend import Row
 from graphsvc.store.gateway import Gateway
+from graphsvc.store.schema import TIE_BUCKETS
 
 TakeUnits = Callable[[list[FitUnit]], Awaitable[None]]
 
@@ -366,6 +367,7 @@ class _Search:
             "virtual_free": sorted(loader.virtual_free),
             "blocks": self.want + 4,
             **self.engine.block_tops.params(),
+            "tie_buckets": TIE_BUCKETS,
         }
 
     async def read_fit(self, query: str, params: dict[str, object]) -> FitRow:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tomllib
+import zlib
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -20,6 +21,7 @@ class NodeType:
     required: tuple[str, ...]
     indexes: tuple[str, ...]
     unique: tuple[str, ...] = ()
+    composite_indexes: tuple[tuple[str, ...], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -59,16 +61,22 @@ class GraphSchema:
                 )
             for prop in n.indexes:
                 out.append(f"CREATE INDEX {low}_{prop} IF NOT EXISTS FOR (n:{n.label}) ON (n.{prop})")
+            for props in n.composite_indexes:
+                on = ", ".join(f"n.{p}" for p in props)
+                out.append(f"CREATE INDEX {low}_{'_'.join(props)} IF NOT EXISTS FOR (n:{n.label}) ON ({on})")
         return out
 
     def falkordb_indexes(self) -> list[tuple[str, str]]:
-        """(label, property) pairs needing an exact-match index; keys first (constraints need them)."""
+        """(label, property) pairs needing an exact-match index; keys first (constraints need them).
+        A composite index is its properties' single indexes here: FalkorDB answers a predicate on
+        several indexed properties of one label in one index scan."""
         pairs: list[tuple[str, str]] = []
         for n in self.nodes.values():
             pairs.append((n.label, n.key))
             pairs.extend((n.label, p) for p in n.unique)
             pairs.extend((n.label, p) for p in n.indexes)
-        return pairs
+            pairs.extend((n.label, p) for props in n.composite_indexes for p in props)
+        return list(dict.fromkeys(pairs))
 
     def unique_keys(self) -> list[tuple[str, str]]:
         return [(n.label, p) for n in self.nodes.values() for p in (n.key, *n.unique)]
@@ -85,10 +93,11 @@ def load_schema(path: Path | None = None) -> GraphSchema:
         required = tuple(spec.get("required", [key]))
         indexes = tuple(spec.get("indexes", []))
         unique = tuple(spec.get("unique", []))
-        for p in (key, *required, *indexes, *unique):
+        composite = tuple(tuple(props) for props in spec.get("composite_indexes", []))
+        for p in (key, *required, *indexes, *unique, *(p for props in composite for p in props)):
             if p not in props:
                 raise ValueError(f"schema: {label}.{p} is used but not declared")
-        nodes[label] = NodeType(label, key, props, required, indexes, unique)
+        nodes[label] = NodeType(label, key, props, required, indexes, unique, composite)
     rels: dict[str, RelType] = {}
     for name, spec in raw.get("relationships", {}).items():
         props = dict(spec.get("properties", {}))
@@ -113,3 +122,13 @@ def graph_schema() -> GraphSchema:
 
 
 GRAPH_VERSION = graph_schema().version
+
+# How many tie buckets units are spread over (`NVLinkDomain.tie_bucket`). Placement passes it to
+# its statements as `$tie_buckets`; changing it needs a migration that re-buckets every domain.
+TIE_BUCKETS = 16
+
+
+def tie_bucket(key: str) -> int:
+    """A unit's static tie bucket: a stable hash of its key, the same on every ingest and store,
+    so one graph gives one placement order (a Python hash is salted per process)."""
+    return zlib.crc32(key.encode()) % TIE_BUCKETS

@@ -14,6 +14,7 @@ from typing import Any
 from graphsvc.placement.engine import BlockTops, PlacementEngine
 from graphsvc.placement.request import parse_request
 from graphsvc.store.gateway import Gateway
+from graphsvc.store.schema import TIE_BUCKETS
 from tests.cluster_helpers import load, occupy
 from tests.helpers import DEFAULT_GPU_FILTERS
 
@@ -39,6 +40,7 @@ def fit_params(host_top: int, domain_top: int, blocks: int) -> dict[str, Any]:
         "skip": 0,
         "limit": 3,
         "probe": 3,
+        "tie_buckets": TIE_BUCKETS,
     }
 
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 import pytest
 
 from graphsvc.ingest.service import ingest_host
+from graphsvc.placement.engine import PlacementEngine
+from graphsvc.placement.request import parse_request
 from graphsvc.store.errors import GraphVersionError
 from graphsvc.store.gateway import Gateway
 from graphsvc.store.migrate import migrate, stored_version
 from graphsvc.store.queries import QueryRegistry, default_registry
-from graphsvc.store.schema import GRAPH_VERSION, graph_schema
+from graphsvc.store.schema import GRAPH_VERSION, TIE_BUCKETS, graph_schema, tie_bucket
 from tests.helpers import h100
 
 
@@ -43,12 +45,40 @@ async def test_v1_graph_is_brought_forward(gateway: Gateway) -> None:
         "migrations/0003_2_domain_counters",
         "migrations/0003_3_leaf_counters",
         "migrations/0004_1_mig_slices",
+        "migrations/0005_1_domain_tie_buckets",
+        "migrations/0005_2_host_tie_buckets",
     )
     host = await gateway.read("host_detail", {"hosts": ["node-a"]})
     assert {g["state"] for g in host[0]["gpus"]} == {"free"}
     assert await stored_version(gateway) == GRAPH_VERSION
     again = await migrate(gateway)
     assert again.applied == ()
+
+
+async def test_v4_units_gain_a_static_tie_bucket_and_stay_placeable(gateway: Gateway) -> None:
+    """A domain without `tie_bucket` is invisible to placement_domains_fit (its seeks match on the
+    bucket), and a host without one to the largest free blocks, so v5 gives every host and domain
+    one; ingest's own is a hash of the key."""
+    await ingest_host(gateway, h100())
+    read = _adhoc(
+        "MATCH (n) WHERE n:Host OR n:NVLinkDomain "
+        "RETURN coalesce(n.name, n.uuid) AS key, n.tie_bucket AS bucket, n:Host AS host"
+    )
+    stored = await gateway.backend.run(read, {}, write=False, timeout_s=10)
+    assert {r["host"] for r in stored} == {True, False}
+    assert all(r["bucket"] == tie_bucket(str(r["key"])) for r in stored)
+    await gateway.backend.run(
+        _adhoc("MATCH (n) WHERE n:Host OR n:NVLinkDomain REMOVE n.tie_bucket"), {}, write=True, timeout_s=10
+    )
+    await gateway.write("meta_set_version", {"version": 4, "now": 0.0})
+    before = await PlacementEngine(gateway).place(parse_request("8xH100 nvlink=full-mesh"))
+    assert before.candidates == []
+    report = await migrate(gateway)
+    assert report.applied == ("migrations/0005_1_domain_tie_buckets", "migrations/0005_2_host_tie_buckets")
+    migrated = await gateway.backend.run(read, {}, write=False, timeout_s=10)
+    assert len(migrated) == len(stored) and all(r["bucket"] in range(TIE_BUCKETS) for r in migrated)
+    after = await PlacementEngine(gateway).place(parse_request("8xH100 nvlink=full-mesh"))
+    assert after.candidates
 
 
 async def test_unversioned_graph_with_data_counts_as_v1(gateway: Gateway) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from graphsvc.placement.engine import prefilter_params
 from graphsvc.store.gateway import Gateway
+from graphsvc.store.schema import TIE_BUCKETS, tie_bucket
 from tests.cluster_helpers import load
 from tests.helpers import DEFAULT_GPU_FILTERS
 
@@ -24,6 +25,7 @@ COMMON: dict[str, Any] = {
     "host_top": 128,
     "domain_top": 576,
     "skip": 0,
+    "tie_buckets": TIE_BUCKETS,
 }
 STATEMENTS: dict[str, dict[str, Any]] = {
     "placement_hosts_fit": {**COMMON, "filters": DEFAULT_GPU_FILTERS, "first_size": 1, "last_size": 128, "step": 1,
@@ -54,3 +56,27 @@ async def test_known_models_find_what_the_substring_test_finds(gateway: Gateway)
             assert answers[0] == answers[1] == answers[2], (name, model)
             if model in ("h100", "nvidia"):
                 assert answers[0], (name, model)
+
+
+async def test_domain_pages_follow_the_tie_order_across_buckets(gateway: Gateway) -> None:
+    """placement_domains_fit reads a page of tied domains bucket by bucket (three lazy passes):
+    paged with SKIP, the pages are the domains in best-fit order, ties by (tie_bucket, uuid),
+    each once, whatever bucket the page's edge falls in."""
+    await load(gateway, "superpod-h100:sus=2")  # 64 boards, most with all 8 free: ties
+    base = {**STATEMENTS["placement_domains_fit"], "model": "h100", **prefilter_params("h100", [])}
+    base |= {"first_size": 8, "last_size": 1, "step": -1, "n": 1}
+    rows = await gateway.read("placement_domains_fit", {**base, "skip": 0, "limit": 500, "probe": 500})
+
+    def in_tie_order(units: list[dict[str, Any]]) -> list[str]:  # `found` is unordered (an aggregation)
+        return [u["unit"] for u in sorted(units, key=lambda u: (-u["free"], tie_bucket(u["unit"]), u["unit"]))]
+
+    everything = in_tie_order(rows[0]["found"])
+    scanned = rows[0]["scanned"]
+    assert scanned >= 60 and len(everything) >= 48  # a domain with nothing free is not read
+    assert len({tie_bucket(u) for u in everything}) > 8  # the pages below cross many buckets
+    for size in (1, 3, 7):
+        paged: list[str] = []
+        for skip in range(0, scanned, size):
+            params = {**base, "skip": skip, "limit": size, "probe": skip + size}
+            paged += in_tie_order((await gateway.read("placement_domains_fit", params))[0]["found"])
+        assert paged == everything, size

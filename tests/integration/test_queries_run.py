@@ -15,6 +15,7 @@ from topo_facts import MigSliceFact
 from graphsvc.ingest.host_plan import host_params
 from graphsvc.ingest.service import ingest_fabric, ingest_host
 from graphsvc.store.gateway import Gateway
+from graphsvc.store.schema import TIE_BUCKETS
 from graphsvc.synthetic.clusters import build
 from tests.helpers import DEFAULT_GPU_FILTERS
 from tests.queries import registry_with_tests, with_test_queries
@@ -52,6 +53,7 @@ FIT: dict[str, Any] = {
     "blocks": 5,
     "host_top": 128,
     "domain_top": 576,
+    "tie_buckets": TIE_BUCKETS,
     "prefilter_models": [FIRST.gpus[0].model],
     "known": [FIRST.gpus[0].model, ""],
 }
@@ -105,6 +107,8 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "migrations/0003_2_domain_counters": {},
     "migrations/0003_3_leaf_counters": {},
     "migrations/0004_1_mig_slices": {},
+    "migrations/0005_1_domain_tie_buckets": {},
+    "migrations/0005_2_host_tie_buckets": {},
     "update_gpu_metrics": {
         "host": FIRST.hostname,
         "collected_at": time.time() + 1,
