@@ -6,7 +6,8 @@
 //    of $limit after $skip. Three lazy passes, so the work follows the page, not the ties (3,300
 //    domains hold exactly 4 free GPUs at 100k: reading and sorting them all cost ~5 ms): the
 //    sizes are probed until $probe domains ($skip + $limit) are seen, which gives the sizes that
-//    hold any; then those sizes' buckets ($tie_buckets a size, index seeks on both properties)
+//    hold any (a domain without a bucket, which the later passes cannot seek, is not counted);
+//    then those sizes' buckets ($tie_buckets a size, index seeks on both properties)
 //    until $probe domains are seen, which gives the last (size, bucket) key the page can reach;
 //    then every domain up to that key is read (the last bucket whole, so the tie order is exact)
 //    and sorted.
@@ -47,7 +48,7 @@
 // @row scanned int, found list<map>, hosts list<map>, host_blocks list<map>, domain_blocks list<map>
 UNWIND range($first_size, $last_size, $step) AS want
 MATCH (d:NVLinkDomain)
-WHERE d.free_gpus = want AND ($model = '' OR d.gpu_model IN $prefilter_models
+WHERE d.free_gpus = want AND d.tie_bucket IS NOT NULL AND ($model = '' OR d.gpu_model IN $prefilter_models
        OR (NOT coalesce(d.gpu_model, '') IN $known AND toLower(coalesce(d.gpu_model, '')) CONTAINS $model))
 WITH want
 LIMIT $probe

@@ -48,7 +48,7 @@ from graphsvc.sites import locality
 from graphsvc.sites.store import host_sites
 from graphsvc.store.backend import Row
 from graphsvc.store.gateway import Gateway
-from graphsvc.store.schema import TIE_BUCKETS
+from graphsvc.store.schema import TIE_BUCKETS, tie_bucket
 
 TakeUnits = Callable[[list[FitUnit]], Awaitable[None]]
 
@@ -384,10 +384,19 @@ class _Search:
         return row
 
     async def _fit_pages(
-        self, query: str, params: dict[str, object], take: TakeUnits, *, first: int, probe: bool = True, slack: int = 2
+        self,
+        query: str,
+        params: dict[str, object],
+        take: TakeUnits,
+        *,
+        first: int,
+        probe: bool = True,
+        slack: int = 2,
+        bucketed: bool = False,
     ) -> None:
         """Pages of a one-statement query: usually one statement answers the request. Units are
-        taken in best-fit order: free counts nearest `first` first, then by name. The first page
+        taken in best-fit order: free counts nearest `first` first, then by name (`bucketed`: by
+        tie bucket, then name, the order placement_domains_fit pages in). The first page
         holds `slack` units more than the candidates wanted, for units that turn out not to fit
         (a host whose free GPUs are too hot, say); the units past those that do fit are read but
         unused, so `slack` is what a second statement is worth avoiding."""
@@ -400,7 +409,12 @@ class _Search:
             skip += scanned
             self.units_read += scanned
             # Best fit first, as the seek ordered them (a collect does not keep that order).
-            await take(sorted((u for u in row["found"] if u), key=lambda u: (abs(u["free"] - first), u["unit"])))
+            await take(
+                sorted(
+                    (u for u in row["found"] if u),
+                    key=lambda u: (abs(u["free"] - first), tie_bucket(u["unit"]) if bucketed else 0, u["unit"]),
+                )
+            )
             if scanned < page:
                 return
             missing = self.want - len(self.found)
@@ -455,7 +469,11 @@ class _Search:
     async def search_domains(self) -> None:
         params = {**self.sizes(MAX_DOMAIN_GPUS), **self.fit_params(rail_up=False), "n": self.req.gpus}
         await self._fit_pages(
-            "placement_domains_fit", params, self._take_domains, first=int(cast(int, params["first_size"]))
+            "placement_domains_fit",
+            params,
+            self._take_domains,
+            first=int(cast(int, params["first_size"])),
+            bucketed=True,
         )
 
     async def search_leaves(self) -> None:

@@ -2,25 +2,27 @@
 // $blocks NVLink domains with the most free GPUs (ties by tie_bucket, then name), for the
 // fragmentation facts. Each kind in three lazy passes, so the work follows $blocks, not the
 // cluster (448 units tie at 8 free at 100k GPUs; reading and sorting them all cost ~2 ms):
-// probe free counts down from $host_top (or $domain_top), index seeks, until $blocks units are
-// seen, which gives the counts that hold any (0 is a sentinel that keeps one row when none is
-// free); then those counts' buckets, largest count first ($tie_buckets a count, one index seek
-// on both properties each), until $blocks units are seen, which gives the last (count, bucket)
-// key the answer reaches; then every unit up to that key (the last bucket whole), sorted.
-// The counts above the hint are sorted before the first pass, so it meets the counts in
-// descending order and every count that can reach the answer is among those it saw. Entries are never null maps (an empty bucket's row is
-// dropped, and a unit Neo4j saw under two counts, a write committing between two seeks, is one
-// entry); a cluster with nothing free gives empty lists. $host_top and $domain_top are hints, not bounds: the
-// counts above them (a range seek, empty while the hint holds) are probed first, so a stale
-// hint costs time, never a block. The engine passes the largest counts its reads have seen
-// (a hint of 0, after a read of a full cluster, reads every unit with a free GPU once): at
-// 100k GPUs probing down from the largest possible unit (128, 576) cost ~2 ms per statement.
-// It follows a statement's one-row start, whose only
-// variable is `block_carry` (the page of units the statement has chosen, or null: it carries
-// nothing else, so its rows stay cheap), and ends with `WITH block_carry, host_blocks,
-// domain_blocks`, one row (each list possibly empty). The page is chosen before it, not after:
-// sorting thousands of candidate units with the two lists on every row cost FalkorDB ~9 ms per
-// statement at 100k GPUs (3,300 domains with 4 free).
+// 1. probe free counts down from $host_top (or $domain_top), index seeks, until $blocks units
+//    are seen: the counts that hold any (0 is a sentinel that keeps one row when none is free).
+//    The counts above the hint are sorted first, so this pass meets every count in descending
+//    order and sees every count the answer can reach. Units without a bucket are not counted.
+// 2. those counts' buckets, largest count first ($tie_buckets a count, each one index seek on
+//    both properties), until $blocks units are seen: the last (count, bucket) key the answer
+//    reaches. An empty bucket's row is dropped on a projected value (FalkorDB folds a WHERE on
+//    an OPTIONAL MATCH variable back into the match; docs/architecture.md).
+// 3. every unit up to that key (the last bucket whole), sorted, one entry per unit (Neo4j,
+//    reading committed data, can see a unit under two counts when a write commits between two
+//    seeks). Entries are never null maps; a cluster with nothing free gives empty lists.
+// $host_top and $domain_top are hints, not bounds: the counts above them (a range seek, empty
+// while the hint holds) are probed first, so a stale hint costs time, never a block. The engine
+// passes the largest counts its reads have seen (a hint of 0, after a read of a full cluster,
+// reads every unit with a free GPU once): at 100k GPUs probing down from the largest possible
+// unit (128, 576) cost ~2 ms per statement.
+// It follows a statement's one-row start, whose only variable is `block_carry` (the page of
+// units the statement has chosen, or null: it carries nothing else, so its rows stay cheap),
+// and ends with `WITH block_carry, host_blocks, domain_blocks`, one row. The page is chosen
+// before it, not after: sorting thousands of candidate units with the two lists on every row
+// cost FalkorDB ~9 ms per statement at 100k GPUs (3,300 domains with 4 free).
 OPTIONAL MATCH (block_host:Host)
 WHERE block_host.free_gpus > $host_top
 WITH block_carry, collect(DISTINCT block_host.free_gpus) AS block_above
@@ -30,7 +32,7 @@ ORDER BY block_count DESC
 WITH block_carry, collect(block_count) AS block_above
 UNWIND block_above + range($host_top, 0, -1) AS block_want
 OPTIONAL MATCH (block_host:Host)
-WHERE block_want > 0 AND block_host.free_gpus = block_want
+WHERE block_want > 0 AND block_host.free_gpus = block_want AND block_host.tie_bucket IS NOT NULL
 WITH block_carry, block_want, CASE WHEN block_want = 0 THEN '' ELSE block_host.name END AS block_unit
 WHERE block_unit IS NOT NULL
 WITH block_carry, block_want
@@ -40,8 +42,9 @@ UNWIND block_wants AS block_want
 UNWIND CASE WHEN block_want = 0 THEN [0] ELSE range(0, $tie_buckets - 1) END AS block_bucket
 OPTIONAL MATCH (block_host:Host)
 WHERE block_want > 0 AND block_host.free_gpus = block_want AND block_host.tie_bucket = block_bucket
-WITH block_carry, block_wants, block_want, block_bucket, block_host
-WHERE block_host IS NOT NULL OR block_want = 0
+WITH block_carry, block_wants, block_want, block_bucket,
+     CASE WHEN block_want = 0 THEN '' ELSE block_host.name END AS block_unit
+WHERE block_unit IS NOT NULL
 WITH block_carry, block_wants, (1000000 - block_want) * $tie_buckets + block_bucket AS block_key
 LIMIT $blocks
 WITH block_carry, block_wants, max(block_key) AS block_last
@@ -65,7 +68,7 @@ ORDER BY block_count DESC
 WITH block_carry, host_blocks, collect(block_count) AS block_above
 UNWIND block_above + range($domain_top, 0, -1) AS block_want
 OPTIONAL MATCH (block_domain:NVLinkDomain)
-WHERE block_want > 0 AND block_domain.free_gpus = block_want
+WHERE block_want > 0 AND block_domain.free_gpus = block_want AND block_domain.tie_bucket IS NOT NULL
 WITH block_carry, host_blocks, block_want, CASE WHEN block_want = 0 THEN '' ELSE block_domain.uuid END AS block_unit
 WHERE block_unit IS NOT NULL
 WITH block_carry, host_blocks, block_want
@@ -75,8 +78,9 @@ UNWIND block_wants AS block_want
 UNWIND CASE WHEN block_want = 0 THEN [0] ELSE range(0, $tie_buckets - 1) END AS block_bucket
 OPTIONAL MATCH (block_domain:NVLinkDomain)
 WHERE block_want > 0 AND block_domain.free_gpus = block_want AND block_domain.tie_bucket = block_bucket
-WITH block_carry, host_blocks, block_wants, block_want, block_bucket, block_domain
-WHERE block_domain IS NOT NULL OR block_want = 0
+WITH block_carry, host_blocks, block_wants, block_want, block_bucket,
+     CASE WHEN block_want = 0 THEN '' ELSE block_domain.uuid END AS block_unit
+WHERE block_unit IS NOT NULL
 WITH block_carry, host_blocks, block_wants, (1000000 - block_want) * $tie_buckets + block_bucket AS block_key
 LIMIT $blocks
 WITH block_carry, host_blocks, block_wants, max(block_key) AS block_last

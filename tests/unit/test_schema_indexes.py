@@ -43,3 +43,10 @@ def test_tie_buckets_spread_a_cluster_of_domains() -> None:
             counts[tie_bucket(f"h100-su{su}-n{node:02d}/nvlink/0")] += 1
     assert min(counts) > 1024 / TIE_BUCKETS / 2  # no bucket holds less than half its share
     assert tie_bucket("h100-su1-n02/nvlink/0") == 15  # crc32, not Python's per-process salted hash
+
+
+def test_the_migrations_bucket_as_many_ways_as_ingest() -> None:
+    """Cypher cannot read TIE_BUCKETS: the v5 migrations spell the count out."""
+    root = Path(__file__).resolve().parents[2] / "queries" / "migrations"
+    for name in ("0005_1_domain_tie_buckets.cypher", "0005_2_host_tie_buckets.cypher"):
+        assert f"rand() * {TIE_BUCKETS})" in (root / name).read_text(encoding="utf-8"), name
