@@ -1,6 +1,9 @@
 // Replaces one cluster's switch fabric in a single atomic statement.
 // Writes nothing and returns no row if a cabled NIC is not in the graph. Each cabled host
 // learns the leaves its NICs reach and its pod (leaves that share spines), for hop counts.
+// Each cabled host also gets the digest of its cabling and position (fabric_digest; null when
+// uncabled): placement keeps a host's NICs' leaves between requests under its facts_fingerprint
+// and fabric_digest (graphsvc.placement.topology_cache).
 // @write
 // @param cluster string
 // @param host_fabric list<map>
@@ -24,7 +27,7 @@ OPTIONAL MATCH (:Switch {cluster: $cluster})<-[cable:UPLINK]-()
 DELETE cable
 WITH DISTINCT c
 OPTIONAL MATCH (placed:Host {cluster: $cluster})
-SET placed.leaves = [], placed.pod = NULL
+SET placed.leaves = [], placed.pod = NULL, placed.fabric_digest = NULL
 WITH DISTINCT c
 FOREACH (s IN $switches |
   MERGE (x:Switch {name: s.name})
@@ -36,7 +39,7 @@ FOREACH (l IN $nic_uplinks |
   SET e += l.props)
 FOREACH (x IN $host_fabric |
   MERGE (h:Host {name: x.host})
-  SET h.leaves = x.leaves, h.pod = x.pod)
+  SET h.leaves = x.leaves, h.pod = x.pod, h.fabric_digest = x.cabling)
 FOREACH (l IN $switch_uplinks |
   MERGE (a:Switch {name: l.lower})
   MERGE (b:Switch {name: l.upper})

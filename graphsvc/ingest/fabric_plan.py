@@ -7,6 +7,8 @@ Computing this once per fabric change keeps it off the placement path.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import defaultdict
 
 from topo_facts import FabricFacts, SwitchTier
@@ -46,11 +48,23 @@ def host_positions(facts: FabricFacts) -> list[dict[str, object]]:
         for leaf in group:
             pod_name[leaf] = name
     host_leaves: dict[str, set[str]] = defaultdict(set)
+    cables: dict[str, set[tuple[str, str]]] = defaultdict(set)
     for cable in facts.nic_uplinks:
         host_leaves[cable.host].add(cable.switch)
+        cables[cable.host].add((cable.nic, cable.switch))
     out: list[dict[str, object]] = []
     for host, reached in sorted(host_leaves.items()):
         ordered = sorted(reached)
         pods = sorted(pod_name.get(leaf, f"pod:{leaf}") for leaf in ordered)
-        out.append({"host": host, "leaves": ordered, "pod": pods[0]})
+        position: dict[str, object] = {"leaves": ordered, "pod": pods[0]}
+        out.append({"host": host, **position, "cabling": cabling_digest(sorted(cables[host]), position)})
     return out
+
+
+def cabling_digest(cables: list[tuple[str, str]], position: dict[str, object]) -> str:
+    """A digest of what the fabric says of one host: which switch each of its NICs is cabled to,
+    and its leaves and pod. Stored as Host.fabric_digest, half of placement's topology key
+    (graphsvc.placement.topology_cache): the same cabling imported again keeps it (an import is
+    idempotent), any change to the host's cables or position changes it."""
+    dumped = json.dumps([cables, position], sort_keys=True)
+    return hashlib.blake2b(dumped.encode(), digest_size=16).hexdigest()

@@ -30,6 +30,7 @@ from graphsvc.placement.model import (
     HostMap,
     InfeasibleReason,
     PlacementResult,
+    TopologyRow,
     gpu_map,
     hops,
 )
@@ -44,6 +45,7 @@ from graphsvc.placement.select import (
     rank_order,
 )
 from graphsvc.placement.statement import Statement
+from graphsvc.placement.topology_cache import KeptHost, TopologyCache
 from graphsvc.sites import locality
 from graphsvc.sites.store import host_sites
 from graphsvc.store.backend import Row
@@ -190,16 +192,29 @@ class HostLoader:
             # A host silent for longer than stale_after_s may be down: never offer its GPUs.
             gpu.state = "stale"
 
-    def adopt(self, maps: Iterable[HostMap | None]) -> None:
-        """Hosts read by a one-statement candidate query (fragment placement_host_maps): their
-        free GPUs only, which is all placement judges. A host already read stays as it was read."""
-        for m in maps:
-            if m is None or m["name"] in self.cache:
+    def adopt(self, hosts: Iterable[tuple[HostMap, KeptHost]]) -> None:
+        """Hosts read by a one-statement candidate query (fragment placement_host_maps), each
+        with its topology (graphsvc.placement.topology_cache): their free GPUs only, which is all
+        placement judges. A host already read stays as it was read. A free GPU its topology does
+        not hold (the host's document changed between the two reads) is not offered."""
+        for m, kept in hosts:
+            if m["name"] in self.cache:
                 continue
-            host = _host(m["name"], m)
+            host = Host(
+                name=m["name"],
+                rack=kept.rack,
+                scalable_unit=kept.scalable_unit,
+                leaves=list(kept.leaves),
+                pod=kept.pod,
+                received_at=m.get("received_at"),
+                gpus=[],
+            )
             host.site = m.get("site")
-            for entry in m.get("gpus") or []:
-                row = gpu_map(entry)
+            for live in m.get("gpus") or []:
+                topology = kept.gpus.get(str(live[0]))
+                if topology is None:
+                    continue
+                row = gpu_map(topology, live)
                 gpu = Gpu.from_row(host.name, row)
                 self._settle(host, gpu, row.get("lease_expires_at"))
                 for peer, gbps in row.get("peers") or []:
@@ -212,8 +227,8 @@ class HostLoader:
             self.cache[host.name] = host
 
 
-def _host(name: str, fields: GpuRow | HostMap) -> Host:
-    """A host with its fabric position and freshness, GPUs still to add (a flat row or a host map)."""
+def _host(name: str, fields: GpuRow) -> Host:
+    """A host with its fabric position and freshness, GPUs still to add (a flat row)."""
     return Host(
         name=name,
         rack=fields.get("rack"),
@@ -240,6 +255,7 @@ class PlacementEngine:
         self.stale_after_s = stale_after_s  # None: every host is offered, however silent
         self._models_cache: tuple[float, list[str]] = (-MODELS_TTL_S, [])
         self.block_tops = BlockTops()
+        self.topology = TopologyCache()  # each host's topology between requests; free state never
 
     async def models(self) -> list[str]:
         """The GPU models in the graph, re-read at most every MODELS_TTL_S (they change with hardware)."""
@@ -333,6 +349,8 @@ class _Search:
         self.statements: list[Statement] = []  # the candidate statements run, for `explain`
         # The largest free blocks a one-statement query read with its candidates: (k, hosts, domains).
         self.prefetched: tuple[int, list[BlockRow], list[BlockRow]] | None = None
+        # The most free GPUs any host has, as the last candidate statement's free blocks read it.
+        self.fullest_host: int | None = None
 
     def enough(self) -> bool:
         return len(self.found) >= self.want or self.units_read >= self.engine.budget.units
@@ -346,11 +364,20 @@ class _Search:
         if self.model:
             self.model_params = prefilter_params(self.model, await self.engine.models())
         per_host = req.gpus_per_host
+        multi_host_allowed = not req.needs_one_domain and (req.max_ib_hops is None or req.max_ib_hops >= 1)
+        hint = self.engine.block_tops.host
+        if per_host is None and multi_host_allowed and hint is not None and req.gpus > hint:
+            # No host was ever seen with this many free GPUs: the multi-host search first, and
+            # the one-host statement (~4 ms at 8k GPUs for nothing) only if the free blocks that
+            # search read show a host that holds them now (they name the cluster's fullest).
+            await self.search_multi_host()
+            if self.fullest_host is None or self.fullest_host >= req.gpus:
+                await self.search_hosts()
+            return
         if req.needs_one_domain:
             await self.search_domains()
         elif per_host is None or per_host == req.gpus:
             await self.search_hosts()
-        multi_host_allowed = not req.needs_one_domain and (req.max_ib_hops is None or req.max_ib_hops >= 1)
         if not self.enough() and (per_host is None or per_host < req.gpus) and multi_host_allowed:
             await self.search_multi_host()
 
@@ -370,6 +397,20 @@ class _Search:
             "tie_buckets": TIE_BUCKETS,
         }
 
+    async def adopt(self, maps: list[HostMap]) -> None:
+        """A candidate statement's hosts join the loader with their topology: kept by the engine,
+        or read now (one statement for every host whose key it lacks) and kept."""
+        topology = self.engine.topology
+        read: dict[str, KeptHost] = {}
+        missing = topology.missing(maps)
+        if missing:
+            params: dict[str, object] = {"hosts": missing}
+            name = "placement_host_topology"
+            self.statements.append(Statement(name, self.gw.registry[name].text, params))
+            rows = cast(list[dict[str, list[TopologyRow]]], await self.gw.read(name, params))
+            read = topology.keep(rows[0]["hosts"] if rows else [])
+        self.loader.adopt(topology.join(maps, read))
+
     async def read_fit(self, query: str, params: dict[str, object]) -> FitRow:
         """One candidate statement: its hosts join the loader, its free blocks are kept for scoring."""
         self.statements.append(Statement(query, self.gw.registry[query].text, dict(params)))
@@ -377,8 +418,9 @@ class _Search:
         if not rows:  # no unit to read at all
             return FitRow(scanned=0, found=[], hosts=[], host_blocks=[], domain_blocks=[])
         row = cast(FitRow, rows[0])
-        self.loader.adopt(row["hosts"])
+        await self.adopt(row["hosts"])
         self.engine.block_tops.saw(row["host_blocks"], row["domain_blocks"])
+        self.fullest_host = _largest(row["host_blocks"])
         if self.prefetched is None:
             self.prefetched = (int(cast(int, params["blocks"])), row["host_blocks"], row["domain_blocks"])
         return row

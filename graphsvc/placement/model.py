@@ -53,37 +53,56 @@ class GpuRow(TypedDict, total=False):
 
 
 class GpuMap(GpuRow, total=False):
-    """A free GPU in a host map (fragment placement_host_maps): a GpuRow without the host's
-    fields, with its direct NVLink peers as [uuid, GB/s] pairs."""
+    """A free GPU of a host map with its topology joined in (graphsvc.placement.topology_cache):
+    a GpuRow without the host's fields, with its direct NVLink peers as [uuid, GB/s] pairs."""
 
     peers: list[list[object]]
 
 
-# The fields of a GPU entry of a host map, in the order the fragment lists them (a list per
-# GPU, not a map: the keys were ~40% of a multi-host reply).
-HOST_MAP_GPU_FIELDS = (
-    "uuid", "index", "model", "memory_mib", "state", "health", "temperature_c", "utilization_pct", "domain",
-    "domain_kind", "nic", "rail", "nic_rate_gbps", "via", "leaf", "nic_state", "nvswitch_gbps", "lease_expires_at",
-    "mig_mode", "peers", "memory_used_mib", "nvlink_errors", "xid_errors", "nic_errors",
+# The fields of a free GPU's entry in a host map (fragment placement_host_maps), in the order
+# the fragment lists them: what changes between host documents. A list per GPU, not a map (the
+# keys were ~40% of a multi-host reply).
+HOST_MAP_LIVE_FIELDS = (
+    "uuid", "state", "health", "temperature_c", "utilization_pct", "lease_expires_at", "memory_used_mib",
+    "nvlink_errors", "xid_errors",
+)  # fmt: skip
+
+# The fields of a GPU's entry in placement_host_topology, in its order: what changes only with
+# the host's document or its cluster's fabric, kept per host between requests.
+HOST_TOPOLOGY_GPU_FIELDS = (
+    "uuid", "index", "model", "memory_mib", "domain", "domain_kind", "nic", "rail", "nic_rate_gbps", "via", "leaf",
+    "nic_state", "nvswitch_gbps", "mig_mode", "peers", "nic_errors",
 )  # fmt: skip
 
 
-def gpu_map(entry: list[object]) -> GpuMap:
-    """A host map's GPU entry (a list in HOST_MAP_GPU_FIELDS order) as the fields it names."""
-    return cast(GpuMap, dict(zip(HOST_MAP_GPU_FIELDS, entry, strict=True)))
+def gpu_map(topology: tuple[object, ...], live: list[object]) -> GpuMap:
+    """A free GPU as the fields it is judged by: its topology entry (HOST_TOPOLOGY_GPU_FIELDS
+    order) with its live entry (HOST_MAP_LIVE_FIELDS order) over it."""
+    row = dict(zip(HOST_TOPOLOGY_GPU_FIELDS, topology, strict=True))
+    row.update(zip(HOST_MAP_LIVE_FIELDS, live, strict=True))
+    return cast(GpuMap, row)
 
 
 class HostMap(TypedDict, total=False):
     """One host in the one-statement candidate queries (fragment placement_host_maps)."""
 
     name: str
+    received_at: float | None
+    site: str | None
+    topology: str | None  # facts_fingerprint/fabric_digest: the key its topology is kept under
+    gpus: list[list[object]]  # each a free GPU's live entry in HOST_MAP_LIVE_FIELDS order
+
+
+class TopologyRow(TypedDict, total=False):
+    """One host of placement_host_topology: what changes only with its document or the fabric."""
+
+    name: str
+    topology: str | None
     rack: str | None
     scalable_unit: str | None
     leaves: list[str] | None
     pod: str | None
-    received_at: float | None
-    site: str | None
-    gpus: list[list[object]]  # each a GPU entry in HOST_MAP_GPU_FIELDS order (gpu_map)
+    gpus: list[list[object]]  # each GPU's entry in HOST_TOPOLOGY_GPU_FIELDS order
 
 
 class FitUnit(TypedDict, total=False):

@@ -1,5 +1,7 @@
 """Placement's store round trips: single-host and single-domain requests cost one statement,
-multi-host requests under one leaf one more at most.
+multi-host requests under one leaf one more at most, once the candidate hosts' topology is kept
+(graphsvc.placement.topology_cache: a host not yet kept costs one placement_host_topology read,
+shared by every such host of the statement).
 
 Counted with the gateway's per-query statistics (as test_host_name_costs_one_query does), on
 both stores, through GraphQL, and the statement `explain` shows runs as shown: its text with
@@ -30,10 +32,20 @@ QUERY = """query($t: String!) { placementText(text: $t) {
 
 # The graph's GPU models: read once a minute per engine (MODELS_TTL_S), not per request.
 CACHED = {"placement_gpu_models"}
+TOPOLOGY = "placement_host_topology"  # read once per host and topology key, then kept
 
 
-def calls(gw: Gateway) -> dict[str, int]:
-    return {name: stat.calls for name, stat in gw.stats.items() if stat.calls and name not in CACHED}
+def calls(gw: Gateway, *, topology: bool = True) -> dict[str, int]:
+    skip = CACHED if topology else {*CACHED, TOPOLOGY}
+    return {name: stat.calls for name, stat in gw.stats.items() if stat.calls and name not in skip}
+
+
+async def ask(client: httpx.AsyncClient, text: str) -> dict[str, Any]:
+    body = (await client.post("/graphql", json={"query": QUERY, "variables": {"t": text}})).json()
+    assert "errors" not in body, body
+    answer: dict[str, Any] = body["data"]["placementText"]
+    assert answer["candidates"], text
+    return answer
 
 
 @pytest.fixture
@@ -58,10 +70,14 @@ async def test_single_host_and_single_domain_cost_one_statement(
     gateway: Gateway, client: httpx.AsyncClient, cluster: None, text: str, statement: str
 ) -> None:
     gateway.stats.clear()
-    body = (await client.post("/graphql", json={"query": QUERY, "variables": {"t": text}})).json()
-    assert "errors" not in body, body
-    answer = body["data"]["placementText"]
-    assert answer["candidates"], text
+    cold = await ask(client, text)  # the candidate hosts' topology is read once and kept
+    assert calls(gateway) in ({statement: 1}, {statement: 1, TOPOLOGY: 1})
+    assert [s["name"] for s in cold["explain"]["cypher"]] == [
+        statement,
+        *([TOPOLOGY] if TOPOLOGY in calls(gateway) else []),
+    ]
+    gateway.stats.clear()
+    answer = await ask(client, text)
     assert calls(gateway) == {statement: 1}
     assert [s["name"] for s in answer["explain"]["cypher"]] == [statement]
     snap = await snapshot(gateway)
@@ -73,8 +89,9 @@ async def test_single_host_and_single_domain_cost_one_statement(
 @pytest.mark.parametrize(
     ("text", "statements"),
     [
-        # No host holds 16: the one-host statement finds nothing, the leaf statement the rest.
-        ("16xH100 ib-hops<=1", {"placement_hosts_fit": 1, "placement_leaves_fit": 1}),
+        # No host holds 16, and the engine has seen that (the fullest host in every statement's
+        # free blocks): the leaf statement alone, the one-host statement skipped.
+        ("16xH100 ib-hops<=1", {"placement_leaves_fit": 1}),
         ("16xH100 per-host=4 ib-hops<=1", {"placement_leaves_fit": 1}),
         ("8xH100 per-host=2 ib-hops<=1 rail-aligned", {"placement_leaves_fit": 1}),
     ],
@@ -82,11 +99,9 @@ async def test_single_host_and_single_domain_cost_one_statement(
 async def test_multi_host_under_one_leaf(
     gateway: Gateway, client: httpx.AsyncClient, cluster: None, text: str, statements: dict[str, int]
 ) -> None:
+    await ask(client, text)  # the candidate hosts' topology is read once and kept
     gateway.stats.clear()
-    body = (await client.post("/graphql", json={"query": QUERY, "variables": {"t": text}})).json()
-    assert "errors" not in body, body
-    answer = body["data"]["placementText"]
-    assert answer["candidates"], text
+    answer = await ask(client, text)
     assert calls(gateway) == statements
     assert [s["name"] for s in answer["explain"]["cypher"]] == list(statements)
     snap = await snapshot(gateway)
@@ -98,7 +113,9 @@ async def test_multi_host_under_one_leaf(
 async def test_explained_statement_runs_as_shown(gateway: Gateway, cluster: None) -> None:
     """The statement text with its parameters gives the candidates' hosts again, and every
     parameter's Browser literal is the same value to the store."""
-    result = await PlacementEngine(gateway).place(parse_request("8xH100 nvlink=full-mesh"))
+    engine = PlacementEngine(gateway)
+    await engine.place(parse_request("8xH100 nvlink=full-mesh"))  # the hosts' topology kept
+    result = await engine.place(parse_request("8xH100 nvlink=full-mesh"))
     (shown,) = result.statements
     again = await gateway.backend.run(
         NamedQuery(shown.name, shown.text, Path("explain")), shown.params, write=False, timeout_s=30
@@ -139,9 +156,26 @@ async def test_failed_gpu_is_never_a_candidate_of_the_one_statement_paths(
     failed = {r["u"] for r in rows}
     assert failed
     gateway.stats.clear()
-    body = (await client.post("/graphql", json={"query": QUERY, "variables": {"t": text}})).json()
-    assert "errors" not in body, body
-    answer = body["data"]["placementText"]
-    assert answer["candidates"], text
-    assert calls(gateway) == statements
+    answer = await ask(client, text)
+    assert calls(gateway, topology=False) == statements
     assert not {g["uuid"] for c in answer["candidates"] for g in c["gpus"]} & failed
+
+
+async def test_a_host_fuller_than_any_seen_before_is_still_offered(gateway: Gateway) -> None:
+    """The one-host statement is skipped for a request larger than any free host the engine has
+    seen only when the multi-host statement's free blocks confirm no host holds it now."""
+    c = await load(gateway, "superpod-h100:sus=1")
+    await occupy(gateway, [g.uuid for h in c.hosts for g in h.gpus[:4]])  # every host 4 free
+    engine = PlacementEngine(gateway)
+    assert (await engine.place(parse_request("4xH100"))).candidates
+    assert engine.block_tops.host == 4
+    gateway.stats.clear()
+    two_hosts = await engine.place(parse_request("8xH100 ib-hops<=1"))
+    assert two_hosts.candidates and all(len({g.host for g in x.gpus}) == 2 for x in two_hosts.candidates)
+    assert calls(gateway, topology=False) == {"placement_leaves_fit": 1}
+    whole = c.hosts[5]
+    await occupy(gateway, [g.uuid for g in whole.gpus[:4]], state="free")
+    gateway.stats.clear()
+    result = await engine.place(parse_request("8xH100 ib-hops<=1"))
+    assert calls(gateway, topology=False) == {"placement_leaves_fit": 1, "placement_hosts_fit": 1}
+    assert any({g.host for g in x.gpus} == {whole.hostname} for x in result.candidates)

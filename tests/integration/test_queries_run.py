@@ -184,6 +184,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     },
     "pod_hosts": {"pod": "pod:spine00", "exclude": [], "model": "", "limit": 10},
     "placement_host_gpus": {"hosts": [FIRST.hostname]},
+    "placement_host_topology": {"hosts": [FIRST.hostname, "no-such-host"]},
     "placement_host_nvlinks": {"hosts": [FIRST.hostname]},
     "largest_free_hosts": {"top": 8, "limit": 3},
     "placement_free_bounds": {"share": 4},

@@ -1,0 +1,34 @@
+// What placement keeps of the hosts named in $hosts between requests (graphsvc.placement.
+// topology_cache): per host its topology key (as fragments/placement_host_maps reads it), rack and
+// fabric position, and every GPU (free or not: which are free changes, this does not) with what
+// changes only with the host's document or its cluster's fabric: its NVLink domain, nearest NIC
+// (rail, speed, port state and error counts), that NIC's leaf and its direct NVLink peers
+// [uuid, GB/s] (links to NVSwitches are in nvswitch_gbps). One map per host, each GPU a list:
+// gpu: uuid, index, model, memory_mib, domain, domain_kind, nic, rail, nic_rate_gbps, via, leaf,
+//   nic_state, nvswitch_gbps, mig_mode, peers, nic_errors
+// (graphsvc.placement.model.HOST_TOPOLOGY_GPU_FIELDS; a unit test holds the two equal).
+// Read once per host and key, so once per host document that changes the topology: the hot
+// statements (placement_hosts_fit, _domains_fit, _leaves_fit) read the free GPUs' live fields only.
+// OPTIONAL MATCH, not pattern comprehensions: on FalkorDB a comprehension per GPU costs ~10x.
+// @read
+// @param hosts list<string>
+// @row hosts list<map>
+UNWIND $hosts AS name
+WITH DISTINCT name
+MATCH (h:Host {name: name})
+OPTIONAL MATCH (h)-[:HAS_GPU]->(g:GPU)
+OPTIONAL MATCH (g)-[:IN_DOMAIN]->(d:NVLinkDomain)
+OPTIONAL MATCH (g)-[a:NIC_AFFINITY]->(n:NIC)
+OPTIONAL MATCH (n)-[:UPLINK]->(leaf:Switch)
+OPTIONAL MATCH (g)-[link:NVLINK]-(peer:GPU)
+WITH h, g, d, a, n, min(leaf.name) AS leaf_name,
+     collect(CASE WHEN peer IS NULL THEN null ELSE [peer.uuid, link.bandwidth_gbps] END) AS peers
+ORDER BY h.name, g.index
+WITH h, collect(CASE WHEN g IS NULL THEN null ELSE [
+  g.uuid, g.index, g.model, g.memory_mib, d.uuid, d.kind, n.name, n.rail, n.rate_gbps, a.via, leaf_name,
+  n.state, g.nvswitch_gbps, g.mig_mode, peers,
+  coalesce(n.symbol_errors, 0) + coalesce(n.link_downed, 0) + coalesce(n.port_rcv_errors, 0)
+] END) AS gpus
+RETURN collect({
+  name: h.name, rack: h.rack, scalable_unit: h.scalable_unit, leaves: h.leaves, pod: h.pod, gpus: gpus,
+  topology: h.facts_fingerprint + '/' + coalesce(h.fabric_digest, '')}) AS hosts
