@@ -2,8 +2,9 @@
 // Writes nothing and returns no row if a cabled NIC is not in the graph. Each cabled host
 // learns the leaves its NICs reach and its pod (leaves that share spines), for hop counts.
 // Each cabled host also gets the digest of its cabling and position (fabric_digest; null when
-// uncabled): placement keeps a host's NICs' leaves between requests under its facts_fingerprint
-// and fabric_digest (graphsvc.placement.topology_cache).
+// uncabled, as is every host whose cable to this cluster's switches the import removes, of
+// whatever cluster): placement keeps a host's NICs' leaves between requests under its
+// facts_fingerprint and fabric_digest (graphsvc.placement.topology_cache).
 // @write
 // @param cluster string
 // @param host_fabric list<map>
@@ -23,7 +24,10 @@ OPTIONAL MATCH (old:Switch {cluster: $cluster})
 WHERE NOT old.name IN $switch_names
 DETACH DELETE old
 WITH DISTINCT c
-OPTIONAL MATCH (:Switch {cluster: $cluster})<-[cable:UPLINK]-()
+OPTIONAL MATCH (:Switch {cluster: $cluster})<-[cable:UPLINK]-(cabled)
+OPTIONAL MATCH (cabled)<-[:HAS_NIC]-(uncabled:Host)
+FOREACH (x IN CASE WHEN uncabled IS NULL THEN [] ELSE [uncabled] END |
+  SET x.leaves = [], x.pod = NULL, x.fabric_digest = NULL)
 DELETE cable
 WITH DISTINCT c
 OPTIONAL MATCH (placed:Host {cluster: $cluster})

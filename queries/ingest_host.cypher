@@ -70,6 +70,14 @@ DELETE old_home
 WITH DISTINCT domains_left, r, h
 MERGE (r)-[:HAS_HOST]->(h)
 WITH domains_left, h
+// A NIC the facts no longer list takes its fabric cable with it: the host's fabric digest no
+// longer says what the graph holds, so it is cleared (placement keeps a host's topology under
+// facts_fingerprint and fabric_digest; the NIC listed again gets its cable at the next fabric import).
+OPTIONAL MATCH (h)-[:HAS_NIC]->(cut:NIC)-[:UPLINK]->(:Switch)
+WHERE NOT cut.uuid IN $keep_uuids
+WITH domains_left, h, count(cut) AS cut_cables
+FOREACH (x IN CASE WHEN cut_cables > 0 THEN [h] ELSE [] END | SET x.fabric_digest = NULL)
+WITH domains_left, h
 OPTIONAL MATCH (h)-[:HAS_NUMA|HAS_GPU|HAS_NVSWITCH|HAS_PCIE_SWITCH|HAS_NIC]->(gone)
 WHERE NOT gone.uuid IN $keep_uuids
 DETACH DELETE gone

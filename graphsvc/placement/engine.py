@@ -367,13 +367,17 @@ class _Search:
         multi_host_allowed = not req.needs_one_domain and (req.max_ib_hops is None or req.max_ib_hops >= 1)
         hint = self.engine.block_tops.host
         if per_host is None and multi_host_allowed and hint is not None and req.gpus > hint:
-            # No host was ever seen with this many free GPUs: the multi-host search first, and
-            # the one-host statement (~4 ms at 8k GPUs for nothing) only if the free blocks that
-            # search read show a host that holds them now (they name the cluster's fullest).
-            await self.search_multi_host()
-            if self.fullest_host is None or self.fullest_host >= req.gpus:
-                await self.search_hosts()
-            return
+            # No host was ever seen with this many free GPUs: the leaf statement first, as the
+            # one-host statement would find nothing (~4 ms at 8k GPUs). Its free blocks name the
+            # cluster's fullest hosts by the counters the one-host statement seeks on; when one
+            # holds the request after all, the search starts over in the usual order, so the
+            # answer is the one that order gives.
+            await self.search_leaves()
+            if self.fullest_host is not None and self.fullest_host < req.gpus:
+                await self.search_wider()
+                return
+            self.found.clear()
+            self.units_read = 0
         if req.needs_one_domain:
             await self.search_domains()
         elif per_host is None or per_host == req.gpus:
@@ -548,9 +552,12 @@ class _Search:
                 return
 
     async def search_multi_host(self) -> None:
-        req = self.req
-        if req.max_ib_hops is None or req.max_ib_hops >= 1:
+        if self.req.max_ib_hops is None or self.req.max_ib_hops >= 1:
             await self.search_leaves()
+        await self.search_wider()
+
+    async def search_wider(self) -> None:
+        req = self.req
         if self.enough() or (req.max_ib_hops is not None and req.max_ib_hops < 3):
             return
         # Wider groups: one pod (3 hops), or the whole cluster (no limit or no fabric known).

@@ -163,19 +163,22 @@ async def test_failed_gpu_is_never_a_candidate_of_the_one_statement_paths(
 
 async def test_a_host_fuller_than_any_seen_before_is_still_offered(gateway: Gateway) -> None:
     """The one-host statement is skipped for a request larger than any free host the engine has
-    seen only when the multi-host statement's free blocks confirm no host holds it now."""
-    c = await load(gateway, "superpod-h100:sus=1")
+    seen only when the leaf statement's free blocks confirm no host holds it now; when one does,
+    the search runs in the usual order, so leaves that alone give enough candidates (three
+    scalable units, `limit=1`: three wanted) do not hide the host."""
+    c = await load(gateway, "superpod-h100:sus=3")
     await occupy(gateway, [g.uuid for h in c.hosts for g in h.gpus[:4]])  # every host 4 free
     engine = PlacementEngine(gateway)
     assert (await engine.place(parse_request("4xH100"))).candidates
     assert engine.block_tops.host == 4
     gateway.stats.clear()
-    two_hosts = await engine.place(parse_request("8xH100 ib-hops<=1"))
+    two_hosts = await engine.place(parse_request("8xH100 ib-hops<=1 limit=1"))
     assert two_hosts.candidates and all(len({g.host for g in x.gpus}) == 2 for x in two_hosts.candidates)
     assert calls(gateway, topology=False) == {"placement_leaves_fit": 1}
     whole = c.hosts[5]
     await occupy(gateway, [g.uuid for g in whole.gpus[:4]], state="free")
     gateway.stats.clear()
-    result = await engine.place(parse_request("8xH100 ib-hops<=1"))
-    assert calls(gateway, topology=False) == {"placement_leaves_fit": 1, "placement_hosts_fit": 1}
-    assert any({g.host for g in x.gpus} == {whole.hostname} for x in result.candidates)
+    result = await engine.place(parse_request("8xH100 ib-hops<=1 limit=1"))
+    # The leaf statement that showed the host, then the usual order: the host's, the leaf's again.
+    assert calls(gateway, topology=False) == {"placement_leaves_fit": 2, "placement_hosts_fit": 1}
+    assert [{g.host for g in x.gpus} for x in result.candidates] == [{whole.hostname}]

@@ -115,3 +115,42 @@ async def test_a_host_without_a_fingerprint_is_read_every_time(gateway: Gateway)
     await candidate_gpus(gateway, engine, "8xH100 nvlink=full-mesh")
     assert topology_reads(gateway) == 2
     assert len(engine.topology) == 0
+
+
+async def test_a_nic_dropped_and_listed_again_comes_back_without_its_cable(gateway: Gateway) -> None:
+    """The same document again after one without the host's NICs: the same fingerprint, but the
+    NICs' cables went with them (the next fabric import brings them back), so the kept topology
+    must not be used."""
+    cluster, free = await only_free_host(gateway)
+    engine = PlacementEngine(gateway)
+    assert all(g.leaf for g in await candidate_gpus(gateway, engine, "8xH100 nvlink=full-mesh"))
+    facts = next(h for h in cluster.hosts if h.hostname == free)
+    later = facts.collected_at + timedelta(seconds=60)
+    await ingest_host(gateway, facts.model_copy(update={"collected_at": later, "nics": [], "gpu_nic_affinity": []}))
+    await ingest_host(gateway, facts.model_copy(update={"collected_at": later + timedelta(seconds=60)}))
+    after = await candidate_gpus(gateway, engine, "8xH100 nvlink=full-mesh")
+    assert topology_reads(gateway) == 2
+    assert {g.leaf for g in after} == {None} and all(g.nic for g in after)
+    await ingest_fabric(gateway, cluster.fabric())
+    assert all(g.leaf for g in await candidate_gpus(gateway, engine, "8xH100 nvlink=full-mesh"))
+
+
+async def test_a_fabric_import_uncabling_a_host_of_another_cluster_clears_its_position(gateway: Gateway) -> None:
+    cluster, free = await only_free_host(gateway)
+    facts = next(h for h in cluster.hosts if h.hostname == free)
+    moved = facts.model_copy(
+        update={"cluster": "elsewhere", "collected_at": facts.collected_at + timedelta(seconds=60)}
+    )
+    await ingest_host(gateway, moved)
+    await ingest_fabric(gateway, cluster.fabric())  # still cabled to this cluster's leaves
+    engine = PlacementEngine(gateway)
+    assert all(g.leaf for g in await candidate_gpus(gateway, engine, "8xH100 nvlink=full-mesh"))
+    fabric = cluster.fabric()
+    await ingest_fabric(
+        gateway, fabric.model_copy(update={"nic_uplinks": [u for u in fabric.nic_uplinks if u.host != free]})
+    )
+    after = await candidate_gpus(gateway, engine, "8xH100 nvlink=full-mesh")
+    assert {g.leaf for g in after} == {None}
+    read = adhoc("host_position", "MATCH (h:Host {name: $host}) RETURN h.leaves AS leaves, h.fabric_digest AS digest")
+    (row,) = await gateway.backend.run(read, {"host": free}, write=False, timeout_s=30)
+    assert row == {"leaves": [], "digest": None}
