@@ -49,7 +49,7 @@ REQUESTS = {"4xH100 nvlink=full-mesh": "placement_domains_fit", "1xH100": "place
 
 def forms(text: str) -> dict[str, str]:
     """The statement, its candidate page, and the page without its sort (module docstring)."""
-    carry = text.index(" AS block_carry")
+    carry = text.index(" AS units")
     head = text[: text.rindex("\nWITH collect(", 0, carry) + 1]
     unit = "h" if "(h:Host)" in head else "d"
     unsorted = re.sub(r"ORDER BY (abs\(|tie_key)[^\n]*\n", "", head)

@@ -45,23 +45,26 @@ WITH s
 ORDER BY s.free_gpus, s.name
 SKIP $skip
 LIMIT $limit
-WITH collect(s) AS block_carry
+WITH collect(s) AS units
+WHERE size(units) > 0
+CALL (units) {
+  UNWIND units AS s
+  OPTIONAL MATCH (s)<-[:UPLINK]-(:NIC)<-[:HAS_NIC]-(h:Host)
+  WHERE h.free_gpus >= $host_min AND NOT h.name IN $exclude AND coalesce(h.received_at, $now) >= $stale_before
+    AND ($model = '' OR h.gpu_model IN $prefilter_models
+         OR (NOT coalesce(h.gpu_model, '') IN $known AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model))
+  WITH DISTINCT s, h
+  ORDER BY s.name, CASE WHEN $fullest_first THEN -h.free_gpus ELSE h.free_gpus END, h.name
+  WITH s, collect(CASE WHEN h IS NULL THEN null ELSE [h.name, h.free_gpus] END) AS members
+  WITH s, members,
+       CASE WHEN $per_host > 0 THEN $need
+            ELSE reduce(st = [0, 0], m IN members | CASE WHEN st[0] >= $gpus THEN st ELSE [st[0] + m[1], st[1] + 1] END)[1]
+       END + $extra AS window
+  RETURN count(s) AS scanned,
+         collect({unit: s.name, free: s.free_gpus, members: members, window: window}) AS found,
+         collect([m IN members[0..window] | m[0]]) AS windows
+}
 //@include placement_free_blocks
-UNWIND block_carry AS s
-OPTIONAL MATCH (s)<-[:UPLINK]-(:NIC)<-[:HAS_NIC]-(h:Host)
-WHERE h.free_gpus >= $host_min AND NOT h.name IN $exclude AND coalesce(h.received_at, $now) >= $stale_before
-  AND ($model = '' OR h.gpu_model IN $prefilter_models
-       OR (NOT coalesce(h.gpu_model, '') IN $known AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model))
-WITH DISTINCT host_blocks, domain_blocks, s, h
-ORDER BY s.name, CASE WHEN $fullest_first THEN -h.free_gpus ELSE h.free_gpus END, h.name
-WITH host_blocks, domain_blocks, s, collect(CASE WHEN h IS NULL THEN null ELSE [h.name, h.free_gpus] END) AS members
-WITH host_blocks, domain_blocks, s, members,
-     CASE WHEN $per_host > 0 THEN $need
-          ELSE reduce(st = [0, 0], m IN members | CASE WHEN st[0] >= $gpus THEN st ELSE [st[0] + m[1], st[1] + 1] END)[1]
-     END + $extra AS window
-WITH host_blocks, domain_blocks, count(s) AS scanned,
-     collect({unit: s.name, free: s.free_gpus, members: members, window: window}) AS found,
-     collect([m IN members[0..window] | m[0]]) AS windows
 WITH host_blocks, domain_blocks, [scanned, found] AS keep,
      reduce(acc = [], w IN windows | acc + w) AS names
 //@include placement_host_maps

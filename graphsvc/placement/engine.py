@@ -14,12 +14,14 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import cast
 
 from graphsvc.placement import score
 from graphsvc.placement.explain import describe, diagnose
 from graphsvc.placement.mig_service import place_slices
 from graphsvc.placement.model import (
+    LIVE_LEASE,
     BlockRow,
     Candidate,
     FitRow,
@@ -31,7 +33,6 @@ from graphsvc.placement.model import (
     InfeasibleReason,
     PlacementResult,
     TopologyRow,
-    gpu_map,
     hops,
 )
 from graphsvc.placement.request import NVLinkRequirement, Packing, PlacementRequest, RequestError
@@ -211,20 +212,20 @@ class HostLoader:
             )
             host.site = m.get("site")
             for live in m.get("gpus") or []:
-                topology = kept.gpus.get(str(live[0]))
-                if topology is None:
+                kept_gpu = kept.gpus.get(str(live[0]))
+                if kept_gpu is None:
                     continue
-                row = gpu_map(topology, live)
-                gpu = Gpu.from_row(host.name, row)
-                self._settle(host, gpu, row.get("lease_expires_at"))
-                for peer, gbps in row.get("peers") or []:
-                    gpu.direct[str(peer)] = float(cast(float, gbps) or 0.0)
+                gpu = kept_gpu.with_live(live)
+                self._settle(host, gpu, live[LIVE_LEASE])
                 host.gpus.append(gpu)
-            host.gpus.sort(key=lambda g: g.index)
+            host.gpus.sort(key=_INDEX)
             if locality.outside(host.site, self.sites):
                 for gpu in host.gpus:
                     gpu.state = locality.OTHER_SITE
             self.cache[host.name] = host
+
+
+_INDEX = attrgetter("index")
 
 
 def _host(name: str, fields: GpuRow) -> Host:
@@ -780,12 +781,15 @@ class _Search:
                 _candidate(self.req, gpus, await self.loader.load({g.host for g in gpus}), blocks, now)
                 for gpus in self.found.values()
             ],
-            key=lambda pair: pair[0].sort_key,
+            key=lambda scored: scored[0].sort_key,
             reverse=True,
         )
-        top, top_facts = ranked[0]
-        top.reason += score.choice_note(top_facts, [f for _, f in ranked[1:]], names_model=self.req.model is not None)
-        return [c for c, _ in ranked[: self.req.limit]]
+        # Rank order and reason only for the candidates answered (the search reads a few more).
+        answered = [_complete(self.req, c, leftover) for c, _, leftover in ranked[: self.req.limit]]
+        answered[0].reason += score.choice_note(
+            ranked[0][1], [f for _, f, _ in ranked[1:]], names_model=self.req.model is not None
+        )
+        return answered
 
 
 def cover(free_counts: Iterable[int], n: int) -> int:
@@ -896,8 +900,9 @@ def gpu_filters(req: PlacementRequest, *, rail_up: bool) -> dict[str, object]:
 
 def _candidate(
     req: PlacementRequest, gpus: list[Gpu], hosts: list[Host], blocks: list[tuple[str, int]], now: float
-) -> tuple[Candidate, score.Facts]:
-    ordered = rank_order(gpus)
+) -> tuple[Candidate, score.Facts, int]:
+    """A candidate as ranking needs it (scored, its GPUs in the order found), its facts and the
+    free GPUs it leaves on its hosts; `_complete` adds rank order and reason to those answered."""
     taken: dict[str, int] = {}
     for g in gpus:
         taken[g.host] = taken.get(g.host, 0) + 1
@@ -942,17 +947,24 @@ def _candidate(
     received = [h.received_at for h in hosts if h.received_at is not None]
     as_of = max(0.0, now - min(received)) if received else 0.0
     candidate = Candidate(
-        gpus=ordered,
+        gpus=list(gpus),
         hosts=sorted(hosts, key=lambda h: h.name),
         score=score.score(facts),
         bottleneck_gbps=bw,
         max_ib_hops=worst_hops,
-        rank_order=[g.uuid for g in ordered],
+        rank_order=[],
         largest_free_block_before=before,
         largest_free_block_after=after,
         reason="",
         as_of_s=round(as_of, 3),
         sort_key=score.sort_key(facts, names_model=req.model is not None, cooler_gpus=req.cooler_gpus),
     )
+    return candidate, facts, leftover
+
+
+def _complete(req: PlacementRequest, candidate: Candidate, leftover: int) -> Candidate:
+    """The GPUs in collective rank order, and why this candidate (an answered one)."""
+    candidate.gpus = rank_order(candidate.gpus)
+    candidate.rank_order = [g.uuid for g in candidate.gpus]
     candidate.reason = describe(req, candidate, leftover)
-    return candidate, facts
+    return candidate

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypedDict, cast
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 if TYPE_CHECKING:
     from graphsvc.placement.mig import SliceCandidate
@@ -66,6 +67,8 @@ HOST_MAP_LIVE_FIELDS = (
     "uuid", "state", "health", "temperature_c", "utilization_pct", "lease_expires_at", "memory_used_mib",
     "nvlink_errors", "xid_errors",
 )  # fmt: skip
+_LIVE_AT = {name: i for i, name in enumerate(HOST_MAP_LIVE_FIELDS)}
+LIVE_LEASE = _LIVE_AT["lease_expires_at"]
 
 # The fields of a GPU's entry in placement_host_topology, in its order: what changes only with
 # the host's document or its cluster's fabric, kept per host between requests.
@@ -75,12 +78,15 @@ HOST_TOPOLOGY_GPU_FIELDS = (
 )  # fmt: skip
 
 
-def gpu_map(topology: tuple[object, ...], live: list[object]) -> GpuMap:
-    """A free GPU as the fields it is judged by: its topology entry (HOST_TOPOLOGY_GPU_FIELDS
-    order) with its live entry (HOST_MAP_LIVE_FIELDS order) over it."""
-    row = dict(zip(HOST_TOPOLOGY_GPU_FIELDS, topology, strict=True))
-    row.update(zip(HOST_MAP_LIVE_FIELDS, live, strict=True))
-    return cast(GpuMap, row)
+def topology_gpu(host: str, entry: Sequence[object]) -> Gpu:
+    """A GPU as its topology entry (HOST_TOPOLOGY_GPU_FIELDS order) describes it, NVLink peers
+    included; the fields that change between documents at their defaults until `Gpu.with_live`
+    puts a host map's entry over them. Kept per host between requests (topology_cache)."""
+    row = cast(GpuMap, dict(zip(HOST_TOPOLOGY_GPU_FIELDS, entry, strict=True)))
+    gpu = Gpu.from_row(host, row)
+    for peer, gbps in cast(list[list[object]], row.get("peers") or []):
+        gpu.direct[str(peer)] = float(cast(float, gbps) or 0.0)
+    return gpu
 
 
 class HostMap(TypedDict, total=False):
@@ -90,7 +96,7 @@ class HostMap(TypedDict, total=False):
     received_at: float | None
     site: str | None
     topology: str | None  # facts_fingerprint/fabric_digest: the key its topology is kept under
-    gpus: list[list[object]]  # each a free GPU's live entry in HOST_MAP_LIVE_FIELDS order
+    gpus: list[list[Any]]  # each a free GPU's live entry in HOST_MAP_LIVE_FIELDS order
 
 
 class TopologyRow(TypedDict, total=False):
@@ -189,9 +195,35 @@ class Gpu:
             nic_errors=int(row.get("nic_errors") or 0),
         )
 
+    def with_live(self, live: Sequence[Any]) -> Gpu:
+        """A copy of this GPU (a kept topology entry, never changed) with a host map's live entry
+        (HOST_MAP_LIVE_FIELDS order) over it, read as `from_row` reads the same fields. Copied
+        field by field, not rebuilt from a merged row: joining ~200 GPUs per multi-host request
+        that way cost ~1 ms more at 100k GPUs (docs/benchmarks.md, stop 37)."""
+        gpu = object.__new__(Gpu)
+        gpu.__dict__.update(self.__dict__)
+        gpu.direct = dict(self.direct)
+        gpu.uuid = str(live[_UUID])
+        gpu.state = live[_STATE] or "free"
+        gpu.health = live[_HEALTH]
+        gpu.temperature_c = live[_TEMPERATURE]
+        gpu.utilization_pct = live[_UTILIZATION]
+        gpu.memory_used_mib = live[_MEMORY_USED]
+        gpu.nvlink_errors = int(live[_NVLINK_ERRORS] or 0)
+        gpu.xid_errors = int(live[_XID_ERRORS] or 0)
+        return gpu
+
     @property
     def nic_gbps(self) -> float:
         return (self.nic_rate_gbps / 8) if self.nic_rate_gbps else DEFAULT_NIC_GBPS
+
+
+_UUID, _STATE, _HEALTH, _TEMPERATURE, _UTILIZATION, _MEMORY_USED, _NVLINK_ERRORS, _XID_ERRORS = (
+    _LIVE_AT[f]
+    for f in (
+        "uuid", "state", "health", "temperature_c", "utilization_pct", "memory_used_mib", "nvlink_errors", "xid_errors",
+    )
+)  # fmt: skip
 
 
 def nvlink_gbps(a: Gpu, b: Gpu) -> float | None:

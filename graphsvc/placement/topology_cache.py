@@ -20,7 +20,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from graphsvc.placement.model import HostMap, TopologyRow
+from graphsvc.placement.model import Gpu, HostMap, TopologyRow, topology_gpu
 
 # Hosts kept: a 100k-GPU cluster of 8-GPU hosts has 12,500 (~3 KB each); GB200 trays hold 4.
 CAPACITY = 32768
@@ -28,14 +28,15 @@ CAPACITY = 32768
 
 @dataclass(frozen=True)
 class KeptHost:
-    """A host's topology as placement_host_topology read it: each GPU's entry by uuid."""
+    """A host's topology as placement_host_topology read it: each GPU by uuid, built once from its
+    entry (`topology_gpu`) and copied with the live fields per request (`Gpu.with_live`)."""
 
     topology: str | None
     rack: str | None
     scalable_unit: str | None
     leaves: tuple[str, ...]
     pod: str | None
-    gpus: dict[str, tuple[object, ...]]  # uuid -> entry in HOST_TOPOLOGY_GPU_FIELDS order
+    gpus: dict[str, Gpu]  # uuid -> the GPU as its topology entry describes it; never changed
 
     @staticmethod
     def from_row(row: TopologyRow) -> KeptHost:
@@ -45,7 +46,7 @@ class KeptHost:
             scalable_unit=row.get("scalable_unit"),
             leaves=tuple(row.get("leaves") or ()),
             pod=row.get("pod"),
-            gpus={str(entry[0]): tuple(entry) for entry in row.get("gpus") or []},
+            gpus={str(entry[0]): topology_gpu(row["name"], entry) for entry in row.get("gpus") or []},
         )
 
 

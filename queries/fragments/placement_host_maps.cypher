@@ -21,6 +21,10 @@
 // In a subquery of `names` alone (each name read once): the values the statement carries past it
 // (`keep`, the blocks) would otherwise be grouping keys of every aggregation here, hashed and
 // copied per GPU row (docs/benchmarks.md, stop 33).
+// The site is looked up once per cluster of the named hosts, before their GPUs are read: looked
+// up per host (a Site-Cluster traversal filtered on the host's cluster) it cost ~1.5 ms of a
+// 40-host multi-host statement at 100k GPUs (docs/benchmarks.md, stop 37). An unknown name
+// yields no host (its cluster is null, and so is its site), never a null entry.
 // FalkorDB runs `CALL { WITH names ...` (it has no scope clause; graphsvc/store/queries.py,
 // "Dialect").
 // In: `keep` (any value carried through), `host_blocks`, `domain_blocks`, `names`. Out:
@@ -29,20 +33,22 @@ CALL (names) {
   UNWIND (CASE WHEN size(names) = 0 THEN [null] ELSE names END) AS map_name
   WITH DISTINCT map_name
   OPTIONAL MATCH (map_host:Host {name: map_name})
+  WITH map_host.cluster AS map_cluster_name, collect(map_host) AS map_hosts
+  OPTIONAL MATCH (map_site:Site)-[:HAS_CLUSTER]->(map_cluster:Cluster {name: map_cluster_name})
+  UNWIND map_hosts AS map_host
+  WITH map_host, map_site.name AS map_site_name
   OPTIONAL MATCH (map_host)-[:HAS_GPU]->(map_gpu:GPU)
   WHERE map_gpu.state = 'free' OR map_gpu.uuid IN $virtual_free
     OR (map_gpu.state = 'reserved' AND map_gpu.lease_expires_at < $now)
-  WITH map_host, collect(CASE WHEN map_gpu IS NULL THEN null ELSE [
+  WITH map_host, map_site_name, collect(CASE WHEN map_gpu IS NULL THEN null ELSE [
     map_gpu.uuid, map_gpu.state, map_gpu.health, map_gpu.temperature_c, map_gpu.utilization_pct,
     map_gpu.lease_expires_at, map_gpu.memory_used_mib,
     coalesce(map_gpu.nvlink_replay_errors, 0) + coalesce(map_gpu.nvlink_recovery_errors, 0)
       + coalesce(map_gpu.nvlink_crc_errors, 0),
     size(coalesce(map_gpu.xid_errors, []))
   ] END) AS map_gpus
-  OPTIONAL MATCH (map_site:Site)-[:HAS_CLUSTER]->(map_cluster:Cluster)
-  WHERE map_cluster.name = map_host.cluster
-  RETURN collect(CASE WHEN map_host IS NULL THEN null ELSE {
-    name: map_host.name, received_at: map_host.received_at, site: map_site.name, gpus: map_gpus,
-    topology: map_host.facts_fingerprint + '/' + coalesce(map_host.fabric_digest, '')} END) AS hosts
+  RETURN collect({
+    name: map_host.name, received_at: map_host.received_at, site: map_site_name, gpus: map_gpus,
+    topology: map_host.facts_fingerprint + '/' + coalesce(map_host.fabric_digest, '')}) AS hosts
 }
 WITH keep, host_blocks, domain_blocks, hosts

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from graphsvc.placement.model import HOST_MAP_LIVE_FIELDS, HOST_TOPOLOGY_GPU_FIELDS, gpu_map
+from graphsvc.placement.model import HOST_MAP_LIVE_FIELDS, HOST_TOPOLOGY_GPU_FIELDS, topology_gpu
 
 QUERIES = Path(__file__).resolve().parents[2] / "queries"
 # Each text, where its GPU list ends, and the fields Python names.
@@ -56,10 +56,45 @@ def test_the_cypher_and_python_name_the_same_fields_in_the_same_order(
 
 
 def test_a_free_gpu_reads_as_its_topology_with_its_live_fields_over_it() -> None:
-    topology = tuple(f"kept {f}" for f in HOST_TOPOLOGY_GPU_FIELDS)
-    live: list[object] = [f"now {f}" for f in HOST_MAP_LIVE_FIELDS]
-    row = gpu_map(topology, live)
-    assert row["uuid"] == "now uuid"  # both name it: the live entry's
-    assert row["nic_errors"] == "kept nic_errors"  # type: ignore[comparison-overlap]
-    assert row["xid_errors"] == "now xid_errors"  # type: ignore[comparison-overlap]
-    assert set(row) == set(HOST_TOPOLOGY_GPU_FIELDS) | set(HOST_MAP_LIVE_FIELDS)
+    entry: dict[str, object] = {
+        "uuid": "g0", "index": 3, "model": "H100", "memory_mib": 81559, "domain": "d0", "domain_kind": "nvswitch",
+        "nic": "mlx5_0", "rail": 0, "nic_rate_gbps": 400.0, "via": "pcie-switch", "leaf": "leaf-r0",
+        "nic_state": "active", "nvswitch_gbps": 450.0, "mig_mode": False, "peers": [["g1", 50.0]], "nic_errors": 2,
+    }  # fmt: skip
+    live: dict[str, object] = {
+        "uuid": "g0", "state": "reserved", "health": "degraded", "temperature_c": 61.0, "utilization_pct": 3.0,
+        "lease_expires_at": 5.0, "memory_used_mib": 512, "nvlink_errors": 4, "xid_errors": 1,
+    }  # fmt: skip
+    kept = topology_gpu("h0", [entry[f] for f in HOST_TOPOLOGY_GPU_FIELDS])
+    gpu = kept.with_live([live[f] for f in HOST_MAP_LIVE_FIELDS])
+    # The topology as kept (every field of the entry lands where from_row puts it) ...
+    assert (gpu.host, gpu.index, gpu.model, gpu.memory_mib, gpu.nvlink_domain, gpu.domain_kind) == (
+        "h0",
+        3,
+        "H100",
+        81559,
+        "d0",
+        "nvswitch",
+    )
+    assert (gpu.nic, gpu.rail, gpu.nic_rate_gbps, gpu.via, gpu.leaf, gpu.nic_state) == (
+        "mlx5_0",
+        0,
+        400.0,
+        "pcie-switch",
+        "leaf-r0",
+        "active",
+    )
+    assert (gpu.switch_gbps, gpu.mig_mode, gpu.direct, gpu.nic_errors) == (450.0, False, {"g1": 50.0}, 2)
+    # ... with the live fields over it,
+    assert (gpu.uuid, gpu.state, gpu.health, gpu.temperature_c, gpu.utilization_pct) == (
+        "g0",
+        "reserved",
+        "degraded",
+        61.0,
+        3.0,
+    )
+    assert (gpu.memory_used_mib, gpu.nvlink_errors, gpu.xid_errors) == (512, 4, 1)
+    # ... and the kept GPU unchanged, its peers not shared with the copy.
+    assert (kept.state, kept.health, kept.xid_errors) == ("free", None, 0)
+    gpu.direct["g2"] = 1.0
+    assert kept.direct == {"g1": 50.0}

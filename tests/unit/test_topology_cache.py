@@ -11,7 +11,7 @@ def live(name: str, key: str | None) -> HostMap:
 
 
 def read(name: str, key: str | None, *uuids: str) -> TopologyRow:
-    gpus: list[list[object]] = [[u, *([None] * (len(HOST_TOPOLOGY_GPU_FIELDS) - 1))] for u in uuids]
+    gpus: list[list[object]] = [[u, i, *([None] * (len(HOST_TOPOLOGY_GPU_FIELDS) - 2))] for i, u in enumerate(uuids)]
     return TopologyRow(name=name, topology=key, rack="r1", scalable_unit=None, leaves=["leaf-1"], pod=None, gpus=gpus)
 
 
