@@ -14,7 +14,9 @@ placement-neo4j.json) and docs/benchmarks/placement.png.
     python benchmarks/placement_latency.py --keep /tmp/clusters --out /tmp/a.json 100000
         # the embedded store kept in /tmp/clusters/100000: loaded by the first run, only read by
         # the next (placement does not write), so two trees' code can take turns on one cluster
-        # (PYTHONPATH=<tree> python <this script>); --out: the JSON there, no plot
+        # (PYTHONPATH=<tree> python <this script>; trees with the same graph migrations). The
+        # loading run measures a store just loaded, the later ones one reopened ("kept": true):
+        # load once before the runs you compare. --out: the JSON there, no plot
 """
 
 from __future__ import annotations
@@ -122,6 +124,8 @@ async def measure_on(gw: Gateway, settings: Settings, gpus: int, built: Path | N
         info = await load(gw, gpus)
         if built is not None:
             built.write_text(json.dumps(info))  # noqa: ASYNC240 (a benchmark, nothing else waits)
+    else:  # loaded by an earlier run: load_s is that run's; this one reopened the store
+        info["kept"] = True
     # Hosts never go stale here: loading 100k GPUs takes longer than the default stale_after_s
     # (300 s), and the hosts loaded first would then be skipped as silent (their counters still
     # count them), which measures a cluster a third of whose hosts are down, not placement.
@@ -258,8 +262,12 @@ if __name__ == "__main__":
     for flag in ("--store", "--keep", "--out"):
         if flag in args:
             i = args.index(flag)
+            if i + 1 >= len(args):
+                sys.exit(f"{flag} needs a value")
             options[flag] = args[i + 1]
             del args[i : i + 2]
+    if "--keep" in options and options.get("--store", "falkordb") != "falkordb":
+        sys.exit("--keep keeps the embedded store only (a Neo4j run starts its own server)")
     keep = Path(options["--keep"]) if "--keep" in options else None
     out = Path(options["--out"]) if "--out" in options else None
     sizes = [int(a) for a in args] or [1024, 8192, 32768, 100000]

@@ -24,7 +24,8 @@
 // The site is looked up once per cluster of the named hosts, before their GPUs are read: looked
 // up per host (a Site-Cluster traversal filtered on the host's cluster) it cost ~1.5 ms of a
 // 40-host multi-host statement at 100k GPUs (docs/benchmarks.md, stop 37). An unknown name
-// yields no host (its cluster is null, and so is its site), never a null entry.
+// yields no host (its cluster is null, and so is its site), never a null entry. DISTINCT: a
+// cluster seen under one site twice (a duplicated edge) still gives each host one entry.
 // FalkorDB runs `CALL { WITH names ...` (it has no scope clause; graphsvc/store/queries.py,
 // "Dialect").
 // In: `keep` (any value carried through), `host_blocks`, `domain_blocks`, `names`. Out:
@@ -36,7 +37,7 @@ CALL (names) {
   WITH map_host.cluster AS map_cluster_name, collect(map_host) AS map_hosts
   OPTIONAL MATCH (map_site:Site)-[:HAS_CLUSTER]->(map_cluster:Cluster {name: map_cluster_name})
   UNWIND map_hosts AS map_host
-  WITH map_host, map_site.name AS map_site_name
+  WITH DISTINCT map_host, map_site.name AS map_site_name
   OPTIONAL MATCH (map_host)-[:HAS_GPU]->(map_gpu:GPU)
   WHERE map_gpu.state = 'free' OR map_gpu.uuid IN $virtual_free
     OR (map_gpu.state = 'reserved' AND map_gpu.lease_expires_at < $now)
