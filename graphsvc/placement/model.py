@@ -54,8 +54,8 @@ class GpuRow(TypedDict, total=False):
 
 
 class GpuMap(GpuRow, total=False):
-    """A free GPU of a host map with its topology joined in (graphsvc.placement.topology_cache):
-    a GpuRow without the host's fields, with its direct NVLink peers as [uuid, GB/s] pairs."""
+    """A GPU's entry of placement_host_topology as a row (`topology_gpu` reads it): a GpuRow
+    without the host's fields or the live ones, with its direct NVLink peers as [uuid, GB/s] pairs."""
 
     peers: list[list[object]]
 
