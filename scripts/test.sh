@@ -44,5 +44,14 @@ ruff check .
 ruff format --check .
 echo "== mypy --strict"
 mypy .
-echo "== pytest"
-python -m pytest "$@"
+# Two workers (pytest-xdist), each with its own FalkorDB and Neo4j server, each running one test
+# file at a time (a file's fixtures and its order stay whole): the store tests wait on a server
+# about half of their time, so two processes keep two cores busy. GRAPHSVC_TEST_WORKERS=0 runs in
+# one process.
+WORKERS="${GRAPHSVC_TEST_WORKERS:-2}"
+echo "== pytest ($WORKERS workers)"
+if [ "$WORKERS" = "0" ]; then
+    python -m pytest "$@"
+else
+    python -m pytest -n "$WORKERS" --dist loadfile "$@"
+fi

@@ -18,6 +18,7 @@ import itertools
 import logging
 import os
 import socket
+import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import ClassVar
@@ -38,6 +39,11 @@ from tests.stores import NEO4J_TEST_TIMEOUT_S, STORES, Neo4jServer, reset_neo4j,
 
 _graph_ids = itertools.count(1)
 
+# Store passwords that tests/zz_last configures (and no log line may ever show).
+NEO4J_TEST_SECRET = "neo4j-pw-4b1e77c2"
+FALKOR_TEST_SECRET = "falkor-pw-93ad01f5"
+TEST_SECRETS = (NEO4J_TEST_SECRET, FALKOR_TEST_SECRET)
+
 
 class LogCapture(logging.Handler):
     """Keeps every log line of the whole test session, for the secrets check that runs last."""
@@ -53,6 +59,17 @@ class LogCapture(logging.Handler):
             text += "\n" + logging.Formatter().formatException(record.exc_info)
         self.lines.append(f"{record.name}: {text}")
 
+    @classmethod
+    def secret_leaks(cls) -> list[str]:
+        """The log lines so far (cut to 200 characters) that contain a secret the tests configured:
+        the two store passwords of tests/zz_last and each test module's `SECRETS` (the tokens
+        that test_authorization, tests/faults/... minted)."""
+        secrets = list(TEST_SECRETS)
+        for name, module in list(sys.modules.items()):
+            if name.startswith("tests.") and isinstance(getattr(module, "SECRETS", None), tuple):
+                secrets.extend(module.SECRETS)
+        return [line[:200] for line in cls.lines for s in secrets if s in line]
+
 
 @pytest.fixture(scope="session", autouse=True)
 def capture_all_logs() -> Iterator[None]:
@@ -64,6 +81,10 @@ def capture_all_logs() -> Iterator[None]:
     yield
     root.removeHandler(handler)
     root.setLevel(previous)
+    # Checked again when the session ends (tests/zz_last checks what its process saw by then):
+    # under pytest-xdist each worker has its own session, and its last test may come after it.
+    leaks = LogCapture.secret_leaks()
+    assert leaks == [], f"log lines with a configured secret: {leaks}"
 
 
 @pytest.fixture(scope="session")

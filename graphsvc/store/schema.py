@@ -49,21 +49,27 @@ class GraphSchema:
 
     def neo4j_ddl(self) -> list[str]:
         """Statements that make a Neo4j 5 database match the schema; safe to repeat."""
-        out: list[str] = []
+        return [statement for _, _, statement in self.neo4j_ddl_named()]
+
+    def neo4j_ddl_named(self) -> list[tuple[str, str, str]]:
+        """`neo4j_ddl` as (kind, name, statement): kind "constraint" or "index", the name each
+        statement creates (so a store can skip what it already has)."""
+        out: list[tuple[str, str, str]] = []
         for n in self.nodes.values():
             low = n.label.lower()
-            out.append(
-                f"CREATE CONSTRAINT {low}_{n.key}_unique IF NOT EXISTS FOR (n:{n.label}) REQUIRE n.{n.key} IS UNIQUE"
-            )
-            for prop in n.unique:
+            for prop in (n.key, *n.unique):
+                name = f"{low}_{prop}_unique"
                 out.append(
-                    f"CREATE CONSTRAINT {low}_{prop}_unique IF NOT EXISTS FOR (n:{n.label}) REQUIRE n.{prop} IS UNIQUE"
+                    (
+                        "constraint",
+                        name,
+                        f"CREATE CONSTRAINT {name} IF NOT EXISTS FOR (n:{n.label}) REQUIRE n.{prop} IS UNIQUE",
+                    )
                 )
-            for prop in n.indexes:
-                out.append(f"CREATE INDEX {low}_{prop} IF NOT EXISTS FOR (n:{n.label}) ON (n.{prop})")
-            for props in n.composite_indexes:
+            for props in [(prop,) for prop in n.indexes] + [tuple(props) for props in n.composite_indexes]:
+                name = f"{low}_{'_'.join(props)}"
                 on = ", ".join(f"n.{p}" for p in props)
-                out.append(f"CREATE INDEX {low}_{'_'.join(props)} IF NOT EXISTS FOR (n:{n.label}) ON ({on})")
+                out.append(("index", name, f"CREATE INDEX {name} IF NOT EXISTS FOR (n:{n.label}) ON ({on})"))
         return out
 
     def falkordb_indexes(self) -> list[tuple[str, str]]:

@@ -28,8 +28,10 @@ def test_every_query_and_ddl_lints_clean() -> None:
 
 
 def test_the_gate_fails_on_a_deliberately_broken_query(tmp_path: Path) -> None:
+    # The two files beside the fragments only: every real query is linted (clean) by the test
+    # above, and linting them all again took ~2 minutes of a CI run.
     root = tmp_path / "queries"
-    shutil.copytree(default_registry().root, root)
+    shutil.copytree(default_registry().root / "fragments", root / "fragments")
     header = "// @read\n// @param uuid string\n// @row uuid string\n"
     (root / "broken_on_purpose.cypher").write_text(header + "MATCH (g:GPU {uuid: $uuid)\nRETURN g.uuid AS uuid\n")
     (root / "deprecated_on_purpose.cypher").write_text("// @read\nMATCH (g:GPU) RETURN id(g) AS internal\n")

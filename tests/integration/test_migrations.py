@@ -8,8 +8,10 @@ from graphsvc.ingest.service import ingest_host
 from graphsvc.placement.engine import PlacementEngine
 from graphsvc.placement.request import parse_request
 from graphsvc.store.errors import GraphVersionError
+from graphsvc.store.falkordb_backend import FalkorBackend
 from graphsvc.store.gateway import Gateway
 from graphsvc.store.migrate import migrate, stored_version
+from graphsvc.store.neo4j_backend import Neo4jBackend
 from graphsvc.store.queries import QueryRegistry, default_registry
 from graphsvc.store.schema import GRAPH_VERSION, TIE_BUCKETS, graph_schema, tie_bucket
 from tests.helpers import h100
@@ -92,6 +94,35 @@ async def test_newer_graph_is_refused(gateway: Gateway) -> None:
     await gateway.write("meta_set_version", {"version": GRAPH_VERSION + 1, "now": 0.0})
     with pytest.raises(GraphVersionError, match="newer than this service"):
         await migrate(gateway)
+
+
+async def test_a_dropped_index_and_constraint_are_created_again(gateway: Gateway, store: str) -> None:
+    """The DDL step sends only what the store lacks (by name on Neo4j, by label and property on
+    FalkorDB), so what a store lost must still come back, and what it has must stay."""
+    backend = gateway.backend
+    if store == "neo4j":
+        assert isinstance(backend, Neo4jBackend)
+        for statement in ("DROP INDEX host_free_gpus", "DROP CONSTRAINT site_name_unique"):
+            await backend.run(_adhoc(statement), {}, write=True, timeout_s=60)
+        await migrate(gateway)
+        names = {
+            r["name"]
+            for r in await backend.run(
+                _adhoc("SHOW INDEXES YIELD name, state WHERE state = 'ONLINE'"), {}, write=False, timeout_s=60
+            )
+        }
+        constraints = {
+            r["name"] for r in await backend.run(_adhoc("SHOW CONSTRAINTS YIELD name"), {}, write=False, timeout_s=60)
+        }
+        assert {n for _, n, _ in graph_schema().neo4j_ddl_named()} <= names | constraints
+        assert {"host_free_gpus", "site_name_unique"} <= names
+        assert "site_name_unique" in constraints
+        return
+    assert isinstance(backend, FalkorBackend)
+    await backend.run(_adhoc("DROP INDEX FOR (n:Host) ON (n.free_gpus)"), {}, write=True, timeout_s=60)
+    assert ("Host", "free_gpus") not in await backend._existing_indexes()
+    await migrate(gateway)
+    assert set(graph_schema().falkordb_indexes()) <= await backend._existing_indexes()
 
 
 def test_ddl_covers_every_label() -> None:
