@@ -212,7 +212,7 @@ class HostLoader:
             )
             host.site = m.get("site")
             for live in m.get("gpus") or []:
-                kept_gpu = kept.gpus.get(str(live[0]))
+                kept_gpu = kept.gpus.get(live[0])
                 if kept_gpu is None:
                     continue
                 gpu = kept_gpu.with_live(live)

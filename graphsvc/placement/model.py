@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypedDict, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, cast
 
 if TYPE_CHECKING:
     from graphsvc.placement.mig import SliceCandidate
@@ -60,15 +60,24 @@ class GpuMap(GpuRow, total=False):
     peers: list[list[object]]
 
 
-# The fields of a free GPU's entry in a host map (fragment placement_host_maps), in the order
-# the fragment lists them: what changes between host documents. A list per GPU, not a map (the
-# keys were ~40% of a multi-host reply).
-HOST_MAP_LIVE_FIELDS = (
-    "uuid", "state", "health", "temperature_c", "utilization_pct", "lease_expires_at", "memory_used_mib",
-    "nvlink_errors", "xid_errors",
-)  # fmt: skip
-_LIVE_AT = {name: i for i, name in enumerate(HOST_MAP_LIVE_FIELDS)}
-LIVE_LEASE = _LIVE_AT["lease_expires_at"]
+class LiveEntry(NamedTuple):
+    """A free GPU's entry in a host map (fragment placement_host_maps), its fields in the order
+    the fragment lists them: what changes between host documents. The reply holds a list per
+    GPU, not a map (the keys were ~40% of a multi-host reply)."""
+
+    uuid: str
+    state: str | None
+    health: str | None
+    temperature_c: float | None
+    utilization_pct: float | None
+    lease_expires_at: float | None
+    memory_used_mib: int | None
+    nvlink_errors: int | None
+    xid_errors: int | None
+
+
+HOST_MAP_LIVE_FIELDS = LiveEntry._fields
+LIVE_LEASE = HOST_MAP_LIVE_FIELDS.index("lease_expires_at")
 
 # The fields of a GPU's entry in placement_host_topology, in its order: what changes only with
 # the host's document or its cluster's fabric, kept per host between requests.
@@ -169,17 +178,16 @@ class Gpu:
 
     @staticmethod
     def from_row(host: str, row: GpuRow) -> Gpu:
-        return Gpu(
+        gpu = Gpu(
             uuid=row["uuid"],
             index=int(row["index"]),
             host=host,
             model=row.get("model") or "",
             memory_mib=row.get("memory_mib"),
-            state=row.get("state") or "free",
-            health=row.get("health"),
-            temperature_c=row.get("temperature_c"),
-            utilization_pct=row.get("utilization_pct"),
-            memory_used_mib=row.get("memory_used_mib"),
+            state="free",
+            health=None,
+            temperature_c=None,
+            utilization_pct=None,
             nvlink_domain=row.get("domain"),
             domain_kind=row.get("domain_kind"),
             nic=row.get("nic"),
@@ -190,40 +198,52 @@ class Gpu:
             switch_gbps=float(row.get("nvswitch_gbps") or 0.0),
             mig_mode=bool(row.get("mig_mode")),
             nic_state=row.get("nic_state"),
-            nvlink_errors=int(row.get("nvlink_errors") or 0),
-            xid_errors=int(row.get("xid_errors") or 0),
             nic_errors=int(row.get("nic_errors") or 0),
         )
+        gpu._take_live(
+            row["uuid"], row.get("state"), row.get("health"), row.get("temperature_c"), row.get("utilization_pct"),
+            row.get("lease_expires_at"), row.get("memory_used_mib"), row.get("nvlink_errors"), row.get("xid_errors"),
+        )  # fmt: skip
+        return gpu
 
     def with_live(self, live: Sequence[Any]) -> Gpu:
         """A copy of this GPU (a kept topology entry, never changed) with a host map's live entry
-        (HOST_MAP_LIVE_FIELDS order) over it, read as `from_row` reads the same fields. Copied
-        field by field, not rebuilt from a merged row: joining ~200 GPUs per multi-host request
-        that way cost ~1 ms more at 100k GPUs (docs/benchmarks.md, stop 37)."""
+        (a LiveEntry's fields, in order) over it. Copied field by field, not rebuilt from a merged
+        row: joining ~200 GPUs per multi-host request that way cost ~1 ms more at 100k GPUs
+        (docs/benchmarks.md, stop 37)."""
         gpu = object.__new__(Gpu)
         gpu.__dict__.update(self.__dict__)
         gpu.direct = dict(self.direct)
-        gpu.uuid = str(live[_UUID])
-        gpu.state = live[_STATE] or "free"
-        gpu.health = live[_HEALTH]
-        gpu.temperature_c = live[_TEMPERATURE]
-        gpu.utilization_pct = live[_UTILIZATION]
-        gpu.memory_used_mib = live[_MEMORY_USED]
-        gpu.nvlink_errors = int(live[_NVLINK_ERRORS] or 0)
-        gpu.xid_errors = int(live[_XID_ERRORS] or 0)
+        gpu._take_live(*live)
         return gpu
+
+    def _take_live(
+        self,
+        uuid: str,
+        state: str | None,
+        health: str | None,
+        temperature_c: float | None,
+        utilization_pct: float | None,
+        lease_expires_at: float | None,
+        memory_used_mib: int | None,
+        nvlink_errors: int | None,
+        xid_errors: int | None,
+    ) -> None:
+        """The live fields (LiveEntry's, in its order) read by one rule, from a row or a host
+        map's entry: no state is "free", no error count is 0. The lease is not the GPU's: the
+        engine settles it (`PlacementEngine._settle`)."""
+        self.uuid = uuid
+        self.state = state or "free"
+        self.health = health
+        self.temperature_c = temperature_c
+        self.utilization_pct = utilization_pct
+        self.memory_used_mib = memory_used_mib
+        self.nvlink_errors = int(nvlink_errors or 0)
+        self.xid_errors = int(xid_errors or 0)
 
     @property
     def nic_gbps(self) -> float:
         return (self.nic_rate_gbps / 8) if self.nic_rate_gbps else DEFAULT_NIC_GBPS
-
-
-_UUID, _STATE, _HEALTH, _TEMPERATURE, _UTILIZATION, _MEMORY_USED, _NVLINK_ERRORS, _XID_ERRORS = (
-    _LIVE_AT[f]
-    for f in (
-        "uuid", "state", "health", "temperature_c", "utilization_pct", "memory_used_mib", "nvlink_errors", "xid_errors",
-    )
-)  # fmt: skip
 
 
 def nvlink_gbps(a: Gpu, b: Gpu) -> float | None:
