@@ -47,8 +47,13 @@ mypy .
 # Two workers (pytest-xdist), each with its own FalkorDB and Neo4j server, each running one test
 # file at a time (a file's fixtures and its order stay whole): the store tests wait on a server
 # about half of their time, so two processes keep two cores busy. GRAPHSVC_TEST_WORKERS=0 runs in
-# one process.
+# one process, and so does a run against one external Neo4j server (GRAPHSVC_TEST_NEO4J_URI: each
+# test empties its one database) or one that rewrites docs/ (GRAPHSVC_UPDATE_DOCS=1: two UI test
+# files merge their numbers into one file).
 WORKERS="${GRAPHSVC_TEST_WORKERS:-2}"
+if [ -n "${GRAPHSVC_TEST_NEO4J_URI:-}" ] || [ "${GRAPHSVC_UPDATE_DOCS:-}" = "1" ]; then
+    WORKERS=0
+fi
 echo "== pytest ($WORKERS workers)"
 if [ "$WORKERS" = "0" ]; then
     python -m pytest "$@"

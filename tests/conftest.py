@@ -26,6 +26,7 @@ from typing import ClassVar
 import httpx
 import pytest
 from fastapi import FastAPI
+from hypothesis import HealthCheck, settings
 
 from graphsvc.api.app import create_app
 from graphsvc.settings import Settings
@@ -38,6 +39,12 @@ from tests.queries import with_test_queries
 from tests.stores import NEO4J_TEST_TIMEOUT_S, STORES, Neo4jServer, reset_neo4j, start_neo4j_server
 
 _graph_ids = itertools.count(1)
+
+# Hypothesis judges no example by its wall time (its default deadline is 200 ms, and data that
+# takes long to generate fails a health check): these machines are shared, and the suite runs
+# in two processes (scripts/test.sh), so a stall says nothing about the code.
+settings.register_profile("shared-machine", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("shared-machine")
 
 # Store passwords that tests/zz_last configures (and no log line may ever show).
 NEO4J_TEST_SECRET = "neo4j-pw-4b1e77c2"
