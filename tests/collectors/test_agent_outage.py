@@ -49,7 +49,7 @@ def test_outage_spools_three_cycles_then_replays(tmp_path: Path) -> None:
     spool = Spool(tmp_path / "spool")
     agent = Agent(
         spool=spool,
-        sender=Sender(service.url, timeout_s=5),
+        sender=Sender(service.url, timeout_s=120),
         collect_facts=facts,
         collect_metrics=metrics,
         clock=clock,
@@ -69,7 +69,7 @@ def test_outage_spools_three_cycles_then_replays(tmp_path: Path) -> None:
         clock.now += 1000
         assert agent.flush() == 2
         assert len(spool) == 0 and agent.backoff.failures == 0
-        host = httpx.get(f"{service.url}/v1/hosts/outage-host").json()
+        host = httpx.get(f"{service.url}/v1/hosts/outage-host", timeout=120).json()
         assert host["collected_at"] == pytest.approx(collected[-1].collected_at.timestamp())
         assert len(host["gpus"]) == 8
         assert [g["temperature_c"] for g in host["gpus"]] == [40, 41, 42, 43, 44, 45, 46, 47]
@@ -84,12 +84,12 @@ def test_rejected_facts_do_not_block_the_queue(tmp_path: Path) -> None:
     spool = Spool(tmp_path / "spool")
     good = build_host_facts("good-host", None, read_sysfs())
     spool.put("facts", "bad-host", b'{"hostname": "bad-host"}')
-    agent = Agent(spool=spool, sender=Sender(service.url, timeout_s=5), collect_facts=lambda: good)
+    agent = Agent(spool=spool, sender=Sender(service.url, timeout_s=120), collect_facts=lambda: good)
     try:
         agent.facts_cycle()
         assert len(spool) == 0
         assert len(list((tmp_path / "spool" / "rejected").glob("*.json"))) == 1
-        assert httpx.get(f"{service.url}/v1/hosts/good-host").status_code == 200
+        assert httpx.get(f"{service.url}/v1/hosts/good-host", timeout=120).status_code == 200
     finally:
         agent.sender.close()
         service.stop()

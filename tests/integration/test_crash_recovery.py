@@ -71,7 +71,7 @@ def test_kill_9_keeps_every_acknowledged_ingest(tmp_path: Path, store: str) -> N
 
     service.start()
     try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as client:
             by_name = {h.hostname: h for h in cluster.hosts}
             for name in acked:
                 body = client.get(f"/v1/hosts/{name}").json()

@@ -22,9 +22,9 @@ async def test_the_lifespan_freezes_the_heap_once_the_store_is_open(
     if store == "neo4j":
         server: Neo4jServer = request.getfixturevalue("neo4j_server")
         settings = Settings(store=server.uri, neo4j_user=server.user, neo4j_password=server.password,
-                            data_dir=tmp_path)  # fmt: skip
+                            data_dir=tmp_path, query_timeout_s=60)  # fmt: skip
     else:
-        settings = Settings(data_dir=tmp_path)
+        settings = Settings(data_dir=tmp_path, query_timeout_s=60)
     app = create_app(settings.model_copy(update={"insecure_dev": True}))
     assert gc.get_freeze_count() == 0
     async with app.router.lifespan_context(app):

@@ -36,7 +36,7 @@ async def test_v1_graph_is_brought_forward(gateway: Gateway) -> None:
         _adhoc("MATCH (g:GPU) REMOVE g.state WITH count(g) AS n MATCH (h:Host) REMOVE h.gpu_count"),
         {},
         write=True,
-        timeout_s=10,
+        timeout_s=60,
     )
     await gateway.write("meta_set_version", {"version": 1, "now": 0.0})
     report = await migrate(gateway)
@@ -66,18 +66,18 @@ async def test_v4_units_gain_a_static_tie_bucket_and_stay_placeable(gateway: Gat
         "MATCH (n) WHERE n:Host OR n:NVLinkDomain "
         "RETURN coalesce(n.name, n.uuid) AS key, n.tie_bucket AS bucket, n:Host AS host"
     )
-    stored = await gateway.backend.run(read, {}, write=False, timeout_s=10)
+    stored = await gateway.backend.run(read, {}, write=False, timeout_s=60)
     assert {r["host"] for r in stored} == {True, False}
     assert all(r["bucket"] == tie_bucket(str(r["key"])) for r in stored)
     await gateway.backend.run(
-        _adhoc("MATCH (n) WHERE n:Host OR n:NVLinkDomain REMOVE n.tie_bucket"), {}, write=True, timeout_s=10
+        _adhoc("MATCH (n) WHERE n:Host OR n:NVLinkDomain REMOVE n.tie_bucket"), {}, write=True, timeout_s=60
     )
     await gateway.write("meta_set_version", {"version": 4, "now": 0.0})
     before = await PlacementEngine(gateway).place(parse_request("8xH100 nvlink=full-mesh"))
     assert before.candidates == []
     report = await migrate(gateway)
     assert report.applied == ("migrations/0005_1_domain_tie_buckets", "migrations/0005_2_host_tie_buckets")
-    migrated = await gateway.backend.run(read, {}, write=False, timeout_s=10)
+    migrated = await gateway.backend.run(read, {}, write=False, timeout_s=60)
     assert len(migrated) == len(stored) and all(r["bucket"] in range(TIE_BUCKETS) for r in migrated)
     after = await PlacementEngine(gateway).place(parse_request("8xH100 nvlink=full-mesh"))
     assert after.candidates
@@ -85,7 +85,7 @@ async def test_v4_units_gain_a_static_tie_bucket_and_stay_placeable(gateway: Gat
 
 async def test_unversioned_graph_with_data_counts_as_v1(gateway: Gateway) -> None:
     await ingest_host(gateway, h100())
-    await gateway.backend.run(_adhoc("MATCH (m:GraphMeta) DELETE m"), {}, write=True, timeout_s=10)
+    await gateway.backend.run(_adhoc("MATCH (m:GraphMeta) DELETE m"), {}, write=True, timeout_s=60)
     report = await migrate(gateway)
     assert report.from_version == 1 and report.to_version == GRAPH_VERSION
 

@@ -55,7 +55,7 @@ def test_kill_9_keeps_every_acknowledged_reservation(tmp_path: Path, store: str)
     assert len(acked) >= 25
     service.start()
     try:
-        with httpx.Client(base_url=service.url, timeout=10) as c:
+        with httpx.Client(base_url=service.url, timeout=120) as c:
             for rid, gpus in acked.items():
                 got = c.post("/graphql", json={"query": GET, "variables": {"id": rid}}).json()["data"]["reservation"]
                 assert got is not None, rid
@@ -111,7 +111,7 @@ def test_kill_9_mid_batch_keeps_every_answered_reserve_and_release(tmp_path: Pat
     assert len(reserved) >= 40 and len(released) >= 10
     service.start()
     try:
-        with httpx.Client(base_url=service.url, timeout=10) as c:
+        with httpx.Client(base_url=service.url, timeout=120) as c:
             for rid, gpus in reserved.items():
                 got = c.post("/graphql", json={"query": GET, "variables": {"id": rid}}).json()["data"]["reservation"]
                 assert got is not None, rid
