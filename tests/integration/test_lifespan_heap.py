@@ -13,7 +13,7 @@ import pytest
 
 from graphsvc.api.app import create_app
 from graphsvc.settings import Settings
-from tests.stores import Neo4jServer
+from tests.stores import NEO4J_TEST_TIMEOUT_S, Neo4jServer
 
 
 async def test_the_lifespan_freezes_the_heap_once_the_store_is_open(
@@ -22,9 +22,9 @@ async def test_the_lifespan_freezes_the_heap_once_the_store_is_open(
     if store == "neo4j":
         server: Neo4jServer = request.getfixturevalue("neo4j_server")
         settings = Settings(store=server.uri, neo4j_user=server.user, neo4j_password=server.password,
-                            data_dir=tmp_path, query_timeout_s=60)  # fmt: skip
+                            data_dir=tmp_path, query_timeout_s=NEO4J_TEST_TIMEOUT_S)  # fmt: skip
     else:
-        settings = Settings(data_dir=tmp_path, query_timeout_s=60)
+        settings = Settings(data_dir=tmp_path, query_timeout_s=NEO4J_TEST_TIMEOUT_S)
     app = create_app(settings.model_copy(update={"insecure_dev": True}))
     assert gc.get_freeze_count() == 0
     async with app.router.lifespan_context(app):

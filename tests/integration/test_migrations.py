@@ -15,6 +15,7 @@ from graphsvc.store.neo4j_backend import Neo4jBackend
 from graphsvc.store.queries import QueryRegistry, default_registry
 from graphsvc.store.schema import GRAPH_VERSION, TIE_BUCKETS, graph_schema, tie_bucket
 from tests.helpers import h100
+from tests.stores import NEO4J_TEST_TIMEOUT_S
 
 
 def test_graph_version_matches_the_newest_migration() -> None:
@@ -36,7 +37,7 @@ async def test_v1_graph_is_brought_forward(gateway: Gateway) -> None:
         _adhoc("MATCH (g:GPU) REMOVE g.state WITH count(g) AS n MATCH (h:Host) REMOVE h.gpu_count"),
         {},
         write=True,
-        timeout_s=60,
+        timeout_s=NEO4J_TEST_TIMEOUT_S,
     )
     await gateway.write("meta_set_version", {"version": 1, "now": 0.0})
     report = await migrate(gateway)
@@ -66,18 +67,21 @@ async def test_v4_units_gain_a_static_tie_bucket_and_stay_placeable(gateway: Gat
         "MATCH (n) WHERE n:Host OR n:NVLinkDomain "
         "RETURN coalesce(n.name, n.uuid) AS key, n.tie_bucket AS bucket, n:Host AS host"
     )
-    stored = await gateway.backend.run(read, {}, write=False, timeout_s=60)
+    stored = await gateway.backend.run(read, {}, write=False, timeout_s=NEO4J_TEST_TIMEOUT_S)
     assert {r["host"] for r in stored} == {True, False}
     assert all(r["bucket"] == tie_bucket(str(r["key"])) for r in stored)
     await gateway.backend.run(
-        _adhoc("MATCH (n) WHERE n:Host OR n:NVLinkDomain REMOVE n.tie_bucket"), {}, write=True, timeout_s=60
+        _adhoc("MATCH (n) WHERE n:Host OR n:NVLinkDomain REMOVE n.tie_bucket"),
+        {},
+        write=True,
+        timeout_s=NEO4J_TEST_TIMEOUT_S,
     )
     await gateway.write("meta_set_version", {"version": 4, "now": 0.0})
     before = await PlacementEngine(gateway).place(parse_request("8xH100 nvlink=full-mesh"))
     assert before.candidates == []
     report = await migrate(gateway)
     assert report.applied == ("migrations/0005_1_domain_tie_buckets", "migrations/0005_2_host_tie_buckets")
-    migrated = await gateway.backend.run(read, {}, write=False, timeout_s=60)
+    migrated = await gateway.backend.run(read, {}, write=False, timeout_s=NEO4J_TEST_TIMEOUT_S)
     assert len(migrated) == len(stored) and all(r["bucket"] in range(TIE_BUCKETS) for r in migrated)
     after = await PlacementEngine(gateway).place(parse_request("8xH100 nvlink=full-mesh"))
     assert after.candidates
@@ -85,7 +89,7 @@ async def test_v4_units_gain_a_static_tie_bucket_and_stay_placeable(gateway: Gat
 
 async def test_unversioned_graph_with_data_counts_as_v1(gateway: Gateway) -> None:
     await ingest_host(gateway, h100())
-    await gateway.backend.run(_adhoc("MATCH (m:GraphMeta) DELETE m"), {}, write=True, timeout_s=60)
+    await gateway.backend.run(_adhoc("MATCH (m:GraphMeta) DELETE m"), {}, write=True, timeout_s=NEO4J_TEST_TIMEOUT_S)
     report = await migrate(gateway)
     assert report.from_version == 1 and report.to_version == GRAPH_VERSION
 
@@ -103,23 +107,31 @@ async def test_a_dropped_index_and_constraint_are_created_again(gateway: Gateway
     if store == "neo4j":
         assert isinstance(backend, Neo4jBackend)
         for statement in ("DROP INDEX host_free_gpus", "DROP CONSTRAINT site_name_unique"):
-            await backend.run(_adhoc(statement), {}, write=True, timeout_s=60)
+            await backend.run(_adhoc(statement), {}, write=True, timeout_s=NEO4J_TEST_TIMEOUT_S)
         await migrate(gateway)
         names = {
             r["name"]
             for r in await backend.run(
-                _adhoc("SHOW INDEXES YIELD name, state WHERE state = 'ONLINE'"), {}, write=False, timeout_s=60
+                _adhoc("SHOW INDEXES YIELD name, state WHERE state = 'ONLINE'"),
+                {},
+                write=False,
+                timeout_s=NEO4J_TEST_TIMEOUT_S,
             )
         }
         constraints = {
-            r["name"] for r in await backend.run(_adhoc("SHOW CONSTRAINTS YIELD name"), {}, write=False, timeout_s=60)
+            r["name"]
+            for r in await backend.run(
+                _adhoc("SHOW CONSTRAINTS YIELD name"), {}, write=False, timeout_s=NEO4J_TEST_TIMEOUT_S
+            )
         }
         assert {n for _, n, _ in graph_schema().neo4j_ddl_named()} <= names | constraints
         assert {"host_free_gpus", "site_name_unique"} <= names
         assert "site_name_unique" in constraints
         return
     assert isinstance(backend, FalkorBackend)
-    await backend.run(_adhoc("DROP INDEX FOR (n:Host) ON (n.free_gpus)"), {}, write=True, timeout_s=60)
+    await backend.run(
+        _adhoc("DROP INDEX FOR (n:Host) ON (n.free_gpus)"), {}, write=True, timeout_s=NEO4J_TEST_TIMEOUT_S
+    )
     assert ("Host", "free_gpus") not in await backend._existing_indexes()
     await migrate(gateway)
     assert set(graph_schema().falkordb_indexes()) <= await backend._existing_indexes()
