@@ -13,6 +13,11 @@ answered NoCapacity).
 
     python benchmarks/reservation_server.py --clients 1,16,64 --cycles 60
     python benchmarks/reservation_server.py --clients 16 --profile superpod-h100:sus=16 --busy 0.5   # a cluster in use
+    python benchmarks/reservation_server.py --clients 16 --cycles 600 --rounds 3   # sustained: ~15 s a round
+
+`--rounds` repeats each client count's run back to back on the same store: the embedded store
+re-indexes every node a write touches and collects the stale index entries only every 30 s, so
+the first seconds of a fresh store are its best (docs/benchmarks.md, "Stop 40").
 
 Writes docs/benchmarks/reservations_server.json (or --out). Linux only (/proc).
 """
@@ -110,6 +115,7 @@ async def main() -> None:
     ap.add_argument("--cycles", type=int, default=60, help="reserve+release cycles per client")
     ap.add_argument("--profile", default="superpod-h100:sus=1", help="synthetic cluster (graphsvc load)")
     ap.add_argument("--busy", type=float, default=0.0, help="fraction of the GPUs reserved first, at random")
+    ap.add_argument("--rounds", type=int, default=1, help="runs per client count, back to back")
     ap.add_argument("--out", default=str(ROOT / "docs" / "benchmarks" / "reservations_server.json"))
     args = ap.parse_args()
     results = []
@@ -118,9 +124,10 @@ async def main() -> None:
         busy = await occupy(service, args.busy) if args.busy > 0 else 0
         await run(service, 2, 3)  # warm-up: plans the statements, fills caches
         for clients in (int(x) for x in args.clients.split(",")):
-            result = await run(service, clients, args.cycles)
-            print(json.dumps(result), flush=True)
-            results.append(result)
+            for n in range(args.rounds):
+                result = {**await run(service, clients, args.cycles), "round": n + 1}
+                print(json.dumps(result), flush=True)
+                results.append(result)
     report = {
         "store": "embedded FalkorDB, appendfsync always",
         "cluster": f"{args.profile} through graphsvc load"

@@ -227,6 +227,15 @@ class FalkorBackend:
         db = self._database()
         graph = db.select_graph(self.graph_name)
         conn = db.connection
+        constraints = await self._existing_constraints()
+        wanted = schema.falkordb_unique_keys()
+        # A graph made before stop 40 constrains the keys of the labels every reservation
+        # writes; those constraints go (schema.falkordb_unique_keys says why), before the
+        # indexes are checked, so a key index is there whatever dropping its constraint does.
+        # Only declared keys are dropped: a constraint this service never made is left alone.
+        for label, prop in sorted(set(schema.unique_keys()) - set(wanted)):
+            if (label, prop) in constraints:
+                await conn.execute_command(*self._constraint_command("DROP", label, prop))
         existing = await self._existing_indexes()
         for label, prop in schema.falkordb_indexes():
             if (label, prop) in existing:
@@ -234,22 +243,13 @@ class FalkorBackend:
             # Index DDL is generated from the declared schema, never from input.
             await graph.query(f"CREATE INDEX FOR (n:{label}) ON (n.{prop})")
             existing.add((label, prop))
-        constraints = await self._existing_constraints()
-        for label, prop in schema.unique_keys():
-            if (label, prop) in constraints:
-                continue
-            await conn.execute_command(
-                "GRAPH.CONSTRAINT",
-                "CREATE",
-                self.graph_name,
-                "UNIQUE",
-                "NODE",
-                label,
-                "PROPERTIES",
-                1,
-                prop,
-            )
+        for label, prop in wanted:
+            if (label, prop) not in constraints:
+                await conn.execute_command(*self._constraint_command("CREATE", label, prop))
         await self._wait_constraints(schema)
+
+    def _constraint_command(self, verb: str, label: str, prop: str) -> tuple[str | int, ...]:
+        return ("GRAPH.CONSTRAINT", verb, self.graph_name, "UNIQUE", "NODE", label, "PROPERTIES", 1, prop)
 
     async def _existing_indexes(self) -> set[tuple[str, str]]:
         graph = self._database().select_graph(self.graph_name)
@@ -273,7 +273,7 @@ class FalkorBackend:
         """Constraints build in the background; writes must not start before they hold."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
-        wanted = set(schema.unique_keys())
+        wanted = set(schema.falkordb_unique_keys())
         while True:
             states = await self._existing_constraints()
             failed = [k for k in wanted if states.get(k) == "FAILED"]

@@ -22,6 +22,8 @@ class NodeType:
     indexes: tuple[str, ...]
     unique: tuple[str, ...] = ()
     composite_indexes: tuple[tuple[str, ...], ...] = ()
+    # Every reservation writes these nodes: no unique constraint on FalkorDB (graph.toml says why).
+    written_per_reservation: bool = False
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,18 @@ class GraphSchema:
         return list(dict.fromkeys(pairs))
 
     def unique_keys(self) -> list[tuple[str, str]]:
+        """Every (label, property) declared unique: what Neo4j constrains."""
         return [(n.label, p) for n in self.nodes.values() for p in (n.key, *n.unique)]
+
+    def falkordb_unique_keys(self) -> list[tuple[str, str]]:
+        """The unique keys FalkorDB constrains: not the keys of labels every reservation writes,
+        whose constraint checks walk the stale index entries each write leaves (graph.toml)."""
+        return [
+            (n.label, p)
+            for n in self.nodes.values()
+            for p in (n.key, *n.unique)
+            if not (n.written_per_reservation and p == n.key)
+        ]
 
 
 def load_schema(path: Path | None = None) -> GraphSchema:
@@ -103,7 +116,10 @@ def load_schema(path: Path | None = None) -> GraphSchema:
         for p in (key, *required, *indexes, *unique, *(p for props in composite for p in props)):
             if p not in props:
                 raise ValueError(f"schema: {label}.{p} is used but not declared")
-        nodes[label] = NodeType(label, key, props, required, indexes, unique, composite)
+        hot = spec.get("written_per_reservation", False)
+        if not isinstance(hot, bool):
+            raise ValueError(f"schema: {label}.written_per_reservation must be true or false")
+        nodes[label] = NodeType(label, key, props, required, indexes, unique, composite, hot)
     rels: dict[str, RelType] = {}
     for name, spec in raw.get("relationships", {}).items():
         props = dict(spec.get("properties", {}))
