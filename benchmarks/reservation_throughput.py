@@ -33,6 +33,7 @@ import httpx
 
 from graphsvc.api.app import create_app, freeze_startup_heap
 from graphsvc.ingest.service import ingest_fabric, ingest_host
+from graphsvc.reservations.fastpath import batch_statement
 from graphsvc.settings import Settings
 from graphsvc.store.factory import open_store
 from graphsvc.store.gateway import Gateway
@@ -41,7 +42,9 @@ from graphsvc.synthetic.clusters import build
 ROOT = Path(__file__).resolve().parents[1]
 RESERVE = """mutation($input: ReserveInput!) { reserve(input: $input) { __typename ... on Reservation { id } } }"""
 RELEASE = """mutation($id: String!) { release(id: $id) { __typename } }"""
-RESERVE_STATEMENTS = ("reserve_gpus", "reserve_in_host", "reserve_in_host_batch", "preempt_and_reserve")
+RESERVE_STATEMENTS = (
+    "reserve_gpus", "reserve_in_host", "reserve_in_host_batch", "reserve_in_host_batch_scan", "preempt_and_reserve"
+)  # fmt: skip
 
 
 def pct(values: list[float], q: float) -> float:
@@ -132,6 +135,7 @@ async def raw(gw: Gateway, batch: int, rounds: int) -> dict[str, Any]:
     """The ceiling: the two batch statements straight through the gateway (no service, no HTTP)."""
     rows = await gw.read("placement_gpu_models", {})
     models = [str(r["model"]) for r in rows if r.get("model") and "H100" in str(r["model"])]
+    statement = batch_statement(int((await gw.read("reservations/host_count", {}))[0]["hosts"]))  # as the service picks
     rng = random.Random(1)
     made = 0
     ms: list[float] = []
@@ -147,7 +151,7 @@ async def raw(gw: Gateway, batch: int, rounds: int) -> dict[str, Any]:
         params = {"requests": items, "sizes": sorted({i["n"] for i in items}), "models": models, "model": "h100",
                   "exclude": [], "stale_before": -1e18, "scan": min(64, batch + 8), "now": time.time()}  # fmt: skip
         t = time.perf_counter()
-        out = await gw.write("reservations/reserve_in_host_batch", params)
+        out = await gw.write(statement, params)
         ids = list(out[0]["ids"]) if out else []
         await gw.write("reservations/release_batch", {"ids": ids, "now": time.time(), "state": "released"})
         ms.append((time.perf_counter() - t) * 1000)

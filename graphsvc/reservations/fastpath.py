@@ -24,6 +24,11 @@ MAX_HOST_GPUS = 128
 TOP_K = 8  # equally good candidates a request may land on
 SCAN_HOSTS = 64  # hosts one statement looks at before it gives up (then the general path runs)
 MODELS_TTL_S = 10.0
+# Hosts up to which the batch reserve scans every host rather than seek the free-count index:
+# measured equal at ~500 hosts on an idle cluster, the scan cheaper on one SU (and flat under
+# sustained reservations, where the seeks grow), the seeks ~7 ms a batch cheaper at ~4,000 hosts
+# half reserved (docs/benchmarks.md, "Stop 40").
+SCAN_EVERY_HOST_UP_TO = 512
 
 
 class InHostParams(TypedDict):
@@ -89,30 +94,43 @@ def slot(seed: str, attempt: int) -> int:
 
 
 @dataclass
-class ModelCache:
-    """The GPU model names in the graph (topology: changes rarely), refreshed every few seconds.
+class TopologyFacts:
+    """The GPU model names in the graph and how many hosts it has (topology: changes rarely),
+    refreshed every few seconds.
 
     A model added since the last refresh only means the fast path misses it once: the general
-    search then answers.
+    search then answers. A host count a refresh behind only picks the other of two statements
+    that answer alike (`batch_statement`).
     """
 
     ttl_s: float = MODELS_TTL_S
     models: list[str] = field(default_factory=list)
+    hosts: int = 0
     read_at: float = float("-inf")
-    reading: asyncio.Task[list[str]] | None = None  # one read in flight, shared by every waiter
+    reading: asyncio.Task[tuple[list[str], int]] | None = None  # one read in flight, shared by every waiter
 
     async def accepted(self, gw: Gateway, req: PlacementRequest) -> list[str]:
         if time.monotonic() - self.read_at > self.ttl_s:
             if self.reading is None or self.reading.done():
                 self.reading = asyncio.create_task(self._read(gw))
-            self.models = await asyncio.shield(self.reading)
+            self.models, self.hosts = await asyncio.shield(self.reading)
         match = req.model_match
         return [m for m in self.models if match is None or match.matches(m)]
 
-    async def _read(self, gw: Gateway) -> list[str]:
+    async def _read(self, gw: Gateway) -> tuple[list[str], int]:
         rows = await gw.read("placement_gpu_models", {})
+        counted = await gw.read("reservations/host_count", {})
         self.read_at = time.monotonic()
-        return [str(r["model"]) for r in rows if r.get("model")]
+        return [str(r["model"]) for r in rows if r.get("model")], int(counted[0]["hosts"]) if counted else 0
+
+
+def batch_statement(hosts: int, scan_up_to: int = SCAN_EVERY_HOST_UP_TO) -> str:
+    """The batch reserve for a cluster of this many hosts: up to `scan_up_to`, the one that scans
+    every host for its candidates; above, the one that seeks them by the free-count index. Both
+    give the same candidates and answers (reserve_in_host_batch_scan says why two)."""
+    if hosts <= scan_up_to:
+        return "reservations/reserve_in_host_batch_scan"
+    return "reservations/reserve_in_host_batch"
 
 
 def in_host_params(

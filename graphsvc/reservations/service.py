@@ -28,12 +28,14 @@ from graphsvc.reservations import checkpoints
 from graphsvc.reservations import mig as mig_slices
 from graphsvc.reservations.events import Event, EventBus
 from graphsvc.reservations.fastpath import (
+    SCAN_EVERY_HOST_UP_TO,
     BatchItem,
     BatchKey,
     BatchRequest,
-    ModelCache,
+    TopologyFacts,
     batch_item,
     batch_params,
+    batch_statement,
     fast_path_mode,
     in_host_params,
 )
@@ -212,15 +214,17 @@ class ReservationService:
         max_attempts: int = 5,
         events: EventBus | None = None,
         group_commit: bool = True,
+        scan_every_host_up_to: int = SCAN_EVERY_HOST_UP_TO,
     ) -> None:
         self.gw = gateway
+        self.scan_every_host_up_to = scan_every_host_up_to  # fastpath.batch_statement
         self.clock = clock
         self.default_ttl_s = default_ttl_s
         self.max_ttl_s = max_ttl_s
         self.max_attempts = max_attempts
         self.events = events or EventBus()
         self.engine = PlacementEngine(gateway, clock=clock)
-        self.models = ModelCache()
+        self.topology = TopologyFacts()
         self.fast_attempts = 3  # one-statement tries (next candidate each) before the general search
         # Single-host reserves arriving while one is in the store go together (group_commit.py);
         # two batches of each kind in flight where the store runs writes one at a time.
@@ -470,7 +474,7 @@ class ReservationService:
         mode = fast_path_mode(request)
         if mode is None:
             return None
-        models = await self.models.accepted(self.gw, request)
+        models = await self.topology.accepted(self.gw, request)
         if not models:
             return None
         stale_after = self.engine.stale_after_s
@@ -512,7 +516,7 @@ class ReservationService:
             requests: list[BatchRequest] = [items[n].request for n in members]
             params = batch_params(key, requests, self.clock())
             try:
-                rows = await self.gw.write("reservations/reserve_in_host_batch", params)
+                rows = await self.gw.write(batch_statement(self.topology.hosts, self.scan_every_host_up_to), params)
             except StoreConstraintError:
                 # An idempotency key raced in this statement (nothing of it was written): its requests
                 # go on alone, where the race is resolved; other statements of the batch stand.

@@ -2,8 +2,8 @@
 
 A query's name is its path below ``queries/`` without the extension
 (``ingest_host``, ``migrations/0002_1_gpu_state_default``). Files under ``queries/fragments/``
-are not queries: a line ``//@include NAME`` in a query is replaced by that fragment, so a
-statement tail shared by several writes (the counter recount) is written once. Code refers to
+are not queries: a line ``//@include NAME`` in a query (or in a fragment) is replaced by that
+fragment, so a statement tail shared by several writes (the counter recount) is written once. Code refers to
 queries only by name and passes values only as ``$parameters``; nothing
 is ever spliced into query text, so a hostile string can only be stored.
 
@@ -282,11 +282,16 @@ def falkordb_dialect(text: str) -> str:
     return _SCOPE_CLAUSE.sub(scope, text)
 
 
-def _expand(text: str, fragments: dict[str, str], name: str) -> str:
+def _expand(text: str, fragments: dict[str, str], name: str, depth: int = 0) -> str:
+    """The text with each ``//@include`` replaced by its fragment, fragments' own includes too
+    (a few levels: a deeper chain is a cycle)."""
+    if depth > 4:
+        raise ValueError(f"query {name}: fragments include each other more than 4 levels deep")
+
     def fragment(m: re.Match[str]) -> str:
         if m.group(1) not in fragments:
             raise ValueError(f"query {name} includes unknown fragment {m.group(1)!r}")
-        return fragments[m.group(1)]
+        return _expand(fragments[m.group(1)], fragments, name, depth + 1)
 
     return _INCLUDE.sub(fragment, text)
 

@@ -272,6 +272,32 @@ EXAMPLES: dict[str, dict[str, Any]] = {
             for n, link in [(1, 0), (2, 2), (4, 1)]
         ],
     },
+    "reservations/reserve_in_host_batch_scan": {
+        "now": time.time(),
+        "sizes": [1],
+        "models": sorted({g.model for g in FIRST.gpus}),
+        "model": "",
+        "exclude": [],
+        "stale_before": 0.0,
+        "scan": 11,
+        "requests": [
+            {
+                "n": n,
+                "link": link,
+                "props": {
+                    "id": f"rsv-batch-scan-{n}",
+                    "holder": "t",
+                    "state": "active",
+                    "created_at": 1.0,
+                    "expires_at": 2.0,
+                    "gpu_count": n,
+                    "idempotency_key": f"rsv-batch-scan-{n}",
+                },
+            }
+            for n, link in [(1, 0), (2, 2), (4, 1)]
+        ],
+    },
+    "reservations/host_count": {},
     "reservations/release_reservation": {"id": "rsv-example", "now": 3.0, "state": "released"},
     "reservations/release_batch": {"ids": ["rsv-in-host", "rsv-batch-1", "rsv-none"], "now": 3.0, "state": "released"},
     "reservations/end_empty_reservation": {"id": "rsv-none", "now": 3.0, "state": "released"},

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from graphsvc.placement.request import parse_request
-from graphsvc.reservations.fastpath import fast_path_mode, slot
+from graphsvc.reservations.fastpath import SCAN_EVERY_HOST_UP_TO, batch_statement, fast_path_mode, slot
 from graphsvc.reservations.service import Conflict, Infeasible, Reservation, ReservationService
 from graphsvc.store.gateway import Gateway
 from tests.cluster_helpers import load
@@ -16,6 +16,9 @@ from tests.integration.test_reservations import invariants
 from tests.queries import with_test_queries
 
 TTL = 600
+# The two batch reserves: the same candidates and answers, read by a free-count index seek or by a
+# scan of every host (fastpath.batch_statement picks by cluster size); each test runs both.
+BATCH_STATEMENTS = ("reservations/reserve_in_host_batch", "reservations/reserve_in_host_batch_scan")
 
 
 async def counters_agree(gw: Gateway) -> None:
@@ -24,7 +27,7 @@ async def counters_agree(gw: Gateway) -> None:
 
 def one_statement_calls(gw: Gateway) -> int:
     """Calls of the match-and-take statement, alone or group-committed."""
-    names = ("reservations/reserve_in_host", "reservations/reserve_in_host_batch")
+    names = ("reservations/reserve_in_host", *BATCH_STATEMENTS)
     return sum(gw.stats[n].calls for n in names if n in gw.stats)
 
 
@@ -40,6 +43,29 @@ def test_which_requests_take_the_one_statement_path() -> None:
     assert fast_path_mode(parse_request("8xH100 exclusive")) is None  # busy GPUs: judged by the general search
     assert fast_path_mode(parse_request("8xH100 fp8")) is None
     assert fast_path_mode(parse_request("8xH100 prefer=a")) is None
+
+
+def test_the_batch_scans_every_host_of_a_small_cluster_and_seeks_on_a_large_one() -> None:
+    assert batch_statement(0) == batch_statement(SCAN_EVERY_HOST_UP_TO) == "reservations/reserve_in_host_batch_scan"
+    assert batch_statement(SCAN_EVERY_HOST_UP_TO + 1) == "reservations/reserve_in_host_batch"
+
+
+async def test_the_service_picks_the_batch_statement_by_the_hosts_it_counted(gateway: Gateway) -> None:
+    """One SU (31 hosts): concurrent reserves are group-committed through the scanning statement,
+    after one count of the hosts (kept with the GPU models)."""
+    await load(gateway, "superpod-h100:sus=1")
+    svc = ReservationService(gateway)
+    made = await asyncio.gather(
+        *(svc.reserve(holder=f"c{i}", request=parse_request("2xH100 nvlink=full-mesh"), ttl_s=TTL) for i in range(6))
+    )
+    assert all(isinstance(r, Reservation) for r in made)
+    assert svc.topology.hosts == 31
+    assert gateway.stats["reservations/host_count"].calls == 1
+    assert gateway.stats["reservations/reserve_in_host_batch_scan"].calls >= 1
+    seeks = gateway.stats.get("reservations/reserve_in_host_batch")
+    assert seeks is None or seeks.calls == 0
+    await invariants(gateway, 0.0)
+    await counters_agree(gateway)
 
 
 def test_slots_are_stable_per_request_and_differ_across_requests() -> None:
@@ -126,14 +152,15 @@ def _batch(asks: list[tuple[int, str]], models: list[str]) -> dict[str, object]:
             "stale_before": -1.0, "scan": 64, "now": 0.0}  # fmt: skip
 
 
-async def test_one_batch_statement_gives_each_request_its_own_gpus(gateway: Gateway) -> None:
+@pytest.mark.parametrize("statement", BATCH_STATEMENTS)
+async def test_one_batch_statement_gives_each_request_its_own_gpus(gateway: Gateway, statement: str) -> None:
     """Requests of one batch that want the same best-fit host never share a GPU; one that cannot
     be served gets no reservation while the others commit."""
     cluster = await load(gateway, "l40s:hosts=2")
     models = sorted({g.model for h in cluster.hosts for g in h.gpus})
     per_host = len(cluster.hosts[0].gpus)
     asks = [(1, "r1"), (per_host - 1, "r2"), (per_host, "r3"), (per_host, "r4-too-many")]
-    rows = await gateway.write("reservations/reserve_in_host_batch", _batch(asks, models))
+    rows = await gateway.write(statement, _batch(asks, models))
     assert sorted(rows[0]["ids"]) == ["r1", "r2", "r3"]
     svc = ReservationService(gateway)
     made = {r.id: r for r in await svc.get_many(ids=["r1", "r2", "r3"])}
@@ -265,9 +292,10 @@ async def test_reserve_explains_an_infeasible_request_only_when_asked(gateway: G
     assert calls() - middle > middle - start  # the diagnosis searched again
 
 
+@pytest.mark.parametrize("statement", BATCH_STATEMENTS)
 @pytest.mark.parametrize("scan", [1, 3, 12])
 async def test_the_batch_reads_the_best_fit_hosts_of_a_cluster_with_every_free_count(
-    gateway: Gateway, scan: int
+    gateway: Gateway, scan: int, statement: str
 ) -> None:
     """Hosts holding 0-8 free GPUs: the batch's candidates are, for each request size, the `scan`
     hosts of the fewest free GPUs that suffice (ties by name), as a sort of every host would give
@@ -285,7 +313,7 @@ async def test_the_batch_reads_the_best_fit_hosts_of_a_cluster_with_every_free_c
         free[host.hostname] = len(host.gpus) - taken
     asks = [(3, "r1"), (3, "r2"), (2, "r3"), (7, "r4")]
     params = {**_batch(asks, models), "scan": scan}
-    rows = await gateway.write("reservations/reserve_in_host_batch", params)
+    rows = await gateway.write(statement, params)
     # The reference: for each size, every host sorted by (free, name), the first `scan` with enough;
     # each request takes the first host of their union, in that order, with enough left (one
     # NVLink domain per host here).
@@ -306,7 +334,8 @@ async def test_the_batch_reads_the_best_fit_hosts_of_a_cluster_with_every_free_c
     await counters_agree(gateway)
 
 
-async def test_a_gpu_reaching_two_requests_of_a_batch_is_handed_to_neither(gateway: Gateway) -> None:
+@pytest.mark.parametrize("statement", BATCH_STATEMENTS)
+async def test_a_gpu_reaching_two_requests_of_a_batch_is_handed_to_neither(gateway: Gateway, statement: str) -> None:
     """The batch hands a GPU to one request at most even when the GPU shows in two of its groups
     (here a GPU in two NVLink domains; on Neo4j, a host read under two counts by a statement that
     raced a commit did the same): the requests sharing it get nothing and go on alone, the rest commit."""
@@ -321,7 +350,7 @@ async def test_a_gpu_reaching_two_requests_of_a_batch_is_handed_to_neither(gatew
     # request the second host.
     params = {**_batch([(1, "r1"), (8, "r2"), (2, "r3")], models),
               "exclude": [h.hostname for h in cluster.hosts if h.hostname not in (first, second)]}  # fmt: skip
-    rows = await gateway.write("reservations/reserve_in_host_batch", params)
+    rows = await gateway.write(statement, params)
     assert rows and list(rows[0]["ids"]) == ["r3"]
     assert {str(g[3]) for taken in rows[0]["taken"] for g in taken} == {second}
     assert await gateway.read("reservations/gpu_holders", {"uuids": [shared], "now": 0.0}) == []

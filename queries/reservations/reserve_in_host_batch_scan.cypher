@@ -1,0 +1,30 @@
+// reserve_in_host_batch for a cluster of at most `fastpath.SCAN_EVERY_HOST_UP_TO` hosts: the
+// candidates are read by a scan of every host, not by the free-count index. Same parameters,
+// the same page per request size ($scan hosts of the fewest free GPUs that suffice, ties by
+// name), the same taking (reserve_batch_take) and answer. Why: on FalkorDB every counter write
+// re-indexes its host, and the stale index entries stay until the index garbage collector (every
+// 30 s), so an index seek walks every entry the reservations since then left; on one SU (31
+// hosts) each seek grew from ~0.08 to ~1-1.7 ms within 30 s of sustained reservations, while the
+// scan reads 31 hosts each time. At ~500 hosts idle the two cost the same; at ~4,000 hosts half
+// reserved the scan cost ~7 ms more per batch of six (docs/benchmarks.md, "Stop 40").
+// @write
+// @param exclude list<string>
+// @param model string
+// @param models list<string>
+// @param now float
+// @param requests list<map>
+// @param scan int
+// @param sizes list<int>
+// @param stale_before float
+// @row ids any, reservations any, taken any
+UNWIND $sizes AS size
+CALL (size) {
+  MATCH (h:Host)
+  WHERE coalesce(h.free_gpus, 0) >= size AND NOT h.name IN $exclude
+    AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model AND coalesce(h.received_at, $now) >= $stale_before
+  WITH h, h.free_gpus AS want
+  ORDER BY want, h.name
+  LIMIT $scan
+  RETURN h, want
+}
+//@include reserve_batch_take
