@@ -22,6 +22,37 @@ from tests.queries import registry_with_tests, with_test_queries
 
 CLUSTER = build("demo:sus=1,nvl72_racks=1,a100_hosts=2,l40s_hosts=2")
 FIRST = CLUSTER.hosts[0]
+
+
+def _batch_example(prefix: str) -> dict[str, object]:
+    """Parameters of a batch reserve (either statement): three requests, ids from `prefix`."""
+    return {
+        "now": time.time(),
+        "sizes": [1],
+        "models": sorted({g.model for g in FIRST.gpus}),
+        "model": "",
+        "exclude": [],
+        "stale_before": 0.0,
+        "scan": 11,
+        "requests": [
+            {
+                "n": n,
+                "link": link,
+                "props": {
+                    "id": f"{prefix}-{n}",
+                    "holder": "t",
+                    "state": "active",
+                    "created_at": 1.0,
+                    "expires_at": 2.0,
+                    "gpu_count": n,
+                    "idempotency_key": f"{prefix}-{n}",
+                },
+            }
+            for n, link in [(1, 0), (2, 2), (4, 1)]
+        ],
+    }
+
+
 # A second host with GPU 0 in MIG mode (two 3g.40gb slices), so the MIG queries return rows.
 _MIG_GPU = CLUSTER.hosts[1].gpus[0]
 MIG_SLICES = [f"MIG-example-{n}" for n in range(2)]
@@ -247,56 +278,8 @@ EXAMPLES: dict[str, dict[str, Any]] = {
             "idempotency_key": "rsv-in-host",
         },
     },
-    "reservations/reserve_in_host_batch": {
-        "now": time.time(),
-        "sizes": [1],
-        "models": sorted({g.model for g in FIRST.gpus}),
-        "model": "",
-        "exclude": [],
-        "stale_before": 0.0,
-        "scan": 11,
-        "requests": [
-            {
-                "n": n,
-                "link": link,
-                "props": {
-                    "id": f"rsv-batch-{n}",
-                    "holder": "t",
-                    "state": "active",
-                    "created_at": 1.0,
-                    "expires_at": 2.0,
-                    "gpu_count": n,
-                    "idempotency_key": f"rsv-batch-{n}",
-                },
-            }
-            for n, link in [(1, 0), (2, 2), (4, 1)]
-        ],
-    },
-    "reservations/reserve_in_host_batch_scan": {
-        "now": time.time(),
-        "sizes": [1],
-        "models": sorted({g.model for g in FIRST.gpus}),
-        "model": "",
-        "exclude": [],
-        "stale_before": 0.0,
-        "scan": 11,
-        "requests": [
-            {
-                "n": n,
-                "link": link,
-                "props": {
-                    "id": f"rsv-batch-scan-{n}",
-                    "holder": "t",
-                    "state": "active",
-                    "created_at": 1.0,
-                    "expires_at": 2.0,
-                    "gpu_count": n,
-                    "idempotency_key": f"rsv-batch-scan-{n}",
-                },
-            }
-            for n, link in [(1, 0), (2, 2), (4, 1)]
-        ],
-    },
+    "reservations/reserve_in_host_batch": _batch_example("rsv-batch"),
+    "reservations/reserve_in_host_batch_scan": _batch_example("rsv-batch-scan"),
     "reservations/host_count": {},
     "reservations/release_reservation": {"id": "rsv-example", "now": 3.0, "state": "released"},
     "reservations/release_batch": {"ids": ["rsv-in-host", "rsv-batch-1", "rsv-none"], "now": 3.0, "state": "released"},
