@@ -9,6 +9,7 @@ must bring back the graph. (Specifically about the embedded store: it runs its o
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 from datetime import UTC, datetime, timedelta
@@ -78,7 +79,14 @@ async def test_churn_is_compacted_and_survives_kill9(tmp_path: Path) -> None:
             written = sum(aof_files(embedded).values())
             if int(info(embedded).get("aof_rewrites", "0")) >= 2:
                 break
-        stats = info(embedded)
+        # A rewrite the last writes started finishes in the background: wait for it (bounded
+        # polls, not a timing assertion) so the files below are what it left.
+        for _ in range(600):
+            stats = info(embedded)
+            idle = stats.get("aof_rewrite_in_progress") == "0" and stats.get("aof_rewrite_scheduled") == "0"
+            if idle and int(stats.get("aof_rewrites", "0")) >= 1:
+                break
+            await asyncio.sleep(0.1)
         assert int(stats["aof_rewrites"]) >= 1, (stats, aof_files(embedded))
         files = aof_files(embedded)
         incr = sum(size for name, size in files.items() if name.endswith(".incr.aof"))

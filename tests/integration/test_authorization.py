@@ -154,7 +154,8 @@ async def test_bad_tokens_and_introspection(secured: tuple[httpx.AsyncClient, An
 
 async def test_mutations_are_rate_limited_per_token(gateway: Gateway) -> None:
     await load(gateway, "l40s:hosts=1")
-    settings = Settings(tokens=json.dumps(ENTRIES), mutation_rate_per_minute=1, mutation_burst=2)
+    # A token a ~17 h: nothing refills during the test, however slow the machine.
+    settings = Settings(tokens=json.dumps(ENTRIES), mutation_rate_per_minute=0.001, mutation_burst=2)
     app = create_app(settings, gateway=gateway)
     transport = httpx.ASGITransport(app=app)
     query = 'mutation { release(id: "nope") { __typename } }'

@@ -20,9 +20,10 @@ from tests.stores import STORES, service_store_env
 
 @pytest.fixture(scope="module", params=STORES)
 def service(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
-    svc = ServiceProcess(
-        tmp_path_factory.mktemp("svc") / "data", free_port(), env=service_store_env(request.param, request)
-    )
+    # The cluster is pushed once for the module's tests: its facts must not go stale before the
+    # last of them runs, however loaded the machine (the default is 300 s).
+    env = {**service_store_env(request.param, request), "GRAPHSVC_STALE_AFTER_S": "86400"}
+    svc = ServiceProcess(tmp_path_factory.mktemp("svc") / "data", free_port(), env=env)
     svc.start()
     asyncio.run(push_cluster(svc.url, build("demo:sus=1,nvl72_racks=1,a100_hosts=2,l40s_hosts=2")))
     yield svc

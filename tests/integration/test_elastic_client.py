@@ -24,9 +24,10 @@ STATE = "query($id: String!) { reservation(id: $id) { state gpus { uuid } } }"
 
 @pytest.fixture(scope="module", params=STORES)
 def service(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
-    svc = ServiceProcess(
-        tmp_path_factory.mktemp("svc") / "data", free_port(), env=service_store_env(request.param, request)
-    )
+    # The cluster is pushed once for the module's tests: its facts must not go stale before the
+    # last of them runs, however loaded the machine (the default is 300 s).
+    env = {**service_store_env(request.param, request), "GRAPHSVC_STALE_AFTER_S": "86400"}
+    svc = ServiceProcess(tmp_path_factory.mktemp("svc") / "data", free_port(), env=env)
     svc.start()
     asyncio.run(push_cluster(svc.url, build(PROFILE)))
     yield svc

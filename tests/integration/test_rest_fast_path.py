@@ -52,7 +52,8 @@ async def test_roles_ownership_and_the_rate_limit(gateway: Gateway) -> None:
         token, entry = new_token(name, role, ["*"] if role is Role.COLLECTOR else [])
         tokens[name] = {"authorization": f"Bearer {token}"}
         entries.append(entry)
-    settings = Settings(tokens=json.dumps(entries), mutation_rate_per_minute=1, mutation_burst=2)
+    # A token a ~17 h: nothing refills during the test, however slow the machine.
+    settings = Settings(tokens=json.dumps(entries), mutation_rate_per_minute=0.001, mutation_burst=2)
     app = create_app(settings, gateway=gateway)
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
     async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
