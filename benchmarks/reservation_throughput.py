@@ -33,7 +33,7 @@ import httpx
 
 from graphsvc.api.app import create_app, freeze_startup_heap
 from graphsvc.ingest.service import ingest_fabric, ingest_host
-from graphsvc.reservations.fastpath import batch_statement
+from graphsvc.reservations.fastpath import candidate_read
 from graphsvc.settings import Settings
 from graphsvc.store.factory import open_store
 from graphsvc.store.gateway import Gateway
@@ -43,7 +43,8 @@ ROOT = Path(__file__).resolve().parents[1]
 RESERVE = """mutation($input: ReserveInput!) { reserve(input: $input) { __typename ... on Reservation { id } } }"""
 RELEASE = """mutation($id: String!) { release(id: $id) { __typename } }"""
 RESERVE_STATEMENTS = (
-    "reserve_gpus", "reserve_in_host", "reserve_in_host_batch", "reserve_in_host_batch_scan", "preempt_and_reserve"
+    "reserve_gpus", "reserve_in_host", "reserve_in_host_scan", "reserve_in_host_batch", "reserve_in_host_batch_scan",
+    "preempt_and_reserve",
 )  # fmt: skip
 
 
@@ -135,7 +136,8 @@ async def raw(gw: Gateway, batch: int, rounds: int) -> dict[str, Any]:
     """The ceiling: the two batch statements straight through the gateway (no service, no HTTP)."""
     rows = await gw.read("placement_gpu_models", {})
     models = [str(r["model"]) for r in rows if r.get("model") and "H100" in str(r["model"])]
-    statement = batch_statement(int((await gw.read("reservations/host_count", {}))[0]["hosts"]))  # as the service picks
+    hosts = int((await gw.read("reservations/host_count", {}))[0]["hosts"])
+    statement = candidate_read("reservations/reserve_in_host_batch", hosts)  # as the service picks
     rng = random.Random(1)
     made = 0
     ms: list[float] = []

@@ -100,7 +100,7 @@ class TopologyFacts:
 
     A model added since the last refresh only means the fast path misses it once: the general
     search then answers. A host count a refresh behind only picks the other of two statements
-    that answer alike (`batch_statement`).
+    that answer alike (`candidate_read`).
     """
 
     ttl_s: float = MODELS_TTL_S
@@ -124,13 +124,13 @@ class TopologyFacts:
         return [str(r["model"]) for r in rows if r.get("model")], int(counted[0]["hosts"]) if counted else 0
 
 
-def batch_statement(hosts: int, scan_up_to: int = SCAN_EVERY_HOST_UP_TO) -> str:
-    """The batch reserve for a cluster of this many hosts: up to `scan_up_to`, the one that scans
-    every host for its candidates; above, the one that seeks them by the free-count index. Both
-    give the same candidates and answers (reserve_in_host_batch_scan says why two)."""
-    if hosts <= scan_up_to:
-        return "reservations/reserve_in_host_batch_scan"
-    return "reservations/reserve_in_host_batch"
+def candidate_read(statement: str, hosts: int, scan_up_to: int = SCAN_EVERY_HOST_UP_TO) -> str:
+    """Which of a one-host reserve statement's two forms to run (`reservations/reserve_in_host` or
+    `reservations/reserve_in_host_batch`) on a cluster of this many hosts: up to `scan_up_to`, its
+    `_scan` form, which reads the candidates by a scan of every host; above, the form that seeks
+    them by the free-count index. Both give the same candidates and answers
+    (reserve_in_host_batch_scan says why two)."""
+    return f"{statement}_scan" if hosts <= scan_up_to else statement
 
 
 def in_host_params(

@@ -35,7 +35,7 @@ from graphsvc.reservations.fastpath import (
     TopologyFacts,
     batch_item,
     batch_params,
-    batch_statement,
+    candidate_read,
     fast_path_mode,
     in_host_params,
 )
@@ -217,7 +217,7 @@ class ReservationService:
         scan_every_host_up_to: int = SCAN_EVERY_HOST_UP_TO,
     ) -> None:
         self.gw = gateway
-        self.scan_every_host_up_to = scan_every_host_up_to  # fastpath.batch_statement
+        self.scan_every_host_up_to = scan_every_host_up_to  # fastpath.candidate_read
         self.clock = clock
         self.default_ttl_s = default_ttl_s
         self.max_ttl_s = max_ttl_s
@@ -498,12 +498,16 @@ class ReservationService:
                     request, mode, models, full, seed=key or str(props["id"]), attempt=attempt, now=now,
                     stale_before=None if stale_after is None else now - stale_after,
                 )  # fmt: skip
-                return bool(await self.gw.write("reservations/reserve_in_host", params))
+                return bool(await self.gw.write(self._one_host_form("reservations/reserve_in_host"), params))
 
             done = await self._attempt_with(write, props, key, holder)
             if done is not None:
                 return done
         return None
+
+    def _one_host_form(self, statement: str) -> str:
+        """The form of a one-host reserve statement for this cluster's size (fastpath.candidate_read)."""
+        return candidate_read(statement, self.topology.hosts, self.scan_every_host_up_to)
 
     async def _reserve_batch(self, items: list[BatchItem]) -> list[Reservation | None]:
         """Single-host reserves in one statement per shared key (usually one); the reservations made,
@@ -516,7 +520,7 @@ class ReservationService:
             requests: list[BatchRequest] = [items[n].request for n in members]
             params = batch_params(key, requests, self.clock())
             try:
-                rows = await self.gw.write(batch_statement(self.topology.hosts, self.scan_every_host_up_to), params)
+                rows = await self.gw.write(self._one_host_form("reservations/reserve_in_host_batch"), params)
             except StoreConstraintError:
                 # An idempotency key raced in this statement (nothing of it was written): its requests
                 # go on alone, where the race is resolved; other statements of the batch stand.

@@ -1,5 +1,5 @@
-// How many hosts the graph has: which of the two batch reserve statements the service runs
-// (fastpath.batch_statement), read with the GPU models every few seconds.
+// How many hosts the graph has: which form of the one-host reserve statements the service runs
+// (fastpath.candidate_read), read with the GPU models every few seconds.
 // @read
 // @row hosts int
 MATCH (h:Host)

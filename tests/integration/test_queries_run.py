@@ -24,6 +24,33 @@ CLUSTER = build("demo:sus=1,nvl72_racks=1,a100_hosts=2,l40s_hosts=2")
 FIRST = CLUSTER.hosts[0]
 
 
+def _in_host_example(rid: str) -> dict[str, object]:
+    """Parameters of a one-request reserve (either statement): 2 GPUs, full mesh, id `rid`."""
+    return {
+        "first_size": 1,
+        "last_size": 128,
+        "exclude": [],
+        "model": "h100",
+        "models": sorted({g.model for g in FIRST.gpus}),
+        "mode": "full-mesh",
+        "n": 2,
+        "k": 8,
+        "scan": 64,
+        "slot": 3,
+        "now": time.time(),
+        "stale_before": 0.0,
+        "props": {
+            "id": rid,
+            "holder": "t",
+            "state": "active",
+            "created_at": 1.0,
+            "expires_at": 2.0,
+            "gpu_count": 2,
+            "idempotency_key": rid,
+        },
+    }
+
+
 def _batch_example(prefix: str) -> dict[str, object]:
     """Parameters of a batch reserve (either statement): three requests, ids from `prefix`."""
     return {
@@ -255,29 +282,8 @@ EXAMPLES: dict[str, dict[str, Any]] = {
             "idempotency_key": "rsv-example",
         },
     },
-    "reservations/reserve_in_host": {
-        "first_size": 1,
-        "last_size": 128,
-        "exclude": [],
-        "model": "h100",
-        "models": sorted({g.model for g in FIRST.gpus}),
-        "mode": "full-mesh",
-        "n": 2,
-        "k": 8,
-        "scan": 64,
-        "slot": 3,
-        "now": time.time(),
-        "stale_before": 0.0,
-        "props": {
-            "id": "rsv-in-host",
-            "holder": "t",
-            "state": "active",
-            "created_at": 1.0,
-            "expires_at": 2.0,
-            "gpu_count": 2,
-            "idempotency_key": "rsv-in-host",
-        },
-    },
+    "reservations/reserve_in_host": _in_host_example("rsv-in-host"),
+    "reservations/reserve_in_host_scan": _in_host_example("rsv-in-host-scan"),
     "reservations/reserve_in_host_batch": _batch_example("rsv-batch"),
     "reservations/reserve_in_host_batch_scan": _batch_example("rsv-batch-scan"),
     "reservations/host_count": {},

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from graphsvc.placement.request import parse_request
-from graphsvc.reservations.fastpath import SCAN_EVERY_HOST_UP_TO, batch_statement
+from graphsvc.reservations.fastpath import SCAN_EVERY_HOST_UP_TO, candidate_read
 from graphsvc.reservations.service import Conflict, Infeasible, Reservation, ReservationService
 from graphsvc.store.backend import Row
 from graphsvc.store.gateway import Gateway
@@ -60,8 +60,8 @@ async def confirmed(gateway: Gateway, check: str, key: tuple[str, ...]) -> list[
 
 @pytest.mark.parametrize("scan_up_to", [SCAN_EVERY_HOST_UP_TO, -1], ids=["scan", "seek"])
 async def test_storm_never_double_books(gateway: Gateway, scan_up_to: int) -> None:
-    """Both batch reserves (a scan of every host on a small cluster, the free-count index seek on a
-    large one; here forced) under concurrent reserves and releases."""
+    """Both forms of the one-host reserves (a scan of every host on a small cluster, the free-count
+    index seek on a large one; here forced) under concurrent reserves and releases."""
     cluster = await load(gateway, small_cluster())
     all_uuids = [g.uuid for h in cluster.hosts for g in h.gpus]
     svc = ReservationService(gateway, default_ttl_s=3600, scan_every_host_up_to=scan_up_to)
@@ -105,7 +105,8 @@ async def test_storm_never_double_books(gateway: Gateway, scan_up_to: int) -> No
     assert counts["ok"] + counts["conflict"] + counts["infeasible"] == ATTEMPTS, counts
     assert counts["other"] == 0
     assert counts["ok"] > 100 and counts["conflict"] + counts["infeasible"] > 0, counts
-    assert gateway.stats[batch_statement(svc.topology.hosts, scan_up_to)].calls > 0  # the statement under test ran
+    batch = candidate_read("reservations/reserve_in_host_batch", svc.topology.hosts, scan_up_to)
+    assert gateway.stats[batch].calls > 0  # the statement under test ran
     now = time.time()
     assert await with_test_queries(gateway).read("reservations/double_holds", {"now": now}) == []
     assert await with_test_queries(gateway).read("reservations/incomplete_reservations", {"now": now}) == []

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from graphsvc.placement.request import parse_request
-from graphsvc.reservations.fastpath import SCAN_EVERY_HOST_UP_TO, batch_statement, fast_path_mode, slot
+from graphsvc.reservations.fastpath import SCAN_EVERY_HOST_UP_TO, candidate_read, fast_path_mode, slot
 from graphsvc.reservations.service import Conflict, Infeasible, Reservation, ReservationService
 from graphsvc.store.gateway import Gateway
 from tests.cluster_helpers import load
@@ -17,7 +17,7 @@ from tests.queries import with_test_queries
 
 TTL = 600
 # The two batch reserves: the same candidates and answers, read by a free-count index seek or by a
-# scan of every host (fastpath.batch_statement picks by cluster size); each test runs both.
+# scan of every host (fastpath.candidate_read picks by cluster size); each test runs both.
 BATCH_STATEMENTS = ("reservations/reserve_in_host_batch", "reservations/reserve_in_host_batch_scan")
 
 
@@ -27,7 +27,7 @@ async def counters_agree(gw: Gateway) -> None:
 
 def one_statement_calls(gw: Gateway) -> int:
     """Calls of the match-and-take statement, alone or group-committed."""
-    names = ("reservations/reserve_in_host", *BATCH_STATEMENTS)
+    names = ("reservations/reserve_in_host", "reservations/reserve_in_host_scan", *BATCH_STATEMENTS)
     return sum(gw.stats[n].calls for n in names if n in gw.stats)
 
 
@@ -45,9 +45,10 @@ def test_which_requests_take_the_one_statement_path() -> None:
     assert fast_path_mode(parse_request("8xH100 prefer=a")) is None
 
 
-def test_the_batch_scans_every_host_of_a_small_cluster_and_seeks_on_a_large_one() -> None:
-    assert batch_statement(0) == batch_statement(SCAN_EVERY_HOST_UP_TO) == "reservations/reserve_in_host_batch_scan"
-    assert batch_statement(SCAN_EVERY_HOST_UP_TO + 1) == "reservations/reserve_in_host_batch"
+def test_one_host_reserves_scan_every_host_of_a_small_cluster_and_seek_on_a_large_one() -> None:
+    for name in ("reservations/reserve_in_host", "reservations/reserve_in_host_batch"):
+        assert candidate_read(name, 0) == candidate_read(name, SCAN_EVERY_HOST_UP_TO) == f"{name}_scan"
+        assert candidate_read(name, SCAN_EVERY_HOST_UP_TO + 1) == name
 
 
 async def test_the_service_picks_the_batch_statement_by_the_hosts_it_counted(gateway: Gateway) -> None:
@@ -102,10 +103,12 @@ async def test_best_fit_host_is_preferred(gateway: Gateway) -> None:
     await counters_agree(gateway)
 
 
-async def test_concurrent_reserves_spread_and_never_share_a_gpu(gateway: Gateway) -> None:
-    """Without group commit: sixteen single statements race, spread by their slots, retry the next."""
+@pytest.mark.parametrize("scan_up_to", [SCAN_EVERY_HOST_UP_TO, -1], ids=["scan", "seek"])
+async def test_concurrent_reserves_spread_and_never_share_a_gpu(gateway: Gateway, scan_up_to: int) -> None:
+    """Without group commit: sixteen single statements race, spread by their slots, retry the next
+    (both forms of the statement: one SU scans every host; the seek is forced here)."""
     await load(gateway, "superpod-h100:sus=1")
-    svc = ReservationService(gateway, group_commit=False)
+    svc = ReservationService(gateway, group_commit=False, scan_every_host_up_to=scan_up_to)
     outs = await asyncio.gather(
         *(svc.reserve(holder=f"c{i}", request=parse_request("8xH100 nvlink=full-mesh"), ttl_s=TTL) for i in range(16))
     )
@@ -116,7 +119,7 @@ async def test_concurrent_reserves_spread_and_never_share_a_gpu(gateway: Gateway
     await invariants(gateway, 0.0)
     await counters_agree(gateway)
     # Spread: the one-statement path answered most of them (a lost race retries the next candidate).
-    assert gateway.stats["reservations/reserve_in_host"].calls >= 16
+    assert gateway.stats[candidate_read("reservations/reserve_in_host", 31, scan_up_to)].calls >= 16
     for o in made:
         await svc.release(o.id)
     await counters_agree(gateway)
