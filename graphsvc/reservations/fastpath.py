@@ -1,7 +1,9 @@
 """The one-statement reserve for the common shape: all GPUs on one host.
 
 `reservations/reserve_in_host.cypher` finds the candidates and takes one in a single
-statement (no read-then-write race, two store round trips per reservation instead of ten).
+statement (no read-then-write race, two store round trips per reservation instead of ten);
+`reserve_in_host_batch.cypher` does so for several requests at once, and each has a `_scan` form
+for small clusters (`candidate_read`).
 This module decides which requests it can answer exactly as the general search would allow
 (everything it checks in Cypher is listed in `fast_path_mode`), and where among equally good
 candidates a request starts (`slot`), so concurrent reserves spread over hosts instead of all
@@ -23,8 +25,9 @@ from graphsvc.store.gateway import Gateway
 MAX_HOST_GPUS = 128
 TOP_K = 8  # equally good candidates a request may land on
 SCAN_HOSTS = 64  # hosts one statement looks at before it gives up (then the general path runs)
-MODELS_TTL_S = 10.0
-# Hosts up to which the batch reserve scans every host rather than seek the free-count index:
+MODELS_TTL_S = 10.0  # how long TopologyFacts keeps the GPU models and the host count
+# Hosts up to which the one-host reserves (batch and single) scan every host rather than seek the
+# free-count index:
 # measured equal at ~500 hosts on an idle cluster, the scan cheaper on one SU (and flat under
 # sustained reservations, where the seeks grow), the seeks ~7 ms a batch cheaper at ~4,000 hosts
 # half reserved (docs/benchmarks.md, "Stop 40").

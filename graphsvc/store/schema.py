@@ -91,14 +91,9 @@ class GraphSchema:
         return [(n.label, p) for n in self.nodes.values() for p in (n.key, *n.unique)]
 
     def falkordb_unique_keys(self) -> list[tuple[str, str]]:
-        """The unique keys FalkorDB constrains: not the keys of labels every reservation writes,
-        whose constraint checks walk the stale index entries each write leaves (graph.toml)."""
-        return [
-            (n.label, p)
-            for n in self.nodes.values()
-            for p in (n.key, *n.unique)
-            if not (n.written_per_reservation and p == n.key)
-        ]
+        """The unique keys FalkorDB constrains: none of a label every reservation writes, whose
+        constraint checks walk the stale index entries each write leaves (graph.toml)."""
+        return [(n.label, p) for n in self.nodes.values() if not n.written_per_reservation for p in (n.key, *n.unique)]
 
 
 def load_schema(path: Path | None = None) -> GraphSchema:

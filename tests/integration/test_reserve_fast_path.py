@@ -17,7 +17,7 @@ from tests.queries import with_test_queries
 
 TTL = 600
 # The two batch reserves: the same candidates and answers, read by a free-count index seek or by a
-# scan of every host (fastpath.candidate_read picks by cluster size); each test runs both.
+# scan of every host (fastpath.candidate_read picks by cluster size); the page tests run both.
 BATCH_STATEMENTS = ("reservations/reserve_in_host_batch", "reservations/reserve_in_host_batch_scan")
 
 
@@ -358,3 +358,43 @@ async def test_a_gpu_reaching_two_requests_of_a_batch_is_handed_to_neither(gatew
     assert {str(g[3]) for taken in rows[0]["taken"] for g in taken} == {second}
     assert await gateway.read("reservations/gpu_holders", {"uuids": [shared], "now": 0.0}) == []
     await invariants(gateway, 0.0)
+
+
+@pytest.mark.parametrize(
+    ("first_size", "last_size", "exclude_first", "model"),
+    [(1, 128, 0, "h100"), (3, 6, 0, "h100"), (2, 128, 7, ""), (1, 128, 0, "a100"), (9, 128, 0, "")],
+)
+async def test_the_single_statement_takes_the_same_gpus_in_both_forms(
+    gateway: Gateway, first_size: int, last_size: int, exclude_first: int, model: str
+) -> None:
+    """reserve_in_host and reserve_in_host_scan on a cluster of every free count (and a host
+    without a count): the same bounds, exclusions and model filter give the same page, so each
+    form takes the same GPUs (released in between), or neither takes any."""
+    cluster = await load(gateway, "superpod-h100:sus=1")
+    svc = ReservationService(gateway)
+    for i, host in enumerate(cluster.hosts[1:]):
+        busy = (i * 5) % 9
+        if busy:
+            made = await svc.reserve(holder="setup", gpus=[g.uuid for g in host.gpus[:busy]], ttl_s=TTL)
+            assert isinstance(made, Reservation)
+    await with_test_queries(gateway).write("host_without_free_count", {"name": cluster.hosts[0].hostname})
+    models = sorted({g.model for h in cluster.hosts for g in h.gpus})
+    exclude = sorted(h.hostname for h in cluster.hosts)[:exclude_first]
+    taken: dict[str, list[str]] = {}
+    for form in ("reservations/reserve_in_host", "reservations/reserve_in_host_scan"):
+        rid = f"same-{form.rsplit('/', 1)[1]}"
+        props = {"id": rid, "holder": "t", "state": "active", "created_at": 1.0, "expires_at": 1e12, "gpu_count": 2,
+                 "idempotency_key": rid}  # fmt: skip
+        params = {"first_size": first_size, "last_size": last_size, "exclude": exclude, "model": model,
+                  "models": models, "mode": "none", "n": 2, "k": 8, "scan": 4, "slot": 1, "now": 0.0,
+                  "stale_before": -1.0, "props": props}  # fmt: skip
+        rows = await gateway.write(form, params)
+        held = await gateway.read("reservations/gpu_holders", {"uuids": [g.uuid for h in cluster.hosts for g in h.gpus],
+                                                               "now": 0.0})  # fmt: skip
+        taken[form] = sorted(str(r["uuid"]) for r in held if r["reservation"] == rid)
+        assert bool(rows) == bool(taken[form])
+        if rows:
+            await svc.release(rid)
+    assert taken["reservations/reserve_in_host"] == taken["reservations/reserve_in_host_scan"]
+    if first_size <= 8 and model != "a100":
+        assert taken["reservations/reserve_in_host"]  # the case is not vacuous
