@@ -149,6 +149,7 @@ def test_kill9_of_the_store_under_a_running_service(tmp_path: Path) -> None:
                 assert resp.status_code == 200, resp.text
             old_pid = int((data / "falkordb.pid").read_text())
             os.kill(old_pid, signal.SIGKILL)
+            killed_at = time.monotonic()
             answers: list[Any] = []
 
             def answered() -> bool:
@@ -162,6 +163,7 @@ def test_kill9_of_the_store_under_a_running_service(tmp_path: Path) -> None:
                 return bool(body["data"]["clusterSummary"]["hosts"] == 3)
 
             wait_until(answered, proc)
+            outage_s = time.monotonic() - killed_at
             assert int((data / "falkordb.pid").read_text()) != old_pid
             assert _status(c, "/healthz") == 200
     finally:
@@ -170,7 +172,9 @@ def test_kill9_of_the_store_under_a_running_service(tmp_path: Path) -> None:
     log_text = log_path.read_text()
     assert "Traceback" not in log_text, log_text[-3000:]
     assert "killed by signal 9" in log_text and "back up" in log_text, log_text[-3000:]
-    assert log_text.count("store unavailable") <= 2, log_text[-3000:]
+    # One line per 30 s of outage (graphsvc.store.outage_log), however long a loaded machine took to
+    # restart the store, and one more for the report that it ended: never one per request.
+    assert log_text.count("store unavailable") <= 2 + int(outage_s // 30), (outage_s, log_text[-3000:])
 
 
 def _status(c: httpx.Client, path: str) -> int:
