@@ -27,10 +27,9 @@ TOP_K = 8  # equally good candidates a request may land on
 SCAN_HOSTS = 64  # hosts one statement looks at before it gives up (then the general path runs)
 MODELS_TTL_S = 10.0  # how long TopologyFacts keeps the GPU models and the host count
 # Hosts up to which the one-host reserves (batch and single) scan every host rather than seek the
-# free-count index:
-# measured equal at ~500 hosts on an idle cluster, the scan cheaper on one SU (and flat under
-# sustained reservations, where the seeks grow), the seeks ~7 ms a batch cheaper at ~4,000 hosts
-# half reserved (docs/benchmarks.md, "Stop 40").
+# free-count index: measured equal at ~500 hosts on an idle cluster, the scan cheaper on one SU
+# (and flat under sustained reservations, where the seeks grow), the seeks ~7 ms a batch cheaper
+# at ~4,000 hosts half reserved (docs/benchmarks.md, "Stop 40").
 SCAN_EVERY_HOST_UP_TO = 512
 
 

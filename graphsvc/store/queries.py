@@ -3,9 +3,9 @@
 A query's name is its path below ``queries/`` without the extension
 (``ingest_host``, ``migrations/0002_1_gpu_state_default``). Files under ``queries/fragments/``
 are not queries: a line ``//@include NAME`` in a query (or in a fragment) is replaced by that
-fragment, so a statement tail shared by several writes (the counter recount) is written once. Code refers to
-queries only by name and passes values only as ``$parameters``; nothing
-is ever spliced into query text, so a hostile string can only be stored.
+fragment, so a statement tail shared by several writes (the counter recount) is written once.
+Code refers to queries only by name and passes values only as ``$parameters``; nothing is ever
+spliced into query text, so a hostile string can only be stored.
 
 Each query declares its signature in header comments (docs/architecture.md, "Typed queries"):
 
