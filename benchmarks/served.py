@@ -12,6 +12,7 @@ few tens of microseconds a request) so the clients take little of the machine. C
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import os
 import re
@@ -27,6 +28,20 @@ from types import TracebackType
 from typing import Any
 
 CLI = "import sys; from graphsvc.cli import main; sys.exit(main())"
+
+
+def _tree() -> Path:
+    """The checkout whose graphsvc this process imports (PYTHONPATH may name another one, e.g. an
+    older commit measured side by side). `python -c` puts its working directory first on the
+    service's sys.path, so the service and the CLI are started there: started elsewhere, they
+    imported whatever graphsvc the caller's directory held, not the tree being measured."""
+    spec = importlib.util.find_spec("graphsvc")
+    if spec is None or spec.origin is None:
+        raise RuntimeError("graphsvc is not importable: install it or set PYTHONPATH to a checkout")
+    return Path(spec.origin).resolve().parents[1]
+
+
+TREE = _tree()
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -101,7 +116,9 @@ class Served:
 
     def __enter__(self) -> Served:
         self.process = subprocess.Popen(
-            [sys.executable, "-c", CLI, "serve", "--insecure-dev", "--port", str(self.port)], env=self.env
+            [sys.executable, "-c", CLI, "serve", "--insecure-dev", "--port", str(self.port)],
+            env=self.env,
+            cwd=TREE,
         )
         for _ in range(1200):
             try:
@@ -133,7 +150,7 @@ class Served:
 
     def cli(self, *args: str) -> None:
         """A `graphsvc` client command against this service (e.g. load PROFILE)."""
-        subprocess.run([sys.executable, "-c", CLI, *args, "--server", self.url], env=self.env, check=True)
+        subprocess.run([sys.executable, "-c", CLI, *args, "--server", self.url], env=self.env, cwd=TREE, check=True)
 
     def statements(self) -> dict[str, float]:
         """Store statements run so far, by query name (the Prometheus histogram's counts)."""
