@@ -3,9 +3,10 @@
 For each size it loads a DGX H100 SuperPOD (synthetic, through the real ingest path) into
 a fresh store, marks 50% of the GPUs reserved at random (fixed seed; every 32nd host is left
 idle, so whole-host requests fit at every size), then times GraphQL
-`placementText` requests (in-process ASGI: the whole API stack, no socket) side by side with
-the naive Cypher query that scans every GPU, and counts the store statements each request
-costs (the gateway's per-query statistics). Writes docs/benchmarks/placement.json (or
+`placementText` requests and the same requests through the REST fast path `POST /v1/place`
+(what a scheduler calling per job uses; `rest_p50_ms`), both in-process ASGI (the whole API
+stack, no socket), side by side with the naive Cypher query that scans every GPU, and counts
+the store statements each request costs (the gateway's per-query statistics). Writes docs/benchmarks/placement.json (or
 placement-neo4j.json) and docs/benchmarks/placement.png.
 
     python benchmarks/placement_latency.py                 # 1024 8192 32768 100000, embedded FalkorDB
@@ -144,11 +145,23 @@ async def measure_on(gw: Gateway, settings: Settings, gpus: int, built: Path | N
                 answer = body["data"]["placementText"]
                 assert bool(answer["candidates"]) != infeasible, (text, answer)
 
+            async def ask_rest(text: str = text, infeasible: bool = infeasible) -> None:
+                answer = (await client.post("/v1/place", json={"request": text})).json()
+                assert bool(answer["candidates"]) != infeasible, (text, answer)
+
             gw.stats.clear()
             await ask()
             trips = statements(gw)
-            ms = await timed(ask, INFEASIBLE_RUNS if infeasible else RUNS)
-            results[label] = {"p50_ms": round(pct(ms, 0.5), 3), "p99_ms": round(pct(ms, 0.99), 3), "statements": trips}
+            runs = INFEASIBLE_RUNS if infeasible else RUNS
+            ms = await timed(ask, runs)
+            rest = await timed(ask_rest, runs)
+            results[label] = {
+                "p50_ms": round(pct(ms, 0.5), 3),
+                "p99_ms": round(pct(ms, 0.99), 3),
+                "statements": trips,
+                "rest_p50_ms": round(pct(rest, 0.5), 3),
+                "rest_p99_ms": round(pct(rest, 0.99), 3),
+            }
             print(f"  {gpus}: {label}: {results[label]}", file=sys.stderr)
 
     for label, n in NAIVE.items():
@@ -207,6 +220,10 @@ def ratios(report: dict[str, Any]) -> dict[str, Any]:
                 row[f"naive_over_placement_{size}"] = round(
                     by_size[size][naive]["p50_ms"] / by_size[size][label]["p50_ms"], 1
                 )
+                if "rest_p50_ms" in by_size[size][label]:
+                    row[f"naive_over_rest_placement_{size}"] = round(
+                        by_size[size][naive]["p50_ms"] / by_size[size][label]["rest_p50_ms"], 1
+                    )
         out[label] = row
     return out
 

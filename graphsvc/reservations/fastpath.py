@@ -29,7 +29,10 @@ MODELS_TTL_S = 10.0  # how long TopologyFacts keeps the GPU models and the host 
 # Hosts up to which the one-host reserves (batch and single) scan every host rather than seek the
 # free-count index: measured equal at ~500 hosts on an idle cluster, the scan cheaper on one SU
 # (and flat under sustained reservations, where the seeks grow), the seeks ~7 ms a batch cheaper
-# at ~4,000 hosts half reserved (docs/benchmarks.md, "Stop 40").
+# at ~4,000 hosts half reserved (docs/benchmarks.md, "Stop 40"). Between ~120 and 512 hosts it
+# depends on how busy the cluster is: idle, the scan 10-20% cheaper; half reserved, the seek ~10%
+# (the batch statement alone); the service as deployed measured the same with either at 255 hosts
+# half reserved; from ~1,000 hosts half reserved the seek is 20-30% cheaper ("Stop 41").
 SCAN_EVERY_HOST_UP_TO = 512
 
 
