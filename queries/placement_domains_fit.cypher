@@ -54,7 +54,7 @@ WITH want
 LIMIT $probe
 WITH collect(DISTINCT want) AS wants
 UNWIND wants AS want
-UNWIND range(0, $tie_buckets - 1) AS bucket
+UNWIND range(1, $tie_buckets) AS bucket
 MATCH (d:NVLinkDomain)
 WHERE d.free_gpus = want AND d.tie_bucket = bucket AND ($model = '' OR d.gpu_model IN $prefilter_models
        OR (NOT coalesce(d.gpu_model, '') IN $known AND toLower(coalesce(d.gpu_model, '')) CONTAINS $model))
@@ -62,7 +62,7 @@ WITH wants, abs(want - $first_size) * $tie_buckets + bucket AS tie_key
 LIMIT $probe
 WITH wants, max(tie_key) AS last_key
 UNWIND wants AS want
-UNWIND range(0, $tie_buckets - 1) AS bucket
+UNWIND range(1, $tie_buckets) AS bucket
 WITH want, bucket, abs(want - $first_size) * $tie_buckets + bucket AS tie_key, last_key
 WHERE tie_key <= last_key
 MATCH (d:NVLinkDomain)

@@ -140,12 +140,18 @@ def graph_schema() -> GraphSchema:
 
 GRAPH_VERSION = graph_schema().version
 
-# How many tie buckets units are spread over (`NVLinkDomain.tie_bucket`). Placement passes it to
-# its statements as `$tie_buckets`; changing it needs a migration that re-buckets every domain.
+# How many tie buckets units are spread over (`NVLinkDomain.tie_bucket`, `Host.tie_bucket`), numbered
+# 1..TIE_BUCKETS. Placement passes it to its statements as `$tie_buckets`; changing it needs a
+# migration that re-buckets every unit.
 TIE_BUCKETS = 16
 
 
 def tie_bucket(key: str) -> int:
-    """A unit's static tie bucket: a stable hash of its key, the same on every ingest and store,
-    so one graph gives one placement order (a Python hash is salted per process)."""
-    return zlib.crc32(key.encode()) % TIE_BUCKETS
+    """A unit's static tie bucket, 1..TIE_BUCKETS: a stable hash of its key, the same on every
+    ingest and store, so one graph gives one placement order (a Python hash is salted per process).
+
+    Never 0: FalkorDB 4.16, loading a graph from its RDB (which every restart after a clean stop
+    does: the stop compacts the log), leaves index entries whose value is 0, 0.0 or false out of
+    its range indexes, so an equality seek for bucket 0 found no unit, and placement passed over
+    every sixteenth NVLink domain until the graph was rewritten (docs/store.md, graph v6)."""
+    return zlib.crc32(key.encode()) % TIE_BUCKETS + 1

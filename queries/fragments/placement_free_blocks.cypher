@@ -43,7 +43,7 @@ CALL () {
   LIMIT $blocks
   WITH [w IN collect(DISTINCT block_want) WHERE w > 0] + [0] AS block_wants
   UNWIND block_wants AS block_want
-  UNWIND CASE WHEN block_want = 0 THEN [0] ELSE range(0, $tie_buckets - 1) END AS block_bucket
+  UNWIND CASE WHEN block_want = 0 THEN [0] ELSE range(1, $tie_buckets) END AS block_bucket
   OPTIONAL MATCH (block_host:Host)
   WHERE block_want > 0 AND block_host.free_gpus = block_want AND block_host.tie_bucket = block_bucket
   WITH block_wants, block_want, block_bucket,
@@ -53,7 +53,7 @@ CALL () {
   LIMIT $blocks
   WITH block_wants, max(block_key) AS block_last
   UNWIND block_wants AS block_want
-  UNWIND CASE WHEN block_want = 0 THEN [0] ELSE range(0, $tie_buckets - 1) END AS block_bucket
+  UNWIND CASE WHEN block_want = 0 THEN [0] ELSE range(1, $tie_buckets) END AS block_bucket
   WITH block_want, block_bucket
   WHERE (1000000 - block_want) * $tie_buckets + block_bucket <= block_last
   OPTIONAL MATCH (block_host:Host)
@@ -78,7 +78,7 @@ CALL () {
   LIMIT $blocks
   WITH host_blocks, [w IN collect(DISTINCT block_want) WHERE w > 0] + [0] AS block_wants
   UNWIND block_wants AS block_want
-  UNWIND CASE WHEN block_want = 0 THEN [0] ELSE range(0, $tie_buckets - 1) END AS block_bucket
+  UNWIND CASE WHEN block_want = 0 THEN [0] ELSE range(1, $tie_buckets) END AS block_bucket
   OPTIONAL MATCH (block_domain:NVLinkDomain)
   WHERE block_want > 0 AND block_domain.free_gpus = block_want AND block_domain.tie_bucket = block_bucket
   WITH host_blocks, block_wants, block_want, block_bucket,
@@ -88,7 +88,7 @@ CALL () {
   LIMIT $blocks
   WITH host_blocks, block_wants, max(block_key) AS block_last
   UNWIND block_wants AS block_want
-  UNWIND CASE WHEN block_want = 0 THEN [0] ELSE range(0, $tie_buckets - 1) END AS block_bucket
+  UNWIND CASE WHEN block_want = 0 THEN [0] ELSE range(1, $tie_buckets) END AS block_bucket
   WITH host_blocks, block_want, block_bucket
   WHERE (1000000 - block_want) * $tie_buckets + block_bucket <= block_last
   OPTIONAL MATCH (block_domain:NVLinkDomain)

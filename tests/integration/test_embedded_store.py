@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from pathlib import Path
@@ -129,3 +130,45 @@ async def test_plan_cache_holds_every_named_statement_unless_set(tmp_path: Path)
         finally:
             await backend.close()
             s.stop()
+
+
+async def test_every_tie_bucket_stays_placeable_after_a_restart(tmp_path: Path) -> None:
+    """FalkorDB 4.16, after the log was rewritten while it ran (as it is whenever the log outgrows
+    its base by a quarter) and the graph loaded again from that RDB, leaves index entries valued
+    0 out of its range indexes. Tie buckets are numbered from 1 (graphsvc.store.schema.tie_bucket):
+    numbered from 0, the NVLink domains of bucket 0 were invisible to placement_domains_fit's seeks
+    after such a restart, and this request's candidates changed (this test failed so)."""
+    from graphsvc.placement.engine import PlacementEngine
+    from graphsvc.placement.request import parse_request
+    from graphsvc.settings import Settings
+    from graphsvc.store.factory import open_store
+    from graphsvc.store.schema import TIE_BUCKETS
+    from tests.cluster_helpers import load
+    from tests.stores import adhoc
+
+    settings = Settings(data_dir=tmp_path / "data", appendfsync="no")
+    request = parse_request("8xH100 nvlink=full-mesh limit=20")  # the first 20 of 31 idle domains
+    async with open_store(settings) as gw:
+        await load(gw, "superpod-h100:sus=1")
+        before = await PlacementEngine(gw).place(request)
+        conn = gw.backend._database().connection  # type: ignore[attr-defined]
+        await conn.execute_command("BGREWRITEAOF")
+        for _ in range(600):  # the rewrite runs in a child process: bounded polls until it is done
+            stats = await conn.execute_command("INFO", "persistence")
+            if stats.get("aof_rewrite_in_progress") == 0 and stats.get("aof_rewrite_scheduled") == 0:
+                break
+            await asyncio.sleep(0.05)
+    assert any((tmp_path / "data" / "falkordb" / "appendonlydir").glob("*.base.rdb"))
+    async with open_store(settings) as gw:  # the graph loaded from the RDB the stop wrote
+        after = await PlacementEngine(gw).place(request)
+        count = adhoc(
+            "count",
+            "MATCH (d:NVLinkDomain) WHERE d.free_gpus = 8 AND d.tie_bucket = $b WITH count(d) AS seek "
+            "MATCH (d:NVLinkDomain) WHERE coalesce(d.free_gpus, -1) = 8 AND coalesce(d.tie_bucket, -1) = $b "
+            "RETURN seek, count(d) AS scan",
+        )
+        for bucket in range(1, TIE_BUCKETS + 1):
+            rows = await gw.backend.run(count, {"b": bucket}, write=False, timeout_s=30)
+            assert rows[0]["seek"] == rows[0]["scan"], bucket
+    assert len(before.candidates) == 20
+    assert [c.rank_order for c in after.candidates] == [c.rank_order for c in before.candidates]

@@ -19,6 +19,8 @@ from graphsvc.store.schema import GRAPH_VERSION, TIE_BUCKETS, graph_schema, tie_
 from tests.helpers import h100
 from tests.stores import NEO4J_TEST_TIMEOUT_S
 
+V6 = ("migrations/0006_1_domain_tie_buckets_from_one", "migrations/0006_2_host_tie_buckets_from_one")
+
 
 def test_graph_version_matches_the_newest_migration() -> None:
     numbers = [n for n, _ in default_registry().migrations()]
@@ -52,6 +54,7 @@ async def test_v1_graph_is_brought_forward(gateway: Gateway) -> None:
         "migrations/0004_1_mig_slices",
         "migrations/0005_1_domain_tie_buckets",
         "migrations/0005_2_host_tie_buckets",
+        *V6,
     )
     host = await gateway.read("host_detail", {"hosts": ["node-a"]})
     assert {g["state"] for g in host[0]["gpus"]} == {"free"}
@@ -82,11 +85,38 @@ async def test_v4_units_gain_a_static_tie_bucket_and_stay_placeable(gateway: Gat
     before = await PlacementEngine(gateway).place(parse_request("8xH100 nvlink=full-mesh"))
     assert before.candidates == []
     report = await migrate(gateway)
-    assert report.applied == ("migrations/0005_1_domain_tie_buckets", "migrations/0005_2_host_tie_buckets")
+    assert report.applied == ("migrations/0005_1_domain_tie_buckets", "migrations/0005_2_host_tie_buckets", *V6)
     migrated = await gateway.backend.run(read, {}, write=False, timeout_s=NEO4J_TEST_TIMEOUT_S)
-    assert len(migrated) == len(stored) and all(r["bucket"] in range(TIE_BUCKETS) for r in migrated)
+    assert len(migrated) == len(stored) and all(r["bucket"] in range(1, TIE_BUCKETS + 1) for r in migrated)
     after = await PlacementEngine(gateway).place(parse_request("8xH100 nvlink=full-mesh"))
     assert after.candidates
+
+
+async def test_v5_units_in_bucket_zero_move_to_the_last_bucket(gateway: Gateway) -> None:
+    """v6 numbers tie buckets from 1 (graphsvc.store.schema.tie_bucket: FalkorDB loses index
+    entries valued 0 when it loads a graph, so a unit in bucket 0 was invisible to the seeks after
+    a restart): bucket 0 becomes the last bucket, every other unit keeps its bucket."""
+    await ingest_host(gateway, h100())
+    read = _adhoc(
+        "MATCH (n) WHERE n:Host OR n:NVLinkDomain "
+        "RETURN coalesce(n.name, n.uuid) AS key, n.tie_bucket AS bucket ORDER BY key"
+    )
+    stored = await gateway.backend.run(read, {}, write=False, timeout_s=NEO4J_TEST_TIMEOUT_S)
+    zeroed = sorted(str(r["key"]) for r in stored)[:2]
+    await gateway.backend.run(
+        _adhoc("MATCH (n) WHERE (n:Host OR n:NVLinkDomain) AND coalesce(n.name, n.uuid) IN $keys SET n.tie_bucket = 0"),
+        {"keys": zeroed},
+        write=True,
+        timeout_s=NEO4J_TEST_TIMEOUT_S,
+    )
+    await gateway.write("meta_set_version", {"version": 5, "now": 0.0})
+    report = await migrate(gateway)
+    assert report.applied == V6
+    rows = await gateway.backend.run(read, {}, write=False, timeout_s=NEO4J_TEST_TIMEOUT_S)
+    migrated = {str(r["key"]): r["bucket"] for r in rows}
+    assert {k: migrated[k] for k in zeroed} == {k: TIE_BUCKETS for k in zeroed}
+    assert all(migrated[str(r["key"])] == r["bucket"] for r in stored if str(r["key"]) not in zeroed)
+    assert (await migrate(gateway)).applied == ()
 
 
 async def test_unversioned_graph_with_data_counts_as_v1(gateway: Gateway) -> None:

@@ -33,16 +33,16 @@ def test_a_composite_index_on_an_undeclared_property_is_refused(tmp_path: Path) 
 
 @pytest.mark.parametrize("key", ["h100-su1-n02/nvlink/0", "gb200-rack-3", "", "ü/nvlink/7"])
 def test_the_tie_bucket_is_a_stable_hash_in_range(key: str) -> None:
-    assert tie_bucket(key) == tie_bucket(str(key)) in range(TIE_BUCKETS)
+    assert tie_bucket(key) == tie_bucket(str(key)) in range(1, TIE_BUCKETS + 1)  # never 0 (schema.tie_bucket)
 
 
 def test_tie_buckets_spread_a_cluster_of_domains() -> None:
     counts = [0] * TIE_BUCKETS
     for su in range(1, 33):
         for node in range(1, 33):
-            counts[tie_bucket(f"h100-su{su}-n{node:02d}/nvlink/0")] += 1
+            counts[tie_bucket(f"h100-su{su}-n{node:02d}/nvlink/0") - 1] += 1
     assert min(counts) > 1024 / TIE_BUCKETS / 2  # no bucket holds less than half its share
-    assert tie_bucket("h100-su1-n02/nvlink/0") == 15  # crc32, not Python's per-process salted hash
+    assert tie_bucket("h100-su1-n02/nvlink/0") == 16  # crc32, not Python's per-process salted hash
 
 
 def test_the_migrations_bucket_as_many_ways_as_ingest() -> None:
@@ -50,3 +50,6 @@ def test_the_migrations_bucket_as_many_ways_as_ingest() -> None:
     root = Path(__file__).resolve().parents[2] / "queries" / "migrations"
     for name in ("0005_1_domain_tie_buckets.cypher", "0005_2_host_tie_buckets.cypher"):
         assert f"rand() * {TIE_BUCKETS})" in (root / name).read_text(encoding="utf-8"), name
+    # v6 moves bucket 0 (what v5's random buckets and ingest's hash gave) to the last bucket.
+    for name in ("0006_1_domain_tie_buckets_from_one.cypher", "0006_2_host_tie_buckets_from_one.cypher"):
+        assert f"tie_bucket = {TIE_BUCKETS}\n" in (root / name).read_text(encoding="utf-8"), name
