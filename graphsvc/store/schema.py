@@ -150,8 +150,9 @@ def tie_bucket(key: str) -> int:
     """A unit's static tie bucket, 1..TIE_BUCKETS: a stable hash of its key, the same on every
     ingest and store, so one graph gives one placement order (a Python hash is salted per process).
 
-    Never 0: FalkorDB 4.16, loading a graph from its RDB (which every restart after a clean stop
-    does: the stop compacts the log), leaves index entries whose value is 0, 0.0 or false out of
-    its range indexes, so an equality seek for bucket 0 found no unit, and placement passed over
-    every sixteenth NVLink domain until the graph was rewritten (docs/store.md, graph v6)."""
+    Never 0: FalkorDB 4.16, loading a graph from an RDB a live rewrite of its log wrote (the
+    store rewrites it whenever it outgrows its base by a quarter), leaves index entries whose value
+    is 0, 0.0 or false out of its range indexes, so after such a restart an equality seek for
+    bucket 0 found no unit, and placement passed over every sixteenth NVLink domain (docs/store.md,
+    graph v6)."""
     return zlib.crc32(key.encode()) % TIE_BUCKETS + 1

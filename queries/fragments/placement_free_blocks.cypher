@@ -3,7 +3,8 @@
 // fragmentation facts. Each kind in three lazy passes, so the work follows $blocks, not the
 // cluster (448 units tie at 8 free at 100k GPUs; reading and sorting them all cost ~2 ms):
 // 1. probe free counts down from $host_top (or $domain_top), index seeks, until $blocks units
-//    are seen: the counts that hold any (0 is a sentinel that keeps one row when none is free).
+//    are seen: the counts that hold any (0 is a sentinel that keeps one row when none is free;
+//    its bucket is one past the last, so its key stays the largest).
 //    The counts above the hint are sorted first, so this pass meets every count in descending
 //    order and sees every count the answer can reach. Units without a bucket are not counted.
 // 2. those counts' buckets, largest count first ($tie_buckets a count, each one index seek on
@@ -43,7 +44,7 @@ CALL () {
   LIMIT $blocks
   WITH [w IN collect(DISTINCT block_want) WHERE w > 0] + [0] AS block_wants
   UNWIND block_wants AS block_want
-  UNWIND CASE WHEN block_want = 0 THEN [0] ELSE range(1, $tie_buckets) END AS block_bucket
+  UNWIND CASE WHEN block_want = 0 THEN [$tie_buckets + 1] ELSE range(1, $tie_buckets) END AS block_bucket
   OPTIONAL MATCH (block_host:Host)
   WHERE block_want > 0 AND block_host.free_gpus = block_want AND block_host.tie_bucket = block_bucket
   WITH block_wants, block_want, block_bucket,
@@ -53,7 +54,7 @@ CALL () {
   LIMIT $blocks
   WITH block_wants, max(block_key) AS block_last
   UNWIND block_wants AS block_want
-  UNWIND CASE WHEN block_want = 0 THEN [0] ELSE range(1, $tie_buckets) END AS block_bucket
+  UNWIND CASE WHEN block_want = 0 THEN [$tie_buckets + 1] ELSE range(1, $tie_buckets) END AS block_bucket
   WITH block_want, block_bucket
   WHERE (1000000 - block_want) * $tie_buckets + block_bucket <= block_last
   OPTIONAL MATCH (block_host:Host)
@@ -78,7 +79,7 @@ CALL () {
   LIMIT $blocks
   WITH host_blocks, [w IN collect(DISTINCT block_want) WHERE w > 0] + [0] AS block_wants
   UNWIND block_wants AS block_want
-  UNWIND CASE WHEN block_want = 0 THEN [0] ELSE range(1, $tie_buckets) END AS block_bucket
+  UNWIND CASE WHEN block_want = 0 THEN [$tie_buckets + 1] ELSE range(1, $tie_buckets) END AS block_bucket
   OPTIONAL MATCH (block_domain:NVLinkDomain)
   WHERE block_want > 0 AND block_domain.free_gpus = block_want AND block_domain.tie_bucket = block_bucket
   WITH host_blocks, block_wants, block_want, block_bucket,
@@ -88,7 +89,7 @@ CALL () {
   LIMIT $blocks
   WITH host_blocks, block_wants, max(block_key) AS block_last
   UNWIND block_wants AS block_want
-  UNWIND CASE WHEN block_want = 0 THEN [0] ELSE range(1, $tie_buckets) END AS block_bucket
+  UNWIND CASE WHEN block_want = 0 THEN [$tie_buckets + 1] ELSE range(1, $tie_buckets) END AS block_bucket
   WITH host_blocks, block_want, block_bucket
   WHERE (1000000 - block_want) * $tie_buckets + block_bucket <= block_last
   OPTIONAL MATCH (block_domain:NVLinkDomain)

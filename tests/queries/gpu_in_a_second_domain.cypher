@@ -5,6 +5,6 @@
 // @param uuid string
 // @row domain string
 MATCH (g:GPU {uuid: $uuid})
-CREATE (d:NVLinkDomain {uuid: $domain, kind: 'nvswitch', size: 1, free_gpus: 1, gpu_model: g.model, tie_bucket: 0})
+CREATE (d:NVLinkDomain {uuid: $domain, kind: 'nvswitch', size: 1, free_gpus: 1, gpu_model: g.model, tie_bucket: 1})
 CREATE (g)-[:IN_DOMAIN]->(d)
 RETURN d.uuid AS domain
