@@ -51,6 +51,7 @@ from graphsvc.sites import locality
 from graphsvc.sites.store import host_sites
 from graphsvc.store.backend import Row
 from graphsvc.store.gateway import Gateway
+from graphsvc.store.queries import SCAN_SUFFIX
 from graphsvc.store.schema import TIE_BUCKETS, tie_bucket
 
 TakeUnits = Callable[[list[FitUnit]], Awaitable[None]]
@@ -60,6 +61,11 @@ MAX_DOMAIN_GPUS = 576
 MODELS_TTL_S = 60.0
 LEAF_EXTRA_HOSTS = 2  # hosts read beyond those that cover a multi-host request, for the best fit
 NO_LIMIT = 1e9  # a temperature or utilisation bound that bounds nothing (Cypher has no infinity literal)
+# Hosts up to which the candidate statements read the cluster's largest free blocks by a scan of
+# every host and NVLink domain (their `_scan` forms, placement_free_blocks_scan) instead of index
+# seeks per free count and tie bucket, whose stale entries grow while a scheduler reserves
+# (docs/benchmarks.md, "Stop 42"). The same bound as the one-host reserves' scan.
+SCAN_BLOCKS_UP_TO = 512
 
 
 @dataclass
@@ -255,6 +261,8 @@ class PlacementEngine:
         self.budget = budget or SearchBudget()
         self.stale_after_s = stale_after_s  # None: every host is offered, however silent
         self._models_cache: tuple[float, list[str]] = (-MODELS_TTL_S, [])
+        self._hosts_cache: tuple[float, int] = (-MODELS_TTL_S, 0)
+        self.scan_blocks_up_to = SCAN_BLOCKS_UP_TO
         self.block_tops = BlockTops()
         self.topology = TopologyCache()  # each host's topology between requests; free state never
 
@@ -266,6 +274,18 @@ class PlacementEngine:
             models = [str(r["model"]) for r in await self.gw.read("placement_gpu_models", {}) if r.get("model")]
             self._models_cache = (now, models)
         return models
+
+    async def fit_form(self, query: str) -> str:
+        """Which form of a candidate statement to run: its `_scan` form on a cluster of at most
+        `scan_blocks_up_to` hosts (counted at most every MODELS_TTL_S: a count a refresh behind
+        only picks the other of two forms that answer alike), else the statement itself."""
+        now = self.clock()
+        read_at, hosts = self._hosts_cache
+        if now - read_at >= MODELS_TTL_S:
+            counted = await self.gw.read("reservations/host_count", {})
+            hosts = int(counted[0]["hosts"]) if counted else 0
+            self._hosts_cache = (now, hosts)
+        return f"{query}{SCAN_SUFFIX}" if hosts <= self.scan_blocks_up_to else query
 
     async def _no_such_model(self, req: PlacementRequest) -> list[InfeasibleReason]:
         """A request naming a model the graph has no GPU of: its one reason, before any search
@@ -417,9 +437,12 @@ class _Search:
         self.loader.adopt(topology.join(maps, read))
 
     async def read_fit(self, query: str, params: dict[str, object]) -> FitRow:
-        """One candidate statement: its hosts join the loader, its free blocks are kept for scoring."""
-        self.statements.append(Statement(query, self.gw.registry[query].text, dict(params)))
-        rows = await self.gw.read(query, params)
+        """One candidate statement (in the form `fit_form` picks, with the parameters that form
+        takes): its hosts join the loader, its free blocks are kept for scoring."""
+        form = self.gw.registry[await self.engine.fit_form(query)]
+        params = {k: v for k, v in params.items() if k in form.parameters}
+        self.statements.append(Statement(form.name, form.text, dict(params)))
+        rows = await self.gw.read(form.name, params)
         if not rows:  # no unit to read at all
             return FitRow(scanned=0, found=[], hosts=[], host_blocks=[], domain_blocks=[])
         row = cast(FitRow, rows[0])

@@ -25,6 +25,12 @@ locks. A store that runs writes one at a time (FalkorDB: one writer per graph) n
 runs ``serial_text``, the text without them: there they cost time and change nothing (~2-3 ms of
 a 16-request batch statement). Everything else in the two texts is the same.
 
+Scan forms: a fragment in SCAN_FORMS has a twin that reads the same units by a scan instead of
+index seeks (placement_free_blocks_scan says why). A query that includes such a fragment also
+gets a ``<name>_scan`` form, derived here: the same text with the twin included instead, and the
+same header but for the @param lines of parameters it no longer uses. The caller picks the form
+(the engine, by the cluster's host count).
+
 Dialect: a subquery names the variables it imports with Neo4j 5's scope clause, ``CALL (names) {``
 (the form Neo4j's linter accepts; ``CALL { WITH names`` is deprecated there). FalkorDB has no
 scope clause, so ``falkordb_text`` (what the FalkorDB backend runs) is ``serial_text`` with each
@@ -228,6 +234,11 @@ class QueryRegistry:
             query = NamedQuery(name, text, path, parse_signature(own, name))
             query.falkordb_text  # noqa: B018 - a scope clause FalkorDB cannot read fails here, at load
             self._queries[name] = query
+            scan = _scan_form(query, own, fragments)
+            if scan is not None:
+                if scan.name in self._queries or (root / f"{scan.name}.cypher").exists():
+                    raise ValueError(f"query {name}: its derived scan form {scan.name} is also a file")
+                self._queries[scan.name] = scan
 
     def __getitem__(self, name: str) -> NamedQuery:
         try:
@@ -252,6 +263,30 @@ class QueryRegistry:
 
 
 _INCLUDE = re.compile(r"^//@include\s+(\S+)\s*$", re.MULTILINE)
+
+SCAN_FORMS = {"placement_free_blocks": "placement_free_blocks_scan"}
+"""Fragments read by index seeks, each with its twin read by a scan (module docstring, "Scan forms")."""
+SCAN_SUFFIX = "_scan"
+
+
+def _scan_form(query: NamedQuery, own: str, fragments: dict[str, str]) -> NamedQuery | None:
+    """`query`'s scan form, or None when it includes no fragment of SCAN_FORMS."""
+
+    def twin(m: re.Match[str]) -> str:
+        return f"//@include {SCAN_FORMS.get(m.group(1), m.group(1))}"
+
+    swapped = _INCLUDE.sub(twin, own)
+    if swapped == own or query.signature is None:
+        return None
+    name = f"{query.name}{SCAN_SUFFIX}"
+    scan = NamedQuery(name, _expand(swapped, fragments, name), query.path)
+    used = scan.parameters
+    params = {k: v for k, v in query.signature.params.items() if k in used}
+    scan = NamedQuery(scan.name, scan.text, scan.path, Signature(query.signature.mode, params, query.signature.row))
+    scan.falkordb_text  # noqa: B018 - as for the query itself: fails at load
+    return scan
+
+
 _LOCK_LINE = re.compile(r"^[^\n]*//@lock[ \t]*$\n?", re.MULTILINE)
 _LOCK_BLOCK = re.compile(r"^//@lock-begin[ \t]*\n.*?^//@lock-end[ \t]*\n?", re.MULTILINE | re.DOTALL)
 

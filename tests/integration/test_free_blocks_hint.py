@@ -4,6 +4,10 @@
 engine sets to the largest counts it has seen (`BlockTops`). A unit that has since grown past
 the hint must still be found, so every hint, too low, exact or too high, must answer the
 largest free hosts and NVLink domains exactly as the plain ordered queries do.
+
+Each candidate statement also has a `_scan` form (`placement_free_blocks_scan`, derived by the
+registry), which the engine runs on clusters of at most `SCAN_BLOCKS_UP_TO` hosts: it must give
+the same row as the seek form, and the engine the same answers whichever form it runs.
 """
 
 from __future__ import annotations
@@ -12,8 +16,10 @@ import random
 from typing import Any
 
 from graphsvc.placement.engine import BlockTops, PlacementEngine
+from graphsvc.placement.model import PlacementResult
 from graphsvc.placement.request import parse_request
 from graphsvc.store.gateway import Gateway
+from graphsvc.store.queries import SCAN_FORMS, default_registry
 from graphsvc.store.schema import TIE_BUCKETS
 from tests.cluster_helpers import load, occupy
 from tests.helpers import DEFAULT_GPU_FILTERS
@@ -64,6 +70,77 @@ async def test_every_hint_gives_the_largest_free_blocks(gateway: Gateway) -> Non
             rows = await gateway.read("placement_hosts_fit", fit_params(host_top, domain_top, blocks))
             assert [b for b in rows[0]["host_blocks"] if b] == hosts, (blocks, host_top)
             assert [b for b in rows[0]["domain_blocks"] if b] == domains, (blocks, domain_top)
+
+
+FIT_STATEMENTS = ("placement_hosts_fit", "placement_domains_fit", "placement_leaves_fit")
+
+
+def test_each_candidate_statement_has_a_scan_form_without_the_seek_hints() -> None:
+    registry = default_registry()
+    for name in FIT_STATEMENTS:
+        seek, scan = registry[name], registry[f"{name}_scan"]
+        assert seek.parameters - scan.parameters == {"host_top", "domain_top"}
+        assert scan.signature is not None and set(scan.signature.params) == scan.parameters
+        assert scan.signature.row == (seek.signature.row if seek.signature else None)
+        # The same statement but for the fragment: the seek form's own text, the scan fragment in it.
+        assert scan.text.count("block_host:Host") == 1 and seek.text.count("block_host:Host") == 4
+    assert {n for n in registry.names() if n.endswith("_scan") and n.startswith("placement_")} == {
+        f"{n}_scan" for n in FIT_STATEMENTS
+    }
+    assert set(SCAN_FORMS) == {"placement_free_blocks"}
+
+
+async def test_the_scan_form_reads_the_same_blocks(gateway: Gateway) -> None:
+    scan_params = {k: v for k, v in fit_params(0, 0, 1).items() if k not in ("host_top", "domain_top")}
+    empty = await gateway.read("placement_hosts_fit_scan", {**scan_params, "blocks": 3})
+    assert empty == []  # an empty graph: no unit to read, no row, as the seek form
+    await load(gateway, "nvl72")
+    cluster = await load(gateway, "superpod-h100:sus=1")
+    rng = random.Random(7)
+    await occupy(gateway, [g.uuid for h in cluster.hosts for g in h.gpus if rng.random() < 0.5])
+    with_free = len(await gateway.read("largest_free_hosts", {"top": 128, "limit": 1000}))
+    for blocks in (1, 4, 9, 200):
+        seek = await gateway.read("placement_hosts_fit", fit_params(8, 72, blocks))
+        scan = await gateway.read("placement_hosts_fit_scan", {**scan_params, "blocks": blocks})
+        assert scan == seek, blocks
+        assert len(seek[0]["host_blocks"]) == min(blocks, with_free)
+
+
+def answers(result: PlacementResult) -> list[tuple[object, ...]]:
+    return [
+        (tuple(g.uuid for g in c.gpus), round(c.score, 9), c.largest_free_block_before, c.reason)
+        for c in result.candidates
+    ] + [(r.constraint, r.message) for r in result.infeasible]
+
+
+async def test_the_engine_answers_alike_with_either_form(gateway: Gateway) -> None:
+    await load(gateway, "demo:sus=1,nvl72_racks=1,a100_hosts=2,l40s_hosts=2")
+    cluster = await load(gateway, "superpod-h100:sus=1")
+    rng = random.Random(11)
+    await occupy(gateway, [g.uuid for h in cluster.hosts for g in h.gpus if rng.random() < 0.4])
+    clock = lambda: 1_000_000.0  # noqa: E731 - one instant for both engines
+    scanning, seeking = PlacementEngine(gateway, clock=clock), PlacementEngine(gateway, clock=clock)
+    seeking.scan_blocks_up_to = -1
+    requests = [
+        "1xH100",
+        "4xH100 nvlink=full-mesh",
+        "8xH100 nvlink=full-mesh limit=5",
+        "16xGB200 nvlink=full-mesh",
+        "2xA100 nvlink=any",
+        "24xH100 ib-hops<=1",
+        "16xH100 per-host=4 ib-hops<=1",
+        "9xH100 nvlink=full-mesh",
+    ]
+    for text in requests:
+        gateway.stats.clear()
+        scanned = await scanning.place(parse_request(text))
+        forms = {n for n, s in gateway.stats.items() if s.calls and n.endswith("_fit_scan")}
+        assert forms and not {n for n, s in gateway.stats.items() if s.calls and n.endswith("_fit")}, text
+        gateway.stats.clear()
+        sought = await seeking.place(parse_request(text))
+        assert not {n for n, s in gateway.stats.items() if s.calls and n.endswith("_fit_scan")}, text
+        assert answers(scanned) == answers(sought), text
+        assert [s.name for s in scanned.statements if s.name.endswith("_scan")], text
 
 
 async def test_the_engine_keeps_the_largest_counts_it_saw(gateway: Gateway) -> None:

@@ -20,7 +20,7 @@ from graphsvc.placement.engine import PlacementEngine
 from graphsvc.placement.request import parse_request
 from graphsvc.placement.statement import cypher_literal
 from graphsvc.store.gateway import Gateway
-from graphsvc.store.queries import NamedQuery
+from graphsvc.store.queries import SCAN_SUFFIX, NamedQuery
 from tests.cluster_helpers import load, occupy
 from tests.placement_oracle import check_candidate, snapshot
 from tests.stores import adhoc
@@ -30,9 +30,15 @@ QUERY = """query($t: String!) { placementText(text: $t) {
   explain { cypher { name statement parameters browser } } } }"""
 
 
-# The graph's GPU models: read once a minute per engine (MODELS_TTL_S), not per request.
-CACHED = {"placement_gpu_models"}
+# The graph's GPU models and its host count: read once a minute per engine (MODELS_TTL_S), not per request.
+CACHED = {"placement_gpu_models", "reservations/host_count"}
 TOPOLOGY = "placement_host_topology"  # read once per host and topology key, then kept
+
+
+def fit(statement: str) -> str:
+    """The form of a candidate statement the engine runs here: these clusters have fewer hosts
+    than SCAN_BLOCKS_UP_TO, so its `_scan` form (test_free_blocks_hint: both answer alike)."""
+    return f"{statement}{SCAN_SUFFIX}"
 
 
 def calls(gw: Gateway, *, topology: bool = True) -> dict[str, int]:
@@ -58,12 +64,12 @@ async def cluster(gateway: Gateway) -> None:
 @pytest.mark.parametrize(
     ("text", "statement"),
     [
-        ("4xH100", "placement_hosts_fit"),  # one host, no NVLink asked
-        ("1xH100", "placement_hosts_fit"),
-        ("8xH100 per-host=8 nvlink=full-mesh", "placement_hosts_fit"),
-        ("8xH100 nvlink=full-mesh", "placement_domains_fit"),  # one HGX board
-        ("16xGB200 nvlink=full-mesh", "placement_domains_fit"),  # one NVL72 clique, across trays
-        ("2xA100 nvlink=any", "placement_domains_fit"),  # a bridged pair
+        ("4xH100", fit("placement_hosts_fit")),  # one host, no NVLink asked
+        ("1xH100", fit("placement_hosts_fit")),
+        ("8xH100 per-host=8 nvlink=full-mesh", fit("placement_hosts_fit")),
+        ("8xH100 nvlink=full-mesh", fit("placement_domains_fit")),  # one HGX board
+        ("16xGB200 nvlink=full-mesh", fit("placement_domains_fit")),  # one NVL72 clique, across trays
+        ("2xA100 nvlink=any", fit("placement_domains_fit")),  # a bridged pair
     ],
 )
 async def test_single_host_and_single_domain_cost_one_statement(
@@ -91,9 +97,9 @@ async def test_single_host_and_single_domain_cost_one_statement(
     [
         # No host holds 16, and the engine has seen that (the fullest host in every statement's
         # free blocks): the leaf statement alone, the one-host statement skipped.
-        ("16xH100 ib-hops<=1", {"placement_leaves_fit": 1}),
-        ("16xH100 per-host=4 ib-hops<=1", {"placement_leaves_fit": 1}),
-        ("8xH100 per-host=2 ib-hops<=1 rail-aligned", {"placement_leaves_fit": 1}),
+        ("16xH100 ib-hops<=1", {fit("placement_leaves_fit"): 1}),
+        ("16xH100 per-host=4 ib-hops<=1", {fit("placement_leaves_fit"): 1}),
+        ("8xH100 per-host=2 ib-hops<=1 rail-aligned", {fit("placement_leaves_fit"): 1}),
     ],
 )
 async def test_multi_host_under_one_leaf(
@@ -142,9 +148,9 @@ def _close(a: Any, b: Any) -> bool:
 @pytest.mark.parametrize(
     ("text", "statements"),
     [
-        ("4xH100 limit=20", {"placement_hosts_fit": 1}),
-        ("2xA100 nvlink=any limit=20", {"placement_domains_fit": 1}),
-        ("16xH100 per-host=4 ib-hops<=1 limit=20", {"placement_leaves_fit": 1}),
+        ("4xH100 limit=20", {fit("placement_hosts_fit"): 1}),
+        ("2xA100 nvlink=any limit=20", {fit("placement_domains_fit"): 1}),
+        ("16xH100 per-host=4 ib-hops<=1 limit=20", {fit("placement_leaves_fit"): 1}),
     ],
 )
 async def test_failed_gpu_is_never_a_candidate_of_the_one_statement_paths(
@@ -174,11 +180,11 @@ async def test_a_host_fuller_than_any_seen_before_is_still_offered(gateway: Gate
     gateway.stats.clear()
     two_hosts = await engine.place(parse_request("8xH100 ib-hops<=1 limit=1"))
     assert two_hosts.candidates and all(len({g.host for g in x.gpus}) == 2 for x in two_hosts.candidates)
-    assert calls(gateway, topology=False) == {"placement_leaves_fit": 1}
+    assert calls(gateway, topology=False) == {fit("placement_leaves_fit"): 1}
     whole = c.hosts[5]
     await occupy(gateway, [g.uuid for g in whole.gpus[:4]], state="free")
     gateway.stats.clear()
     result = await engine.place(parse_request("8xH100 ib-hops<=1 limit=1"))
     # The leaf statement that showed the host, then the usual order: the host's, the leaf's again.
-    assert calls(gateway, topology=False) == {"placement_leaves_fit": 2, "placement_hosts_fit": 1}
+    assert calls(gateway, topology=False) == {fit("placement_leaves_fit"): 2, fit("placement_hosts_fit"): 1}
     assert [{g.host for g in x.gpus} for x in result.candidates] == [{whole.hostname}]

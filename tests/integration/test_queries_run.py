@@ -437,6 +437,15 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "gpu_measured_power": {"models": [FIRST.gpus[0].model], "min_utilization": 50.0},
 }
 
+# The derived scan forms (graphsvc.store.queries, SCAN_FORMS): their statements' examples, less the
+# seek hints they do not take.
+EXAMPLES.update(
+    {
+        f"{name}_scan": {k: v for k, v in EXAMPLES[name].items() if k not in ("host_top", "domain_top")}
+        for name in ("placement_domains_fit", "placement_hosts_fit", "placement_leaves_fit")
+    }
+)
+
 
 def test_every_query_has_an_example() -> None:
     assert sorted(registry_with_tests().names()) == sorted(EXAMPLES)
