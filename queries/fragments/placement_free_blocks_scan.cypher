@@ -10,16 +10,17 @@
 // "Stop 41" and "Stop 42"). At 100k GPUs the scan is several times slower than the seeks.
 // The registry derives each including statement's `_scan` form from it (graphsvc.store.queries,
 // SCAN_FORMS): the statement is otherwise the same, with the parameters it still uses.
-// `coalesce(..., -1) > 0` keeps the planner off the free-count index (the walk this form avoids).
+// `coalesce(...)` keeps the planner off the indexes (the walk this form avoids): a bare
+// `tie_bucket IN range(...)` was an index scan that cost ~4 ms of a statement after churn.
 CALL () {
   OPTIONAL MATCH (block_host:Host)
-  WHERE coalesce(block_host.free_gpus, -1) > 0 AND block_host.tie_bucket IN range(1, $tie_buckets)
+  WHERE coalesce(block_host.free_gpus, -1) > 0 AND coalesce(block_host.tie_bucket, -1) IN range(1, $tie_buckets)
   WITH block_host
   ORDER BY block_host IS NULL, block_host.free_gpus DESC, block_host.tie_bucket, block_host.name
   LIMIT $blocks
   WITH collect(CASE WHEN block_host IS NOT NULL THEN {unit: block_host.name, free: block_host.free_gpus} END) AS host_blocks
   OPTIONAL MATCH (block_domain:NVLinkDomain)
-  WHERE coalesce(block_domain.free_gpus, -1) > 0 AND block_domain.tie_bucket IN range(1, $tie_buckets)
+  WHERE coalesce(block_domain.free_gpus, -1) > 0 AND coalesce(block_domain.tie_bucket, -1) IN range(1, $tie_buckets)
   WITH host_blocks, block_domain
   ORDER BY block_domain IS NULL, block_domain.free_gpus DESC, block_domain.tie_bucket, block_domain.uuid
   LIMIT $blocks

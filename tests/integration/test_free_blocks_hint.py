@@ -15,6 +15,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import pytest
+
 from graphsvc.placement.engine import BlockTops, PlacementEngine
 from graphsvc.placement.model import PlacementResult
 from graphsvc.placement.request import parse_request
@@ -104,6 +106,24 @@ async def test_the_scan_form_reads_the_same_blocks(gateway: Gateway) -> None:
         scan = await gateway.read("placement_hosts_fit_scan", {**scan_params, "blocks": blocks})
         assert scan == seek, blocks
         assert len(seek[0]["host_blocks"]) == min(blocks, with_free)
+
+
+@pytest.mark.parametrize("store", ["falkordb"])  # a FalkorDB plan: Neo4j leaves no stale entries to avoid
+async def test_the_scan_form_reads_no_index_on_falkordb(gateway: Gateway) -> None:
+    """The point of the form: no index walk for the blocks, whose stale entries grow while a
+    scheduler reserves (a bare `tie_bucket IN range(...)` was planned as an index scan)."""
+    await load(gateway, "superpod-h100:sus=1")
+    backend = gateway.backend
+    graph = backend._database().select_graph(backend.graph_name)  # type: ignore[attr-defined]
+    plans = []
+    for q in (gateway.registry["placement_hosts_fit"], gateway.registry["placement_hosts_fit_scan"]):
+        params = {k: v for k, v in fit_params(8, 8, 3).items() if k in q.parameters}
+        text = graph._build_params_header(params) + q.falkordb_text
+        plans.append("\n".join(str(op) for op in await graph.execute_command("GRAPH.EXPLAIN", graph.name, text)))
+    for label in ("block_host:Host", "block_domain:NVLinkDomain"):
+        assert f"Node By Index Scan | ({label})" in plans[0], label
+        assert f"Node By Index Scan | ({label})" not in plans[1], label
+        assert f"Node By Label Scan | ({label})" in plans[1], label
 
 
 def answers(result: PlacementResult) -> list[tuple[object, ...]]:
