@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from graphsvc.ingest.service import ingest_fabric, ingest_host, recount
+from graphsvc.placement.engine import SCAN_BLOCKS_UP_TO
 from graphsvc.placement.request import parse_request
 from graphsvc.reservations.service import Reservation
 from graphsvc.services import Services
@@ -60,9 +61,13 @@ def operator_ms(profile: list[Any]) -> float:
 
 
 async def captured_params(gw: Gateway, services: Services) -> dict[str, dict[str, object]]:
-    """The parameters the engine sends to each request's candidate statement (its seek form)."""
+    """The parameters the engine sends to each request's candidate statement (its seek form), as a
+    running engine sends them: after a first round, so the free blocks' probes start from the
+    largest counts it has seen (`BlockTops`), not from the largest possible units."""
     engine = services.reservations.engine
     engine.scan_blocks_up_to = -1
+    for text in REQUESTS:
+        await engine.place(parse_request(text).validated())
     captured: dict[str, dict[str, object]] = {}
     read = gw.read
 
@@ -76,6 +81,7 @@ async def captured_params(gw: Gateway, services: Services) -> dict[str, dict[str
             await engine.place(parse_request(text).validated())
     finally:
         gw.read = read  # type: ignore[method-assign]
+        engine.scan_blocks_up_to = SCAN_BLOCKS_UP_TO
     return captured
 
 

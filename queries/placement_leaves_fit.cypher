@@ -2,7 +2,8 @@
 // leaves whose hosts can hold the request, best fit first, with what Python needs to choose.
 // 1. Candidate leaves by their indexed free counter (enough: $min_free; the fewest first, ties
 //    by name), one per rail group (on a rail-optimised fabric every rail leaf of a scalable
-//    unit has the same hosts), a page of $limit after $skip.
+//    unit has the same hosts), a page of $limit after $skip (placement_leaf_page; its `_scan`
+//    form reads them by a scan, placement_leaf_page_scan).
 // 2. Each leaf's hosts along the fabric, Host-[:HAS_NIC]->NIC-[:UPLINK]->leaf, with at least
 //    $host_min free GPUs (the per-host share), neither excluded nor stale, of the model:
 //    `members`, [name, free] in the order Python fills hosts (fullest first when
@@ -39,12 +40,7 @@
 // @param tie_buckets int
 // @param virtual_free list<string>
 // @row scanned int, found list<map>, hosts list<map>, host_blocks list<map>, domain_blocks list<map>
-MATCH (s:Switch)
-WHERE s.tier = 'leaf' AND s.free_gpus >= $min_free AND coalesce(s.rail, 0) = 0
-WITH s
-ORDER BY s.free_gpus, s.name
-SKIP $skip
-LIMIT $limit
+//@include placement_leaf_page
 WITH collect(s) AS units
 WHERE size(units) > 0
 CALL (units) {

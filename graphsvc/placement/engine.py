@@ -277,8 +277,10 @@ class PlacementEngine:
 
     async def fit_form(self, query: str) -> str:
         """Which form of a candidate statement to run: its `_scan` form on a cluster of at most
-        `scan_blocks_up_to` hosts (counted at most every MODELS_TTL_S: a count a refresh behind
-        only picks the other of two forms that answer alike), else the statement itself."""
+        `scan_blocks_up_to` hosts (counted at most every MODELS_TTL_S of the engine's clock, as
+        the models are, by a read of its own: a count a refresh behind only picks the other of two
+        forms that answer alike), else the statement itself. The same on both stores: Neo4j has
+        no stale index entries to avoid, and the scan was measured on FalkorDB only."""
         now = self.clock()
         read_at, hosts = self._hosts_cache
         if now - read_at >= MODELS_TTL_S:
@@ -440,7 +442,8 @@ class _Search:
         """One candidate statement (in the form `fit_form` picks, with the parameters that form
         takes): its hosts join the loader, its free blocks are kept for scoring."""
         form = self.gw.registry[await self.engine.fit_form(query)]
-        params = {k: v for k, v in params.items() if k in form.parameters}
+        dropped = self.gw.registry[query].parameters - form.parameters  # the seek hints: the gateway checks the rest
+        params = {k: v for k, v in params.items() if k not in dropped}
         self.statements.append(Statement(form.name, form.text, dict(params)))
         rows = await self.gw.read(form.name, params)
         if not rows:  # no unit to read at all

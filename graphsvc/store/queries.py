@@ -27,8 +27,9 @@ a 16-request batch statement). Everything else in the two texts is the same.
 
 Scan forms: a fragment in SCAN_FORMS has a twin that reads the same units by a scan instead of
 index seeks (placement_free_blocks_scan says why). A query that includes such a fragment also
-gets a ``<name>_scan`` form, derived here: the same text with the twin included instead, and the
-same header but for the @param lines of parameters it no longer uses. The caller picks the form
+gets a ``<name>_scan`` form, derived here: the same text with the twin included instead (its own
+includes only; migrations get none), and the same header but for the @param lines of parameters
+it no longer uses. The caller picks the form
 (the engine, by the cluster's host count).
 
 Dialect: a subquery names the variables it imports with Neo4j 5's scope clause, ``CALL (names) {``
@@ -264,25 +265,36 @@ class QueryRegistry:
 
 _INCLUDE = re.compile(r"^//@include\s+(\S+)\s*$", re.MULTILINE)
 
-SCAN_FORMS = {"placement_free_blocks": "placement_free_blocks_scan"}
+SCAN_FORMS = {
+    "placement_free_blocks": "placement_free_blocks_scan",
+    "placement_leaf_page": "placement_leaf_page_scan",
+}
 """Fragments read by index seeks, each with its twin read by a scan (module docstring, "Scan forms")."""
 SCAN_SUFFIX = "_scan"
+_UNUSED_PARAM_LINE = re.compile(r"^//\s*@param\s+\$?([A-Za-z_][A-Za-z0-9_]*)\b[^\n]*\n", re.MULTILINE)
 
 
 def _scan_form(query: NamedQuery, own: str, fragments: dict[str, str]) -> NamedQuery | None:
-    """`query`'s scan form, or None when it includes no fragment of SCAN_FORMS."""
+    """`query`'s scan form, or None when its own text includes no fragment of SCAN_FORMS (only a
+    query's own includes are swapped, never a fragment's; migrations have none)."""
 
     def twin(m: re.Match[str]) -> str:
         return f"//@include {SCAN_FORMS.get(m.group(1), m.group(1))}"
 
     swapped = _INCLUDE.sub(twin, own)
-    if swapped == own or query.signature is None:
+    if swapped == own or query.signature is None or query.name.startswith("migrations/"):
         return None
     name = f"{query.name}{SCAN_SUFFIX}"
-    scan = NamedQuery(name, _expand(swapped, fragments, name), query.path)
-    used = scan.parameters
+    used = NamedQuery(name, _expand(swapped, fragments, name), query.path).parameters
+    unused = set(query.signature.params) - used
+    swapped = _UNUSED_PARAM_LINE.sub(lambda m: "" if m.group(1) in unused else m.group(0), swapped)
     params = {k: v for k, v in query.signature.params.items() if k in used}
-    scan = NamedQuery(scan.name, scan.text, scan.path, Signature(query.signature.mode, params, query.signature.row))
+    scan = NamedQuery(
+        name,
+        _expand(swapped, fragments, name),
+        query.path,
+        Signature(query.signature.mode, params, query.signature.row),
+    )
     scan.falkordb_text  # noqa: B018 - as for the query itself: fails at load
     return scan
 

@@ -86,10 +86,42 @@ def test_each_candidate_statement_has_a_scan_form_without_the_seek_hints() -> No
         assert scan.signature.row == (seek.signature.row if seek.signature else None)
         # The same statement but for the fragment: the seek form's own text, the scan fragment in it.
         assert scan.text.count("block_host:Host") == 1 and seek.text.count("block_host:Host") == 4
+        assert "@param host_top" in seek.text and "@param host_top" not in scan.text  # its header too
     assert {n for n in registry.names() if n.endswith("_scan") and n.startswith("placement_")} == {
         f"{n}_scan" for n in FIT_STATEMENTS
     }
-    assert set(SCAN_FORMS) == {"placement_free_blocks"}
+    assert SCAN_FORMS == {
+        "placement_free_blocks": "placement_free_blocks_scan",
+        "placement_leaf_page": "placement_leaf_page_scan",
+    }
+    leaves, leaves_scan = registry["placement_leaves_fit"], registry["placement_leaves_fit_scan"]
+    assert "coalesce(s.tier = 'leaf', false)" in leaves_scan.text and "s.tier = 'leaf' AND" in leaves.text
+
+
+def without_hints(params: dict[str, Any]) -> dict[str, Any]:
+    """A seek form's parameters as its scan form takes them (no probe hints)."""
+    return {k: v for k, v in params.items() if k not in ("host_top", "domain_top")}
+
+
+def leaves_params(min_free: int, skip: int, limit: int) -> dict[str, Any]:
+    """placement_leaves_fit's parameters (test_queries_run's example), a page of leaves."""
+    fit = {k: v for k, v in fit_params(8, 72, 5).items() if k not in ("filters", "first_size", "last_size", "step")}
+    fit = {k: v for k, v in fit.items() if k not in ("mode", "n", "probe")}
+    return {
+        **fit,
+        "min_free": min_free,
+        "gpus": min_free,
+        "per_host": 0,
+        "host_min": 1,
+        "need": min_free,
+        "extra": 2,
+        "fullest_first": True,
+        "model": "h100",
+        "prefilter_models": [],
+        "known": [""],
+        "skip": skip,
+        "limit": limit,
+    }
 
 
 async def test_the_scan_form_reads_the_same_blocks(gateway: Gateway) -> None:
@@ -106,24 +138,47 @@ async def test_the_scan_form_reads_the_same_blocks(gateway: Gateway) -> None:
         scan = await gateway.read("placement_hosts_fit_scan", {**scan_params, "blocks": blocks})
         assert scan == seek, blocks
         assert len(seek[0]["host_blocks"]) == min(blocks, with_free)
+    # The leaf statement: its page of leaves read by a scan too (placement_leaf_page_scan).
+    pages = []
+    for min_free, skip, limit in ((1, 0, 2), (16, 0, 8), (16, 1, 1), (64, 0, 8), (10_000, 0, 2)):
+        params = leaves_params(min_free, skip, limit)
+        seek = await gateway.read("placement_leaves_fit", params)
+        scan_leaves = await gateway.read("placement_leaves_fit_scan", without_hints(params))
+        assert scan_leaves == seek, (min_free, skip, limit)
+        pages.append(len(seek))
+    assert pages[0] == 1 and pages[-1] == 0  # a page of leaves, and none hold 10,000
+    # The domain statement (test_queries_run's example shape, a page of NVLink domains).
+    for first, n in ((8, 8), (1, 1), (16, 16)):
+        params = {**fit_params(8, 72, 5), "first_size": first, "last_size": 576, "step": 1, "n": n}
+        params.pop("mode")
+        seek = await gateway.read("placement_domains_fit", params)
+        assert await gateway.read("placement_domains_fit_scan", without_hints(params)) == seek, first
+        assert seek and seek[0]["found"], first
 
 
 @pytest.mark.parametrize("store", ["falkordb"])  # a FalkorDB plan: Neo4j leaves no stale entries to avoid
 async def test_the_scan_form_reads_no_index_on_falkordb(gateway: Gateway) -> None:
-    """The point of the form: no index walk for the blocks, whose stale entries grow while a
-    scheduler reserves (a bare `tie_bucket IN range(...)` was planned as an index scan)."""
+    """The point of the form: no index walk for the blocks or the leaf page, whose stale entries
+    grow while a scheduler reserves (a bare `tie_bucket IN range(...)` was planned as an index scan)."""
     await load(gateway, "superpod-h100:sus=1")
     backend = gateway.backend
     graph = backend._database().select_graph(backend.graph_name)  # type: ignore[attr-defined]
-    plans = []
-    for q in (gateway.registry["placement_hosts_fit"], gateway.registry["placement_hosts_fit_scan"]):
-        params = {k: v for k, v in fit_params(8, 8, 3).items() if k in q.parameters}
-        text = graph._build_params_header(params) + q.falkordb_text
-        plans.append("\n".join(str(op) for op in await graph.execute_command("GRAPH.EXPLAIN", graph.name, text)))
-    for label in ("block_host:Host", "block_domain:NVLinkDomain"):
-        assert f"Node By Index Scan | ({label})" in plans[0], label
-        assert f"Node By Index Scan | ({label})" not in plans[1], label
-        assert f"Node By Label Scan | ({label})" in plans[1], label
+
+    async def plan(name: str, params: dict[str, Any]) -> str:
+        q = gateway.registry[name]
+        text = graph._build_params_header({k: v for k, v in params.items() if k in q.parameters}) + q.falkordb_text
+        return "\n".join(str(op) for op in await graph.execute_command("GRAPH.EXPLAIN", graph.name, text))
+
+    for name, params in (
+        ("placement_hosts_fit", fit_params(8, 8, 3)),
+        ("placement_leaves_fit", leaves_params(16, 0, 2)),
+    ):
+        seek, scan = await plan(name, params), await plan(f"{name}_scan", params)
+        labels = ["block_host:Host", "block_domain:NVLinkDomain"] + (["s:Switch"] if "leaves" in name else [])
+        for label in labels:
+            assert f"Node By Index Scan | ({label})" in seek, (name, label)
+            assert f"Node By Index Scan | ({label})" not in scan, (name, label)
+            assert f"Node By Label Scan | ({label})" in scan, (name, label)
 
 
 def answers(result: PlacementResult) -> list[tuple[object, ...]]:

@@ -60,9 +60,16 @@ requests = st.builds(
     seed=st.integers(0, 10_000),
     occupancy=st.floats(0.0, 0.7),
     reqs=st.lists(requests, min_size=4, max_size=8),
+    seek=st.booleans(),
 )
 def test_service_finds_what_brute_force_finds(
-    gateway: Gateway, family: str, hosts: int, seed: int, occupancy: float, reqs: list[PlacementRequest]
+    gateway: Gateway,
+    family: str,
+    hosts: int,
+    seed: int,
+    occupancy: float,
+    reqs: list[PlacementRequest],
+    seek: bool,
 ) -> None:
     async def scenario() -> None:
         await with_test_queries(gateway).write("reset_graph")
@@ -73,6 +80,8 @@ def test_service_finds_what_brute_force_finds(
         await occupy(gateway, taken)
         snap = await snapshot(gateway)
         engine = PlacementEngine(gateway)
+        if seek:  # the candidate statements' seek forms, as on a cluster of more than SCAN_BLOCKS_UP_TO hosts
+            engine.scan_blocks_up_to = -1
         for base in reqs:
             if base.gpus_per_host is not None and base.gpus % base.gpus_per_host:
                 base = base.with_(gpus_per_host=None)
