@@ -3,8 +3,9 @@ sustained reservations (not a test).
 
 Each candidate statement (`placement_domains_fit`, `placement_hosts_fit`, `placement_leaves_fit`)
 reads the cluster's largest free blocks by index seeks per free count and tie bucket
-(`placement_free_blocks`); its `_scan` form, derived by the query registry, reads them by a scan of
-every host and NVLink domain (`placement_free_blocks_scan`). The engine runs the scan form on
+(`placement_free_blocks`), and the leaf statement its page of leaves by a free-count seek
+(`placement_leaf_page`); its `_scan` form, derived by the query registry, reads them by scans
+(`placement_free_blocks_scan`, `placement_leaf_page_scan`). The engine runs the scan form on
 clusters of up to `SCAN_BLOCKS_UP_TO` hosts. This loads a cluster into a fresh embedded store in
 process (optionally reserving a fraction of its GPUs at random), captures the parameters the
 engine sends for three requests, and times both forms of each statement alternately on the same

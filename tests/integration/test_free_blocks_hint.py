@@ -5,9 +5,10 @@ engine sets to the largest counts it has seen (`BlockTops`). A unit that has sin
 the hint must still be found, so every hint, too low, exact or too high, must answer the
 largest free hosts and NVLink domains exactly as the plain ordered queries do.
 
-Each candidate statement also has a `_scan` form (`placement_free_blocks_scan`, derived by the
-registry), which the engine runs on clusters of at most `SCAN_BLOCKS_UP_TO` hosts: it must give
-the same row as the seek form, and the engine the same answers whichever form it runs.
+Each candidate statement also has a `_scan` form, derived by the registry (the free blocks by
+`placement_free_blocks_scan`; the leaf statement's page of leaves by `placement_leaf_page_scan`),
+which the engine runs on clusters of at most `SCAN_BLOCKS_UP_TO` hosts: it must give the same row
+as the seek form, and the engine the same answers whichever form it runs.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from graphsvc.store.queries import SCAN_FORMS, default_registry
 from graphsvc.store.schema import TIE_BUCKETS
 from tests.cluster_helpers import load, occupy
 from tests.helpers import DEFAULT_GPU_FILTERS
+from tests.queries import with_test_queries
 
 
 def fit_params(host_top: int, domain_top: int, blocks: int) -> dict[str, Any]:
@@ -154,6 +156,39 @@ async def test_the_scan_form_reads_the_same_blocks(gateway: Gateway) -> None:
         seek = await gateway.read("placement_domains_fit", params)
         assert await gateway.read("placement_domains_fit_scan", without_hints(params)) == seek, first
         assert seek and seek[0]["found"], first
+
+
+async def leaf_pages_alike(gateway: Gateway) -> list[tuple[int, str]]:
+    """Every leaf page, one leaf at a time, seek and scan form side by side; the leaves read."""
+    read: list[tuple[int, str]] = []
+    for skip in range(64):
+        params = leaves_params(1, skip, 1)
+        seek = await gateway.read("placement_leaves_fit", params)
+        assert await gateway.read("placement_leaves_fit_scan", without_hints(params)) == seek, skip
+        if not seek:
+            break
+        assert seek[0]["scanned"] == 1
+        (unit,) = seek[0]["found"]
+        read.append((unit["free"], unit["unit"]))
+    assert read == sorted(read)  # best fit first, ties by name, none twice
+    for skip, limit in ((0, 3), (1, 2), (2, 4), (len(read) - 1, 3)):
+        params = leaves_params(1, skip, limit)
+        seek = await gateway.read("placement_leaves_fit", params)
+        assert await gateway.read("placement_leaves_fit_scan", without_hints(params)) == seek, skip
+        assert sorted(u["unit"] for u in seek[0]["found"]) == sorted(n for _, n in read[skip : skip + limit])
+    return read
+
+
+async def test_the_scan_form_pages_leaves_alike_through_ties(gateway: Gateway) -> None:
+    """Four idle scalable units: four rail-0 leaves, two of them tied at the same free count, so the
+    name breaks the tie at a page boundary; then the demo cluster's other fabrics (leaves of other
+    families)."""
+    await load(gateway, "superpod-h100:sus=4")
+    tied = await leaf_pages_alike(gateway)
+    assert len(tied) == 4 and len({free for free, _ in tied}) < 4  # su2 and su3 tie (254 free)
+    await with_test_queries(gateway).write("reset_graph")
+    await load(gateway, "demo:sus=1,nvl72_racks=1,a100_hosts=2,l40s_hosts=2")
+    assert len(await leaf_pages_alike(gateway)) >= 3
 
 
 @pytest.mark.parametrize("store", ["falkordb"])  # a FalkorDB plan: Neo4j leaves no stale entries to avoid

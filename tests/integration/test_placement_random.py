@@ -60,7 +60,6 @@ requests = st.builds(
     seed=st.integers(0, 10_000),
     occupancy=st.floats(0.0, 0.7),
     reqs=st.lists(requests, min_size=4, max_size=8),
-    seek=st.booleans(),
 )
 def test_service_finds_what_brute_force_finds(
     gateway: Gateway,
@@ -69,7 +68,6 @@ def test_service_finds_what_brute_force_finds(
     seed: int,
     occupancy: float,
     reqs: list[PlacementRequest],
-    seek: bool,
 ) -> None:
     async def scenario() -> None:
         await with_test_queries(gateway).write("reset_graph")
@@ -80,13 +78,17 @@ def test_service_finds_what_brute_force_finds(
         await occupy(gateway, taken)
         snap = await snapshot(gateway)
         engine = PlacementEngine(gateway)
-        if seek:  # the candidate statements' seek forms, as on a cluster of more than SCAN_BLOCKS_UP_TO hosts
-            engine.scan_blocks_up_to = -1
+        seeking = PlacementEngine(gateway)  # the candidate statements' seek forms, as on a large cluster
+        seeking.scan_blocks_up_to = -1
         for base in reqs:
             if base.gpus_per_host is not None and base.gpus % base.gpus_per_host:
                 base = base.with_(gpus_per_host=None)
             req = base.with_(model=MODELS[family])
             result = await engine.place(req, explain_infeasible=False)
+            sought = await seeking.place(req, explain_infeasible=False)
+            assert [[g.uuid for g in c.gpus] for c in sought.candidates] == [
+                [g.uuid for g in c.gpus] for c in result.candidates
+            ], req
             for c in result.candidates:
                 assert check_candidate(snap, req, [g.uuid for g in c.gpus]) == [], (req, c.reason)
             if feasible(snap, req):
