@@ -29,8 +29,7 @@ Scan forms: a fragment in SCAN_FORMS has a twin that reads the same units by a s
 index seeks (placement_free_blocks_scan says why). A query that includes such a fragment also
 gets a ``<name>_scan`` form, derived here: the same text with the twin included instead (its own
 includes only; migrations get none), and the same header but for the @param lines of parameters
-it no longer uses. The caller picks the form
-(the engine, by the cluster's host count).
+it no longer uses. The caller picks the form (the engine, by the cluster's host count).
 
 Dialect: a subquery names the variables it imports with Neo4j 5's scope clause, ``CALL (names) {``
 (the form Neo4j's linter accepts; ``CALL { WITH names`` is deprecated there). FalkorDB has no
@@ -285,16 +284,11 @@ def _scan_form(query: NamedQuery, own: str, fragments: dict[str, str]) -> NamedQ
     if swapped == own or query.signature is None or query.name.startswith("migrations/"):
         return None
     name = f"{query.name}{SCAN_SUFFIX}"
-    used = NamedQuery(name, _expand(swapped, fragments, name), query.path).parameters
-    unused = set(query.signature.params) - used
-    swapped = _UNUSED_PARAM_LINE.sub(lambda m: "" if m.group(1) in unused else m.group(0), swapped)
+    text = _expand(swapped, fragments, name)  # the header lines are the query's own: fragments have none
+    used = frozenset(_PARAM.findall(_LINE_COMMENT.sub("", text)))
+    text = _UNUSED_PARAM_LINE.sub(lambda m: m.group(0) if m.group(1) in used else "", text)
     params = {k: v for k, v in query.signature.params.items() if k in used}
-    scan = NamedQuery(
-        name,
-        _expand(swapped, fragments, name),
-        query.path,
-        Signature(query.signature.mode, params, query.signature.row),
-    )
+    scan = NamedQuery(name, text, query.path, Signature(query.signature.mode, params, query.signature.row))
     scan.falkordb_text  # noqa: B018 - as for the query itself: fails at load
     return scan
 

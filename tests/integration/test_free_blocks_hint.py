@@ -107,8 +107,8 @@ def without_hints(params: dict[str, Any]) -> dict[str, Any]:
 
 def leaves_params(min_free: int, skip: int, limit: int) -> dict[str, Any]:
     """placement_leaves_fit's parameters (test_queries_run's example), a page of leaves."""
-    fit = {k: v for k, v in fit_params(8, 72, 5).items() if k not in ("filters", "first_size", "last_size", "step")}
-    fit = {k: v for k, v in fit.items() if k not in ("mode", "n", "probe")}
+    hosts_only = ("filters", "first_size", "last_size", "step", "mode", "n", "probe")
+    fit = {k: v for k, v in fit_params(8, 72, 5).items() if k not in hosts_only}
     return {
         **fit,
         "min_free": min_free,
@@ -127,7 +127,7 @@ def leaves_params(min_free: int, skip: int, limit: int) -> dict[str, Any]:
 
 
 async def test_the_scan_form_reads_the_same_blocks(gateway: Gateway) -> None:
-    scan_params = {k: v for k, v in fit_params(0, 0, 1).items() if k not in ("host_top", "domain_top")}
+    scan_params = without_hints(fit_params(0, 0, 1))
     empty = await gateway.read("placement_hosts_fit_scan", {**scan_params, "blocks": 3})
     assert empty == []  # an empty graph: no unit to read, no row, as the seek form
     await load(gateway, "nvl72")
