@@ -22,6 +22,11 @@ class Event:
     holder: str
     at: float
     detail: str = ""  # what changed, for the elastic events (JSON for a rank -> GPU map)
+    # Whether a pending preemption may wait on this reservation's end. False only where the write
+    # that ended it read, under the reservation's lock, that no preemption names it as a victim
+    # (release_batch: `preempt_by`, which begin_preemption sets under the same lock): the
+    # preemption observer then has nothing to look for (GracefulPreemption.on_event).
+    awaited: bool = True
 
 
 class EventBus:

@@ -220,13 +220,16 @@ class GracefulPreemption:
     async def on_event(self, event: Event) -> None:
         """A victim released or expired during its grace: move the GPUs now, not at the deadline.
 
-        Every release and expiry comes here (a store read each), and a batch of releases ends
+        Every release and expiry comes here (a store read each), except a release whose own
+        write read that no preemption waits on it (`Event.awaited`: the group-committed release,
+        which a scheduler calls per job and which otherwise paid this read and its round trip
+        each time). A batch of releases ends
         together: so the ticks run one at a time in a task of their own, and each event waits
         for the first tick that starts after it (whose read sees the event's write), shared
         with every event that arrived before that tick started. An event waits for at most the
         tick in progress and its own; a failing tick is that tick's events' error, and the next
         one still runs."""
-        if event.kind not in ("reservation.released", "reservation.expired"):
+        if event.kind not in ("reservation.released", "reservation.expired") or not event.awaited:
             return
         if self._next_tick is None:
             self._next_tick = asyncio.get_running_loop().create_future()

@@ -96,6 +96,15 @@ class Reservation:
     grace_ends_at: float | None = None
 
 
+@dataclass(frozen=True)
+class Released:
+    """A reservation a group-committed release ended, and whether a preemption waited on it
+    (named it as a victim): only then may the release complete one (Event.awaited)."""
+
+    reservation: Reservation
+    awaited: bool
+
+
 @dataclass
 class Holder:
     gpu_uuid: str
@@ -232,7 +241,7 @@ class ReservationService:
         self.group: GroupCommit[BatchItem, Reservation | None] | None = (
             GroupCommit(self._reserve_batch, max_in_flight=in_flight) if group_commit else None
         )
-        self.release_group: GroupCommit[str, Reservation | None] | None = (
+        self.release_group: GroupCommit[str, Released | None] | None = (
             GroupCommit(self._release_batch, max_in_flight=in_flight) if group_commit else None
         )
         # So are the idempotency-key lookups that precede reserves with a key: one read for all.
@@ -538,18 +547,20 @@ class ReservationService:
         found = {r.idempotency_key: r for r in await self.get_many(keys=sorted(set(keys)))}
         return [found.get(k) for k in keys]
 
-    async def _release_batch(self, ids: list[str]) -> list[Reservation | None]:
+    async def _release_batch(self, ids: list[str]) -> list[Released | None]:
         """One statement for a batch of releases; each released reservation, in order (None: not released here)."""
         rows = await self.gw.write(
             "reservations/release_batch", {"ids": sorted(set(ids)), "now": self.clock(), "state": "released"}
         )
-        found: dict[str, Reservation] = {}
+        found: dict[str, Released] = {}
         if rows:
             # Each ended reservation as the statement left it (no read back): its properties and the
-            # GPUs it held, none of them held any more.
+            # GPUs it held, none of them held any more; and whether a preemption named it as a
+            # victim (its preempt_by, read under its lock; the Reservation shows it only while live).
             for rid, props, taken in zip(rows[0]["ids"], rows[0]["reservations"], rows[0]["taken"], strict=True):
-                found[str(rid)] = _reservation(_written_row(cast(ReservationProps, props), taken, held=False))
-        await self._with_slices(list(found.values()))  # (a reservation of MIG slices, should one be here)
+                reservation = _reservation(_written_row(cast(ReservationProps, props), taken, held=False))
+                found[str(rid)] = Released(reservation, awaited=props.get("preempt_by") is not None)
+        await self._with_slices([r.reservation for r in found.values()])  # (MIG slices, should one be here)
         ended = set(found)
         first = {i: n for n, i in reversed(list(enumerate(ids)))}  # a duplicate answers on its own (no 2nd event)
         return [found.get(i) if i in ended and first[i] == n else None for n, i in enumerate(ids)]
@@ -715,9 +726,12 @@ class ReservationService:
         if not _printable(reservation_id):
             return NotFound(reservation_id, "no such reservation")
         if self.release_group is not None and state == "released":
-            released = await self.release_group.submit(reservation_id)
-            if released is not None:
-                await self.events.publish(Event("reservation.released", released.id, released.holder, self.clock()))
+            outcome = await self.release_group.submit(reservation_id)
+            if outcome is not None:
+                released = outcome.reservation
+                await self.events.publish(
+                    Event("reservation.released", released.id, released.holder, self.clock(), awaited=outcome.awaited)
+                )
                 return released
         for _ in range(self.max_attempts):
             rows = await self.gw.write(

@@ -132,6 +132,35 @@ async def test_victims_released_together_read_the_pending_preemptions_once_or_tw
     await consistent(gateway, clock.now)
 
 
+async def test_a_release_no_preemption_waits_on_reads_no_pending_preemptions(gateway: Gateway) -> None:
+    """The group-committed release reads its reservation's preempt_by under its lock: a release
+    that no preemption names as a victim wakes nothing (no pending_ready read, its event says
+    so); a victim's release still wakes the look, and the GPUs move once every victim is gone."""
+    clock, svc, small, out = await pending_on_rack2(gateway)
+    bystander = await svc.reserve(holder="other", request=parse_request("4xGB200"), ttl_s=HOUR)
+    assert isinstance(bystander, Reservation), bystander
+    events: list[Event] = []
+
+    async def record(e: Event) -> None:
+        if e.kind == "reservation.released":
+            events.append(e)
+
+    svc.events.observers.insert(0, record)
+    before = gateway.stats["reservations/pending_ready"].calls if "reservations/pending_ready" in gateway.stats else 0
+    assert isinstance(await svc.release(bystander.id), Reservation)
+    assert gateway.stats.get("reservations/pending_ready") is None or (
+        gateway.stats["reservations/pending_ready"].calls == before
+    )
+    assert [(e.subject, e.awaited) for e in events] == [(bystander.id, False)]
+    for rid in small:
+        assert isinstance(await svc.release(rid), Reservation)
+    assert [(e.subject, e.awaited) for e in events[1:]] == [(rid, True) for rid in small]
+    assert gateway.stats["reservations/pending_ready"].calls > before
+    moved = await svc.get(out.reservation.id)
+    assert moved is not None and moved.state == "active"
+    await consistent(gateway, clock.now)
+
+
 async def test_a_preemption_whose_gpus_were_taken_fails_visibly(gateway: Gateway) -> None:
     clock, svc, small, out = await pending_on_rack2(gateway)
     preemption = elastic_for(svc).preemption

@@ -84,4 +84,5 @@ async def test_other_events_start_no_tick() -> None:
     p = preemption(ticks)
     await p.on_event(Event("reservation.created", "a", "h", 0.0))
     await p.on_event(Event("reservation.renewed", "a", "h", 0.0))
+    await p.on_event(Event("reservation.released", "a", "h", 0.0, awaited=False))  # no preemption named it
     assert ticks.started == 0
