@@ -10,7 +10,8 @@
 //    then those sizes' buckets ($tie_buckets a size, index seeks on both properties)
 //    until $probe domains are seen, which gives the last (size, bucket) key the page can reach;
 //    then every domain up to that key is read (the last bucket whole, so the tie order is exact)
-//    and sorted.
+//    and sorted (placement_domain_page; its `_scan` form reads them by a scan,
+//    placement_domain_page_scan).
 // 2. In each, the free GPUs that meet the per-GPU constraints (fragment placement_usable) on
 //    hosts neither excluded nor stale are counted: a domain qualifies with $n of them. Which
 //    $n form a full mesh (any members of a switched domain; a clique on direct links) is
@@ -46,32 +47,7 @@
 // @param tie_buckets int
 // @param virtual_free list<string>
 // @row scanned int, found list<map>, hosts list<map>, host_blocks list<map>, domain_blocks list<map>
-UNWIND range($first_size, $last_size, $step) AS want
-MATCH (d:NVLinkDomain)
-WHERE d.free_gpus = want AND d.tie_bucket IS NOT NULL AND ($model = '' OR d.gpu_model IN $prefilter_models
-       OR (NOT coalesce(d.gpu_model, '') IN $known AND toLower(coalesce(d.gpu_model, '')) CONTAINS $model))
-WITH want
-LIMIT $probe
-WITH collect(DISTINCT want) AS wants
-UNWIND wants AS want
-UNWIND range(1, $tie_buckets) AS bucket
-MATCH (d:NVLinkDomain)
-WHERE d.free_gpus = want AND d.tie_bucket = bucket AND ($model = '' OR d.gpu_model IN $prefilter_models
-       OR (NOT coalesce(d.gpu_model, '') IN $known AND toLower(coalesce(d.gpu_model, '')) CONTAINS $model))
-WITH wants, abs(want - $first_size) * $tie_buckets + bucket AS tie_key
-LIMIT $probe
-WITH wants, max(tie_key) AS last_key
-UNWIND wants AS want
-UNWIND range(1, $tie_buckets) AS bucket
-WITH want, bucket, abs(want - $first_size) * $tie_buckets + bucket AS tie_key, last_key
-WHERE tie_key <= last_key
-MATCH (d:NVLinkDomain)
-WHERE d.free_gpus = want AND d.tie_bucket = bucket AND ($model = '' OR d.gpu_model IN $prefilter_models
-       OR (NOT coalesce(d.gpu_model, '') IN $known AND toLower(coalesce(d.gpu_model, '')) CONTAINS $model))
-WITH d, tie_key
-ORDER BY tie_key, d.uuid
-SKIP $skip
-LIMIT $limit
+//@include placement_domain_page
 WITH collect(DISTINCT d) AS units
 WHERE size(units) > 0
 CALL (units) {

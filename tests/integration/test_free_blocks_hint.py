@@ -83,7 +83,8 @@ def test_each_candidate_statement_has_a_scan_form_without_the_seek_hints() -> No
     registry = default_registry()
     for name in FIT_STATEMENTS:
         seek, scan = registry[name], registry[f"{name}_scan"]
-        assert seek.parameters - scan.parameters == {"host_top", "domain_top"}
+        paged_by_size = {"probe"} if name == "placement_domains_fit" else set()  # the lazy seek's page bound
+        assert seek.parameters - scan.parameters == {"host_top", "domain_top", *paged_by_size}
         assert scan.signature is not None and set(scan.signature.params) == scan.parameters
         assert scan.signature.row == (seek.signature.row if seek.signature else None)
         # The same statement but for the fragment: the seek form's own text, the scan fragment in it.
@@ -95,14 +96,22 @@ def test_each_candidate_statement_has_a_scan_form_without_the_seek_hints() -> No
     assert SCAN_FORMS == {
         "placement_free_blocks": "placement_free_blocks_scan",
         "placement_leaf_page": "placement_leaf_page_scan",
+        "placement_domain_page": "placement_domain_page_scan",
     }
     leaves, leaves_scan = registry["placement_leaves_fit"], registry["placement_leaves_fit_scan"]
     assert "coalesce(s.tier = 'leaf', false)" in leaves_scan.text and "s.tier = 'leaf' AND" in leaves.text
+    domains, domains_scan = registry["placement_domains_fit"], registry["placement_domains_fit_scan"]
+    assert "d.free_gpus = want" in domains.text and "d.free_gpus = want" not in domains_scan.text
+    assert "coalesce(d.free_gpus >=" in domains_scan.text
+    hosts, hosts_scan = registry["placement_hosts_fit"], registry["placement_hosts_fit_scan"]
+    assert "h.free_gpus = want" in hosts.text and "h.free_gpus = want" in hosts_scan.text  # measured: seek kept
 
 
-def without_hints(params: dict[str, Any]) -> dict[str, Any]:
-    """A seek form's parameters as its scan form takes them (no probe hints)."""
-    return {k: v for k, v in params.items() if k not in ("host_top", "domain_top")}
+def scan_params(name: str, params: dict[str, Any]) -> dict[str, Any]:
+    """A seek form's parameters as its scan form takes them (no probe hints; the domain statement
+    no lazy page bound either)."""
+    taken = default_registry()[f"{name}_scan"].parameters
+    return {k: v for k, v in params.items() if k in taken}
 
 
 def leaves_params(min_free: int, skip: int, limit: int) -> dict[str, Any]:
@@ -127,8 +136,8 @@ def leaves_params(min_free: int, skip: int, limit: int) -> dict[str, Any]:
 
 
 async def test_the_scan_form_reads_the_same_blocks(gateway: Gateway) -> None:
-    scan_params = without_hints(fit_params(0, 0, 1))
-    empty = await gateway.read("placement_hosts_fit_scan", {**scan_params, "blocks": 3})
+    hosts_scan = scan_params("placement_hosts_fit", fit_params(0, 0, 1))
+    empty = await gateway.read("placement_hosts_fit_scan", {**hosts_scan, "blocks": 3})
     assert empty == []  # an empty graph: no unit to read, no row, as the seek form
     await load(gateway, "nvl72")
     cluster = await load(gateway, "superpod-h100:sus=1")
@@ -137,7 +146,7 @@ async def test_the_scan_form_reads_the_same_blocks(gateway: Gateway) -> None:
     with_free = len(await gateway.read("largest_free_hosts", {"top": 128, "limit": 1000}))
     for blocks in (1, 4, 9, 200):
         seek = await gateway.read("placement_hosts_fit", fit_params(8, 72, blocks))
-        scan = await gateway.read("placement_hosts_fit_scan", {**scan_params, "blocks": blocks})
+        scan = await gateway.read("placement_hosts_fit_scan", {**hosts_scan, "blocks": blocks})
         assert scan == seek, blocks
         assert len(seek[0]["host_blocks"]) == min(blocks, with_free)
     # The leaf statement: its page of leaves read by a scan too (placement_leaf_page_scan).
@@ -145,7 +154,7 @@ async def test_the_scan_form_reads_the_same_blocks(gateway: Gateway) -> None:
     for min_free, skip, limit in ((1, 0, 2), (16, 0, 8), (16, 1, 1), (64, 0, 8), (10_000, 0, 2)):
         params = leaves_params(min_free, skip, limit)
         seek = await gateway.read("placement_leaves_fit", params)
-        scan_leaves = await gateway.read("placement_leaves_fit_scan", without_hints(params))
+        scan_leaves = await gateway.read("placement_leaves_fit_scan", scan_params("placement_leaves_fit", params))
         assert scan_leaves == seek, (min_free, skip, limit)
         pages.append(len(seek))
     assert pages[0] == 1 and pages[-1] == 0  # a page of leaves, and none hold 10,000
@@ -154,7 +163,9 @@ async def test_the_scan_form_reads_the_same_blocks(gateway: Gateway) -> None:
         params = {**fit_params(8, 72, 5), "first_size": first, "last_size": 576, "step": 1, "n": n}
         params.pop("mode")
         seek = await gateway.read("placement_domains_fit", params)
-        assert await gateway.read("placement_domains_fit_scan", without_hints(params)) == seek, first
+        assert await gateway.read("placement_domains_fit_scan", scan_params("placement_domains_fit", params)) == seek, (
+            first
+        )
         assert seek and seek[0]["found"], first
 
 
@@ -164,7 +175,9 @@ async def leaf_pages_alike(gateway: Gateway) -> list[tuple[int, str]]:
     for skip in range(64):
         params = leaves_params(1, skip, 1)
         seek = await gateway.read("placement_leaves_fit", params)
-        assert await gateway.read("placement_leaves_fit_scan", without_hints(params)) == seek, skip
+        assert await gateway.read("placement_leaves_fit_scan", scan_params("placement_leaves_fit", params)) == seek, (
+            skip
+        )
         if not seek:
             break
         assert seek[0]["scanned"] == 1
@@ -174,7 +187,9 @@ async def leaf_pages_alike(gateway: Gateway) -> list[tuple[int, str]]:
     for skip, limit in ((0, 3), (1, 2), (2, 4), (len(read) - 1, 3)):
         params = leaves_params(1, skip, limit)
         seek = await gateway.read("placement_leaves_fit", params)
-        assert await gateway.read("placement_leaves_fit_scan", without_hints(params)) == seek, skip
+        assert await gateway.read("placement_leaves_fit_scan", scan_params("placement_leaves_fit", params)) == seek, (
+            skip
+        )
         assert sorted(u["unit"] for u in seek[0]["found"]) == sorted(n for _, n in read[skip : skip + limit])
     return read
 
@@ -191,9 +206,59 @@ async def test_the_scan_form_pages_leaves_alike_through_ties(gateway: Gateway) -
     assert len(await leaf_pages_alike(gateway)) >= 3
 
 
+def host_params(first: int, last: int, step: int, skip: int, limit: int, **over: Any) -> dict[str, Any]:
+    """placement_hosts_fit's parameters for a page of hosts over the sizes first..last."""
+    return {**fit_params(8, 72, 5), "first_size": first, "last_size": last, "step": step, "n": min(first, last),
+            "skip": skip, "limit": limit, "probe": skip + limit, **over}  # fmt: skip
+
+
+def domain_params(first: int, last: int, step: int, skip: int, limit: int, **over: Any) -> dict[str, Any]:
+    """placement_domains_fit's parameters for a page of NVLink domains over the sizes first..last."""
+    params = host_params(first, last, step, skip, limit, **over)
+    params.pop("mode")
+    return params
+
+
+async def test_the_scan_form_pages_hosts_and_domains_alike(gateway: Gateway) -> None:
+    """The domain page (placement_domain_page_scan), and the host statement's scan form (its page
+    still seeks): the same rows as the seek forms, best fit and spread, through ties one unit at a
+    time, past the last unit, with a model, an exclusion and a stale cutoff, on a cluster of
+    several models in use."""
+    await load(gateway, "demo:sus=1,nvl72_racks=1,a100_hosts=2,l40s_hosts=2")
+    cluster = await load(gateway, "superpod-h100:sus=1")
+    rng = random.Random(13)
+    await occupy(gateway, [g.uuid for h in cluster.hosts for g in h.gpus if rng.random() < 0.4])
+    some_host = cluster.hosts[3].hostname
+    cases: list[tuple[str, dict[str, Any]]] = []
+    for first, last, step in ((1, 128, 1), (8, 128, 1), (3, 6, 1), (128, 1, -1), (8, 1, -1), (200, 300, 1)):
+        for skip, limit in ((0, 3), (2, 5), (0, 200)):
+            cases.append(("placement_hosts_fit", host_params(first, last, step, skip, limit)))
+            cases.append(("placement_hosts_fit", host_params(first, last, step, skip, limit, mode="domain")))
+    for first, last, step in ((1, 576, 1), (8, 576, 1), (16, 72, 1), (576, 1, -1), (72, 8, -1), (600, 700, 1)):
+        for skip, limit in ((0, 3), (1, 4), (0, 100)):
+            cases.append(("placement_domains_fit", domain_params(first, last, step, skip, limit)))
+    gb200 = {"model": "gb200", "prefilter_models": ["NVIDIA GB200"], "known": ["NVIDIA GB200", ""]}
+    cases += [
+        ("placement_hosts_fit", host_params(1, 128, 1, 0, 4, model="h100", exclude=[some_host])),
+        ("placement_hosts_fit", host_params(1, 128, 1, 0, 4, model="a100")),  # not known: the substring test
+        ("placement_hosts_fit", host_params(1, 128, 1, 0, 4, stale_before=1e18)),  # every host stale
+        ("placement_domains_fit", domain_params(8, 576, 1, 0, 3, **gb200)),
+        ("placement_domains_fit", domain_params(1, 576, 1, 0, 3, model="l40s")),
+    ]
+    for skip in range(40):  # one host at a time through the 4-free sizes' ties, and past them
+        cases.append(("placement_hosts_fit", host_params(4, 8, 1, skip, 1)))
+        cases.append(("placement_domains_fit", domain_params(4, 8, 1, skip, 1)))
+    read = 0
+    for name, params in cases:
+        seek = await gateway.read(name, params)
+        assert await gateway.read(f"{name}_scan", scan_params(name, params)) == seek, (name, params)
+        read += len(seek[0]["found"]) if seek else 0
+    assert read > 100  # the pages held units (not only empty answers)
+
+
 @pytest.mark.parametrize("store", ["falkordb"])  # a FalkorDB plan: Neo4j leaves no stale entries to avoid
 async def test_the_scan_form_reads_no_index_on_falkordb(gateway: Gateway) -> None:
-    """The point of the form: no index walk for the blocks or the leaf page, whose stale entries
+    """The point of the form: no index walk for the blocks or the page of units, whose stale entries
     grow while a scheduler reserves (a bare `tie_bucket IN range(...)` was planned as an index scan)."""
     await load(gateway, "superpod-h100:sus=1")
     backend = gateway.backend
@@ -204,12 +269,18 @@ async def test_the_scan_form_reads_no_index_on_falkordb(gateway: Gateway) -> Non
         text = graph._build_params_header({k: v for k, v in params.items() if k in q.parameters}) + q.falkordb_text
         return "\n".join(str(op) for op in await graph.execute_command("GRAPH.EXPLAIN", graph.name, text))
 
+    pages = {
+        "placement_leaves_fit": ["s:Switch"],
+        "placement_hosts_fit": [],
+        "placement_domains_fit": ["d:NVLinkDomain"],
+    }
     for name, params in (
         ("placement_hosts_fit", fit_params(8, 8, 3)),
+        ("placement_domains_fit", domain_params(8, 576, 1, 0, 3)),
         ("placement_leaves_fit", leaves_params(16, 0, 2)),
     ):
         seek, scan = await plan(name, params), await plan(f"{name}_scan", params)
-        labels = ["block_host:Host", "block_domain:NVLinkDomain"] + (["s:Switch"] if "leaves" in name else [])
+        labels = ["block_host:Host", "block_domain:NVLinkDomain", *pages[name]]
         for label in labels:
             assert f"Node By Index Scan | ({label})" in seek, (name, label)
             assert f"Node By Index Scan | ({label})" not in scan, (name, label)

@@ -15,6 +15,7 @@ from topo_facts import MigSliceFact
 from graphsvc.ingest.host_plan import host_params
 from graphsvc.ingest.service import ingest_fabric, ingest_host
 from graphsvc.store.gateway import Gateway
+from graphsvc.store.queries import default_registry
 from graphsvc.store.schema import TIE_BUCKETS
 from graphsvc.synthetic.clusters import build
 from tests.helpers import DEFAULT_GPU_FILTERS
@@ -438,10 +439,10 @@ EXAMPLES: dict[str, dict[str, Any]] = {
 }
 
 # The derived scan forms (graphsvc.store.queries, SCAN_FORMS): their statements' examples, less the
-# seek hints they do not take.
+# seek's parameters they do not take (its hints and lazy page bound).
 EXAMPLES.update(
     {
-        f"{name}_scan": {k: v for k, v in EXAMPLES[name].items() if k not in ("host_top", "domain_top")}
+        f"{name}_scan": {k: v for k, v in EXAMPLES[name].items() if k in default_registry()[f"{name}_scan"].parameters}
         for name in ("placement_domains_fit", "placement_hosts_fit", "placement_leaves_fit")
     }
 )
