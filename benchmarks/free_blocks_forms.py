@@ -16,12 +16,18 @@ stale with every write until its index garbage collector runs, every 30 s), and 
 
     python benchmarks/free_blocks_forms.py superpod-h100:sus=1 --churn 25
     python benchmarks/free_blocks_forms.py superpod-h100:sus=16 --churn 25 --busy 0.5
+
+`--baseline DIR` adds a third form: the scan form as this tree's registry derives it from another
+tree's `queries/` folder (e.g. `git worktree add /tmp/old-tree <commit>`), timed in the same
+alternation, so a change to a scan fragment is measured against the scan form before it on one
+store. `--requests` replaces the three requests (a JSON object: request text -> statement).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import random
 import re
 import statistics
@@ -39,7 +45,7 @@ from graphsvc.services import Services
 from graphsvc.settings import Settings
 from graphsvc.store.factory import open_store
 from graphsvc.store.gateway import Gateway
-from graphsvc.store.queries import SCAN_SUFFIX
+from graphsvc.store.queries import SCAN_SUFFIX, QueryRegistry
 from graphsvc.synthetic.clusters import build
 
 REQUESTS = {
@@ -86,13 +92,21 @@ async def captured_params(gw: Gateway, services: Services) -> dict[str, dict[str
     return captured
 
 
-async def measure(gw: Gateway, captured: dict[str, dict[str, object]], label: str, runs: int) -> list[dict[str, Any]]:
+async def measure(
+    gw: Gateway,
+    captured: dict[str, dict[str, object]],
+    label: str,
+    runs: int,
+    baseline: QueryRegistry | None = None,
+) -> list[dict[str, Any]]:
     graph = gw.backend._database().select_graph(gw.backend.graph_name)  # type: ignore[attr-defined]
     out = []
     for request, name in REQUESTS.items():
         texts = {}
-        for form in (name, f"{name}{SCAN_SUFFIX}"):
-            query = gw.registry[form]
+        forms = {name: gw.registry[name], f"{name}{SCAN_SUFFIX}": gw.registry[f"{name}{SCAN_SUFFIX}"]}
+        if baseline is not None:
+            forms["baseline"] = baseline[f"{name}{SCAN_SUFFIX}"]
+        for form, query in forms.items():
             params = {k: v for k, v in captured[name].items() if k in query.parameters}
             texts[form] = graph._build_params_header(params) + query.falkordb_text
         replies = {
@@ -110,7 +124,7 @@ async def measure(gw: Gateway, captured: dict[str, dict[str, object]], label: st
             )
             for form, text in texts.items()
         }
-        seek, scan = texts
+        seek, scan = name, f"{name}{SCAN_SUFFIX}"
         row = {
             "when": label,
             "request": request,
@@ -120,6 +134,9 @@ async def measure(gw: Gateway, captured: dict[str, dict[str, object]], label: st
             "scan_operators_ms": round(ops[scan], 2),
             "same_reply": len(replies) == 1,
         }
+        if "baseline" in texts:
+            row["baseline_scan_ms"] = round(statistics.median(wall["baseline"]), 2)
+            row["baseline_scan_operators_ms"] = round(ops["baseline"], 2)
         print(row, flush=True)
         out.append(row)
     return out
@@ -151,7 +168,13 @@ async def main() -> None:
     parser.add_argument("--churn", type=float, default=25.0, help="seconds of reservations (0: quiet only)")
     parser.add_argument("--busy", type=float, default=0.0, help="fraction of GPUs reserved first")
     parser.add_argument("--runs", type=int, default=25, help="timed runs of each form per statement")
+    parser.add_argument("--baseline", type=Path, help="another tree's queries/ folder: its scan forms too")
+    parser.add_argument("--requests", help='JSON: request text -> statement, e.g. {"2xH100": "placement_hosts_fit"}')
     args = parser.parse_args()
+    if args.requests:
+        REQUESTS.clear()
+        REQUESTS.update(json.loads(args.requests))
+    baseline = QueryRegistry(args.baseline) if args.baseline else None
     settings = Settings(data_dir=Path(tempfile.mkdtemp()), appendfsync="no", stale_after_s=1e9)
     async with open_store(settings) as gw:
         cluster = build(args.profile)
@@ -168,10 +191,10 @@ async def main() -> None:
         services = Services(gw, settings)
         captured = await captured_params(gw, services)
         await asyncio.sleep(35)  # past an index collection: what a store that was not just loaded costs
-        await measure(gw, captured, "quiet", args.runs)
+        await measure(gw, captured, "quiet", args.runs, baseline)
         if args.churn:
             print({"cycles": await churn(services, args.churn)}, flush=True)
-            await measure(gw, captured, "after churn", args.runs)
+            await measure(gw, captured, "after churn", args.runs, baseline)
 
 
 if __name__ == "__main__":

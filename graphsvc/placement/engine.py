@@ -19,6 +19,7 @@ from typing import cast
 
 from graphsvc.placement import score
 from graphsvc.placement.explain import describe, diagnose
+from graphsvc.placement.graph_facts import GraphFacts
 from graphsvc.placement.mig_service import place_slices
 from graphsvc.placement.model import (
     LIVE_LEASE,
@@ -58,7 +59,6 @@ TakeUnits = Callable[[list[FitUnit]], Awaitable[None]]
 
 MAX_HOST_GPUS = 128
 MAX_DOMAIN_GPUS = 576
-MODELS_TTL_S = 60.0
 LEAF_EXTRA_HOSTS = 2  # hosts read beyond those that cover a multi-host request, for the best fit
 NO_LIMIT = 1e9  # a temperature or utilisation bound that bounds nothing (Cypher has no infinity literal)
 # Hosts up to which the candidate statements read the cluster's largest free blocks by a scan of
@@ -103,7 +103,7 @@ def _largest(blocks: list[BlockRow]) -> int:
 
 def prefilter_params(prefilter: str, known: list[str]) -> dict[str, object]:
     """$prefilter_models and $known of the candidate statements' model prefilter: a unit whose
-    model is one of `known` (the engine's model list, at most MODELS_TTL_S old) passes when the
+    model is one of `known` (the engine's model list, graph_facts: at most a minute old) passes when the
     name contains `prefilter` (decided here, once), any other by the store's own substring test
     (`toLower(...) CONTAINS $model`, as before). At 100k GPUs that test on each of the 3,300
     domains with exactly 4 free cost ~3 ms of a 4-GPU request; list membership ~0.1 ms. Only
@@ -260,33 +260,22 @@ class PlacementEngine:
         self.clock = clock
         self.budget = budget or SearchBudget()
         self.stale_after_s = stale_after_s  # None: every host is offered, however silent
-        self._models_cache: tuple[float, list[str]] = (-MODELS_TTL_S, [])
-        self._hosts_cache: tuple[float, int] = (-MODELS_TTL_S, 0)
+        self.facts = GraphFacts(gateway)  # the models and host count, shared with the reserve fast path
         self.scan_blocks_up_to = SCAN_BLOCKS_UP_TO
         self.block_tops = BlockTops()
         self.topology = TopologyCache()  # each host's topology between requests; free state never
 
     async def models(self) -> list[str]:
-        """The GPU models in the graph, re-read at most every MODELS_TTL_S (they change with hardware)."""
-        now = self.clock()
-        read_at, models = self._models_cache
-        if now - read_at >= MODELS_TTL_S:
-            models = [str(r["model"]) for r in await self.gw.read("placement_gpu_models", {}) if r.get("model")]
-            self._models_cache = (now, models)
-        return models
+        """The GPU models in the graph (graph_facts: kept for a minute, they change with hardware)."""
+        return (await self.facts.fresh()).models
 
     async def fit_form(self, query: str) -> str:
         """Which form of a candidate statement to run: its `_scan` form on a cluster of at most
-        `scan_blocks_up_to` hosts (counted at most every MODELS_TTL_S of the engine's clock, as
-        the models are, by a read of its own: a count a refresh behind only picks the other of two
-        forms that answer alike), else the statement itself. The same on both stores: Neo4j has
-        no stale index entries to avoid, and the scan was measured on FalkorDB only."""
-        now = self.clock()
-        read_at, hosts = self._hosts_cache
-        if now - read_at >= MODELS_TTL_S:
-            counted = await self.gw.read("reservations/host_count", {})
-            hosts = int(counted[0]["hosts"]) if counted else 0
-            self._hosts_cache = (now, hosts)
+        `scan_blocks_up_to` hosts (counted with the models, graph_facts: a count a refresh behind
+        only picks the other of two forms that answer alike), else the statement itself. The same
+        on both stores: Neo4j has no stale index entries to avoid, and the scan was measured on
+        FalkorDB only."""
+        hosts = (await self.facts.fresh()).hosts
         return f"{query}{SCAN_SUFFIX}" if hosts <= self.scan_blocks_up_to else query
 
     async def _no_such_model(self, req: PlacementRequest) -> list[InfeasibleReason]:
@@ -295,7 +284,7 @@ class PlacementEngine:
         again (the model may have just arrived)."""
         if req.model_match is None or any(req.model_match.matches(m) for m in await self.models()):
             return []
-        self._models_cache = (-MODELS_TTL_S, [])
+        self.facts.forget()
         return await unknown_model(self.gw, req, await self.models())
 
     async def _place_slices(self, req: PlacementRequest, started: float) -> PlacementResult:

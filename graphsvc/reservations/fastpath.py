@@ -13,19 +13,15 @@ answers every shape; nothing here changes what a valid answer is.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
-import time
-from dataclasses import MISSING, Field, dataclass, field, fields
+from dataclasses import MISSING, Field, dataclass, fields
 from typing import TypedDict
 
 from graphsvc.placement.request import NVLinkRequirement, PlacementRequest
-from graphsvc.store.gateway import Gateway
 
 MAX_HOST_GPUS = 128
 TOP_K = 8  # equally good candidates a request may land on
 SCAN_HOSTS = 64  # hosts one statement looks at before it gives up (then the general path runs)
-MODELS_TTL_S = 10.0  # how long TopologyFacts keeps the GPU models and the host count
 # Hosts up to which the one-host reserves (batch and single) scan every host rather than seek the
 # free-count index: measured equal at ~500 hosts on an idle cluster, the scan cheaper on one SU
 # (and flat under sustained reservations, where the seeks grow), the seeks ~7 ms a batch cheaper
@@ -98,35 +94,10 @@ def slot(seed: str, attempt: int) -> int:
     return int.from_bytes(hashlib.blake2b(seed.encode(), digest_size=4).digest(), "big") + attempt
 
 
-@dataclass
-class TopologyFacts:
-    """The GPU model names in the graph and how many hosts it has (topology: changes rarely),
-    refreshed every few seconds.
-
-    A model added since the last refresh only means the fast path misses it once: the general
-    search then answers. A host count a refresh behind only picks the other of two statements
-    that answer alike (`candidate_read`).
-    """
-
-    ttl_s: float = MODELS_TTL_S
-    models: list[str] = field(default_factory=list)
-    hosts: int = 0
-    read_at: float = float("-inf")
-    reading: asyncio.Task[tuple[list[str], int]] | None = None  # one read in flight, shared by every waiter
-
-    async def accepted(self, gw: Gateway, req: PlacementRequest) -> list[str]:
-        if time.monotonic() - self.read_at > self.ttl_s:
-            if self.reading is None or self.reading.done():
-                self.reading = asyncio.create_task(self._read(gw))
-            self.models, self.hosts = await asyncio.shield(self.reading)
-        match = req.model_match
-        return [m for m in self.models if match is None or match.matches(m)]
-
-    async def _read(self, gw: Gateway) -> tuple[list[str], int]:
-        rows = await gw.read("placement_gpu_models", {})
-        counted = await gw.read("reservations/host_count", {})
-        self.read_at = time.monotonic()
-        return [str(r["model"]) for r in rows if r.get("model")], int(counted[0]["hosts"]) if counted else 0
+def accepted_models(models: list[str], req: PlacementRequest) -> list[str]:
+    """The graph's GPU models (graph_facts, exact names) a request may take: its model's, or all."""
+    match = req.model_match
+    return [m for m in models if match is None or match.matches(m)]
 
 
 def candidate_read(statement: str, hosts: int, scan_up_to: int = SCAN_EVERY_HOST_UP_TO) -> str:

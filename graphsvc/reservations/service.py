@@ -32,7 +32,7 @@ from graphsvc.reservations.fastpath import (
     BatchItem,
     BatchKey,
     BatchRequest,
-    TopologyFacts,
+    accepted_models,
     batch_item,
     batch_params,
     candidate_read,
@@ -233,7 +233,6 @@ class ReservationService:
         self.max_attempts = max_attempts
         self.events = events or EventBus()
         self.engine = PlacementEngine(gateway, clock=clock)
-        self.topology = TopologyFacts()
         self.fast_attempts = 3  # one-statement tries (next candidate each) before the general search
         # Single-host reserves arriving while one is in the store go together (group_commit.py);
         # two batches of each kind in flight where the store runs writes one at a time.
@@ -483,7 +482,7 @@ class ReservationService:
         mode = fast_path_mode(request)
         if mode is None:
             return None
-        models = await self.topology.accepted(self.gw, request)
+        models = accepted_models((await self.engine.facts.fresh()).models, request)
         if not models:
             return None
         stale_after = self.engine.stale_after_s
@@ -515,8 +514,9 @@ class ReservationService:
         return None
 
     def _one_host_form(self, statement: str) -> str:
-        """The form of a one-host reserve statement for this cluster's size (fastpath.candidate_read)."""
-        return candidate_read(statement, self.topology.hosts, self.scan_every_host_up_to)
+        """The form of a one-host reserve statement for this cluster's size (fastpath.candidate_read;
+        the host count as the fast path's last look at the graph facts read it)."""
+        return candidate_read(statement, self.engine.facts.hosts, self.scan_every_host_up_to)
 
     async def _reserve_batch(self, items: list[BatchItem]) -> list[Reservation | None]:
         """Single-host reserves in one statement per shared key (usually one); the reservations made,

@@ -1,7 +1,8 @@
 // Fragment (not a query): placement_domains_fit's page of candidate NVLink domains, by their
 // indexed free counter: exactly $first_size free first, then the next size towards $last_size
 // ($step -1: largest first), ties by (tie_bucket, uuid), $limit after $skip, of the model (the
-// prefilter). Three lazy passes (placement_domains_fit says why). Out: rows of `d` (and its
+// prefilter). Three lazy passes (placement_domains_fit says why; the first counts any domain
+// with a bucket, the later ones reach buckets 1 to $tie_buckets, all the store writes). Out: rows of `d` (and its
 // `tie_key`), in that order. Its twin placement_domain_page_scan reads the same page by a scan
 // (the statement's `_scan` form, on small clusters).
 UNWIND range($first_size, $last_size, $step) AS want

@@ -137,7 +137,7 @@ async def test_a_release_no_preemption_waits_on_reads_no_pending_preemptions(gat
     that no preemption names as a victim wakes nothing (no pending_ready read, its event says
     so); a victim's release still wakes the look, and the GPUs move once every victim is gone."""
     clock, svc, small, out = await pending_on_rack2(gateway)
-    bystander = await svc.reserve(holder="other", request=parse_request("4xGB200"), ttl_s=HOUR)
+    bystander = await svc.reserve(holder="other", request=parse_request("4xGB200"), ttl_s=3600)
     assert isinstance(bystander, Reservation), bystander
     events: list[Event] = []
 

@@ -30,7 +30,7 @@ QUERY = """query($t: String!) { placementText(text: $t) {
   explain { cypher { name statement parameters browser } } } }"""
 
 
-# The graph's GPU models and its host count: read once a minute per engine (MODELS_TTL_S), not per request.
+# The graph's GPU models and its host count: read together once a minute per engine (graph_facts), not per request.
 CACHED = {"placement_gpu_models", "reservations/host_count"}
 TOPOLOGY = "placement_host_topology"  # read once per host and topology key, then kept
 

@@ -105,7 +105,7 @@ async def test_storm_never_double_books(gateway: Gateway, scan_up_to: int) -> No
     assert counts["ok"] + counts["conflict"] + counts["infeasible"] == ATTEMPTS, counts
     assert counts["other"] == 0
     assert counts["ok"] > 100 and counts["conflict"] + counts["infeasible"] > 0, counts
-    batch = candidate_read("reservations/reserve_in_host_batch", svc.topology.hosts, scan_up_to)
+    batch = candidate_read("reservations/reserve_in_host_batch", svc.engine.facts.hosts, scan_up_to)
     assert gateway.stats[batch].calls > 0  # the statement under test ran
     now = time.time()
     assert await with_test_queries(gateway).read("reservations/double_holds", {"now": now}) == []

@@ -60,7 +60,7 @@ async def test_the_service_picks_the_batch_statement_by_the_hosts_it_counted(gat
         *(svc.reserve(holder=f"c{i}", request=parse_request("2xH100 nvlink=full-mesh"), ttl_s=TTL) for i in range(6))
     )
     assert all(isinstance(r, Reservation) for r in made)
-    assert svc.topology.hosts == 31
+    assert svc.engine.facts.hosts == 31
     assert gateway.stats["reservations/host_count"].calls == 1
     assert gateway.stats["reservations/reserve_in_host_batch_scan"].calls >= 1
     seeks = gateway.stats.get("reservations/reserve_in_host_batch")
