@@ -284,8 +284,7 @@ class PlacementEngine:
         again (the model may have just arrived)."""
         if req.model_match is None or any(req.model_match.matches(m) for m in await self.models()):
             return []
-        self.facts.forget()
-        return await unknown_model(self.gw, req, await self.models())
+        return await unknown_model(self.gw, req, (await self.facts.reread()).models)
 
     async def _place_slices(self, req: PlacementRequest, started: float) -> PlacementResult:
         """A MIG request: slices, never whole GPUs (placement.mig); an unknown profile is infeasible here."""

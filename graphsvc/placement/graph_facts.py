@@ -11,7 +11,7 @@ may run fast; the fast path every 10 s): up to three reads where one does.
 A copy a refresh behind is never wrong, only slower: a model added since is matched by the
 prefilter's substring test and misses the fast path (the general search answers it), and a
 host count behind only picks the other of two forms that answer alike. A request naming a
-model the copy lacks reads it again at once (`forget`), since the model may have just arrived.
+model the copy lacks reads it again for itself (`reread`), since the model may have just arrived.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from collections.abc import Callable
 from graphsvc.store.gateway import Gateway
 
 FACTS_TTL_S = 60.0  # how long the models and the host count are kept (real time, not a simulated clock)
+REREAD_AFTER_S = 1.0  # a forced re-read within this long of the last read's start is not repeated
 
 
 class GraphFacts:
@@ -34,26 +35,43 @@ class GraphFacts:
         self.clock = clock
         self.models: list[str] = []
         self.hosts = 0  # as last read (0 before the first read)
-        self.read_at = float("-inf")
-        self._reading: asyncio.Task[None] | None = None  # one read in flight, shared by every waiter
+        self.read_at = float("-inf")  # when the read these facts come from started
+        self._reading: asyncio.Task[None] | None = None  # the newest read in flight, shared by its waiters
+        self._reading_since = float("-inf")
+        self._started = 0  # reads started, and the newest whose facts are kept: an older read
+        self._kept = 0  # finishing later never overwrites a newer one
 
     async def fresh(self) -> GraphFacts:
-        """These facts, read again first when older than `ttl_s`."""
+        """These facts, read again first when older than `ttl_s` (any read in flight will do)."""
         if self.clock() - self.read_at >= self.ttl_s:
-            if self._reading is None or self._reading.done():
-                self._reading = asyncio.create_task(self._read())
-            await asyncio.shield(self._reading)
+            await self._read_since(float("-inf"))
         return self
 
-    def forget(self) -> None:
-        """The next `fresh` reads the store (a request named a model these facts lack), not a read
-        already in flight, which may have started before the model arrived."""
-        self.read_at = float("-inf")
-        self._reading = None
+    async def reread(self) -> GraphFacts:
+        """These facts from a read that started now or later (a request named a model they lack,
+        which may have just arrived), unless the last read started under REREAD_AFTER_S ago: a
+        scheduler repeating an unknown model does not scan every GPU per request. Only this
+        caller waits: every other reader keeps the facts as they are until the read lands."""
+        now = self.clock()
+        if now - self.read_at >= REREAD_AFTER_S:
+            await self._read_since(now)
+        return self
 
-    async def _read(self) -> None:
+    async def _read_since(self, since: float) -> None:
+        """Wait for a read that started at `since` or later, starting one if none is in flight."""
+        task = self._reading
+        if task is None or task.done() or self._reading_since < since:
+            self._started += 1
+            self._reading_since = self.clock()
+            task = self._reading = asyncio.create_task(self._read(self._started, self._reading_since))
+        await asyncio.shield(task)
+
+    async def _read(self, number: int, started: float) -> None:
         rows = await self.gw.read("placement_gpu_models", {})
         counted = await self.gw.read("reservations/host_count", {})
+        if number < self._kept:
+            return  # a read started later has landed first
+        self._kept = number
         self.models = [str(r["model"]) for r in rows if r.get("model")]
         self.hosts = int(counted[0]["hosts"]) if counted else 0
-        self.read_at = self.clock()
+        self.read_at = started

@@ -5,7 +5,7 @@
 // walk many sizes that hold no domain. The domain statement's scan form with this page against
 // the same form with the seek, on one store (docs/benchmarks.md, "Stop 43"): after 25 s of
 // reservations 25% faster on one SU, 49% at 16 SUs half reserved and 19-20% on the demo cluster;
-// quiet, 19-26% faster on clusters in use, equal on one idle SU, 12% slower at 511 idle hosts
+// quiet, 19-26% faster on clusters in use, 6% on one idle SU, 12% slower at 511 idle hosts
 // (the seek's best case: every domain at one size). The host statement keeps its page's seek: its
 // scan measured 19-24% slower at 511 hosts. Every domain with a free count in the sizes' span
 // ($first_size to $last_size, either way) and a tie bucket the seek can reach (1 to

@@ -55,17 +55,38 @@ async def test_concurrent_readers_share_the_read_in_flight() -> None:
     assert reads.calls == ["placement_gpu_models", "reservations/host_count"]
 
 
-async def test_forget_reads_again_not_the_read_in_flight() -> None:
+async def test_reread_reads_for_its_caller_only_and_not_twice_a_second() -> None:
     reads, now = Reads(), [0.0]
     f = facts(reads, now)
     await f.fresh()
+    now[0] = 0.5
+    await f.reread()  # the last read started under a second ago: no read
+    assert len(reads.calls) == 2
+    now[0] = 2.0
     reads.gate = asyncio.Event()
-    f.forget()
-    first = asyncio.ensure_future(f.fresh())
+    rereading = asyncio.ensure_future(f.reread())
     await asyncio.sleep(0)
-    f.forget()  # a request named a model the read in flight may have missed
-    second = asyncio.ensure_future(f.fresh())
-    await asyncio.sleep(0)
+    assert (await f.fresh()).hosts == 31 and not rereading.done()  # other readers do not wait for it
+    reads.hosts = 40
     reads.gate.set()
-    await asyncio.gather(first, second)
-    assert reads.calls.count("placement_gpu_models") == 3  # the first read, the one in flight, its successor
+    assert (await rereading).hosts == 40 and f.read_at == 2.0
+    assert len(reads.calls) == 4
+
+
+async def test_a_reread_starts_after_a_read_in_flight_and_the_newer_facts_win() -> None:
+    """A read that started before the reread's call may have missed what the caller looks for: the
+    reread starts its own; and when the older read lands last, it does not overwrite the newer."""
+    reads, now = Reads(), [100.0]
+    f = facts(reads, now)
+    old_gate = asyncio.Event()
+    reads.gate = old_gate
+    older = asyncio.ensure_future(f.fresh())  # the first read, held in flight
+    await asyncio.sleep(0)
+    now[0] = 102.0
+    reads.gate = None  # the reread's own read goes straight through
+    reads.hosts = 40
+    assert (await f.reread()).hosts == 40
+    old_gate.set()
+    await older
+    assert f.hosts == 40 and f.read_at == 102.0  # the older read landed last and was not kept
+    assert reads.calls.count("placement_gpu_models") == 2
