@@ -38,8 +38,6 @@ class GraphFacts:
         self.read_at = float("-inf")  # when the read these facts come from started
         self._reading: asyncio.Task[None] | None = None  # the newest read in flight, shared by its waiters
         self._reading_since = float("-inf")
-        self._started = 0  # reads started, and the newest whose facts are kept: an older read
-        self._kept = 0  # finishing later never overwrites a newer one
 
     async def fresh(self) -> GraphFacts:
         """These facts, read again first when older than `ttl_s` (any read in flight will do)."""
@@ -61,17 +59,15 @@ class GraphFacts:
         """Wait for a read that started at `since` or later, starting one if none is in flight."""
         task = self._reading
         if task is None or task.done() or self._reading_since < since:
-            self._started += 1
             self._reading_since = self.clock()
-            task = self._reading = asyncio.create_task(self._read(self._started, self._reading_since))
+            task = self._reading = asyncio.create_task(self._read(self._reading_since))
         await asyncio.shield(task)
 
-    async def _read(self, number: int, started: float) -> None:
+    async def _read(self, started: float) -> None:
         rows = await self.gw.read("placement_gpu_models", {})
         counted = await self.gw.read("reservations/host_count", {})
-        if number < self._kept:
-            return  # a read started later has landed first
-        self._kept = number
+        if started < self.read_at:
+            return  # a read started later has landed first: an older one never overwrites it
         self.models = [str(r["model"]) for r in rows if r.get("model")]
         self.hosts = int(counted[0]["hosts"]) if counted else 0
         self.read_at = started

@@ -175,6 +175,11 @@ def _split_top(text: str) -> list[str]:
     return [p for p in parts if p.strip()]
 
 
+def parameters_in(text: str) -> frozenset[str]:
+    """The $parameters a statement's text uses, comments aside."""
+    return frozenset(_PARAM.findall(_LINE_COMMENT.sub("", text)))
+
+
 @dataclass(frozen=True)
 class NamedQuery:
     name: str
@@ -197,7 +202,7 @@ class NamedQuery:
         """The $parameters the text uses (the gateway requires exactly these). Derived once: the
         gateway asks on every statement, and a placement statement's ~15 KB text took ~50-60 us
         to scan each time."""
-        return frozenset(_PARAM.findall(_LINE_COMMENT.sub("", self.text)))
+        return parameters_in(self.text)
 
     @property
     def writes(self) -> bool:
@@ -288,7 +293,7 @@ def _scan_form(query: NamedQuery, own: str, fragments: dict[str, str]) -> NamedQ
         return None
     name = f"{query.name}{SCAN_SUFFIX}"
     text = _expand(swapped, fragments, name)  # the header lines are the query's own: fragments have none
-    used = frozenset(_PARAM.findall(_LINE_COMMENT.sub("", text)))
+    used = parameters_in(text)
     text = _UNUSED_PARAM_LINE.sub(lambda m: m.group(0) if m.group(1) in used else "", text)
     params = {k: v for k, v in query.signature.params.items() if k in used}
     scan = NamedQuery(name, text, query.path, Signature(query.signature.mode, params, query.signature.row))
