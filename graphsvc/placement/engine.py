@@ -650,7 +650,10 @@ class _Search:
                 self.add(choose_in_host(host.gpus, req.gpus, req))
         domains: dict[str, list[Host]] = {}
         for host in hosts:
-            for dom in {g.nvlink_domain for g in host.gpus if g.nvlink_domain}:
+            # In GPU order, never a set's: the order candidates are found in breaks ranking's ties,
+            # and a set of strings iterates in an order Python salts per process (a preemption plan
+            # took another GPU pair after a restart).
+            for dom in dict.fromkeys(g.nvlink_domain for g in host.gpus if g.nvlink_domain):
                 domains.setdefault(dom, []).append(host)
         for dom, members in domains.items():
             if req.needs_one_domain or req.gpus_per_host is None:
@@ -792,7 +795,7 @@ class _Search:
         now = self.engine.clock()
         ranked = sorted(
             [
-                _candidate(self.req, gpus, await self.loader.load({g.host for g in gpus}), blocks, now)
+                _candidate(self.req, gpus, await self.loader.load(dict.fromkeys(g.host for g in gpus)), blocks, now)
                 for gpus in self.found.values()
             ],
             key=lambda scored: scored[0].sort_key,

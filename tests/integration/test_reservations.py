@@ -18,6 +18,7 @@ from graphsvc.reservations.service import (
     ValidationError,
 )
 from graphsvc.store.gateway import Gateway
+from graphsvc.synthetic.clusters import build
 from tests.cluster_helpers import load
 from tests.queries import with_test_queries
 
@@ -222,6 +223,25 @@ async def test_preemption_only_when_asked_and_only_lower_priority(gateway: Gatew
     assert kept is not None and kept.state == "active"
     await invariants(gateway, svc.clock())
     assert await free_of(gateway, cluster.hosts[0].hostname) == 0
+
+
+async def test_a_preemption_plan_breaks_ties_in_gpu_order_not_by_string_hash(gateway: Gateway) -> None:
+    """Candidates alike in every soft key (collectors reporting the same temperature and no load)
+    tie in ranking, and the first found wins. The victims' hosts' NVLink domains are tried in GPU
+    order: they were tried in a set's order, which Python salts per process, so a restart or a
+    second replica planned another GPU pair (the A100 PCIe host's four bridged pairs)."""
+    cluster = build("a100-pcie:hosts=1")
+    host = cluster.hosts[0]
+    alike = {"temperature_c": 40.0, "utilization_pct": 0.0, "memory_used_mib": 0, "power_w": 100.0}
+    cluster.hosts[0] = host.model_copy(update={"gpus": [g.model_copy(update=alike) for g in host.gpus]})
+    await load(gateway, cluster)
+    svc = ReservationService(gateway)
+    every = [g.uuid for g in host.gpus]
+    assert isinstance(await svc.reserve(holder="batch", gpus=every, priority=1, preemptible=True), Reservation)
+    plan = await svc.preemption_plan(parse_request("2 nvlink=any"), priority=9)
+    assert plan.feasible
+    first = min(host.gpus, key=lambda g: g.index)
+    assert first.uuid in plan.gpus  # the pair of the first GPU's domain
 
 
 async def test_subscription_streams_events(client: httpx.AsyncClient, gateway: Gateway, app: Any) -> None:
