@@ -60,6 +60,11 @@ TakeUnits = Callable[[list[FitUnit]], Awaitable[None]]
 MAX_HOST_GPUS = 128
 MAX_DOMAIN_GPUS = 576
 LEAF_EXTRA_HOSTS = 2  # hosts read beyond those that cover a multi-host request, for the best fit
+# Free blocks read per model besides the request's own, by the first candidate statement of a
+# request naming no model on a cluster of several (search_each_model): each model's search adds
+# the units of its first page (its `want` plus the page's slack), and ranking reads the largest
+# `len(found) + 2` blocks (finish); read with the first statement, they cost no statement more.
+EACH_MODEL_BLOCKS = 5
 NO_LIMIT = 1e9  # a temperature or utilisation bound that bounds nothing (Cypher has no infinity literal)
 # Hosts up to which the candidate statements read the cluster's largest free blocks by a scan of
 # every host and NVLink domain (their `_scan` forms, placement_free_blocks_scan) instead of index
@@ -317,9 +322,11 @@ class PlacementEngine:
         search = _Search(self, req, virtual_free)
         if loader is not None and loader.sites == req.site_set and not virtual_free:
             search.loader = loader
+        each_model = await self.models() if req.model is None and not virtual_free else []
+        if len(each_model) >= 2:
+            search.blocks += EACH_MODEL_BLOCKS * len(each_model)
         await search.run()
-        if req.model is None and not virtual_free:
-            await search.search_each_model(await self.models())
+        await search.search_each_model(each_model)
         if extra_hosts:
             await search.search_extra(list(extra_hosts))
         candidates = await search.finish()
@@ -357,6 +364,9 @@ class _Search:
         self.exclude = list(req.exclude_hosts)
         # Read a few more than asked, so ranking has something to choose from.
         self.want = req.limit + 2
+        # The largest free blocks each candidate statement reads, for ranking (finish: one per
+        # candidate found and two more; a request on several models finds more, `place`).
+        self.blocks = self.want + 4
         self.statements: list[Statement] = []  # the candidate statements run, for `explain`
         # The largest free blocks a one-statement query read with its candidates: (k, hosts, domains).
         self.prefetched: tuple[int, list[BlockRow], list[BlockRow]] | None = None
@@ -407,7 +417,7 @@ class _Search:
             "now": loader.now,
             "stale_before": loader.stale_before if loader.stale_before is not None else 0.0,
             "virtual_free": sorted(loader.virtual_free),
-            "blocks": self.want + 4,
+            "blocks": self.blocks,
             **self.engine.block_tops.params(),
             "tie_buckets": TIE_BUCKETS,
         }

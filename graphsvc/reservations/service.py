@@ -482,7 +482,8 @@ class ReservationService:
         mode = fast_path_mode(request)
         if mode is None:
             return None
-        models = accepted_models((await self.engine.facts.fresh()).models, request)
+        facts = await self.engine.facts.fresh()
+        models = accepted_models(facts.models, request)
         if not models:
             return None
         stale_after = self.engine.stale_after_s
@@ -506,17 +507,13 @@ class ReservationService:
                     request, mode, models, full, seed=key or str(props["id"]), attempt=attempt, now=now,
                     stale_before=None if stale_after is None else now - stale_after,
                 )  # fmt: skip
-                return bool(await self.gw.write(self._one_host_form("reservations/reserve_in_host"), params))
+                form = candidate_read("reservations/reserve_in_host", facts.hosts, self.scan_every_host_up_to)
+                return bool(await self.gw.write(form, params))
 
             done = await self._attempt_with(write, props, key, holder)
             if done is not None:
                 return done
         return None
-
-    def _one_host_form(self, statement: str) -> str:
-        """The form of a one-host reserve statement for this cluster's size (fastpath.candidate_read;
-        the host count as the fast path's last look at the graph facts read it)."""
-        return candidate_read(statement, self.engine.facts.hosts, self.scan_every_host_up_to)
 
     async def _reserve_batch(self, items: list[BatchItem]) -> list[Reservation | None]:
         """Single-host reserves in one statement per shared key (usually one); the reservations made,
@@ -525,11 +522,14 @@ class ReservationService:
         for n, item in enumerate(items):
             by_key.setdefault(item.key, []).append(n)
         found: dict[str, Reservation] = {}
+        # The form for this cluster's size (fastpath.candidate_read): the host count as the graph
+        # facts hold it (each request refreshed them before it joined the batch).
+        form = candidate_read("reservations/reserve_in_host_batch", self.engine.facts.hosts, self.scan_every_host_up_to)
         for key, members in by_key.items():
             requests: list[BatchRequest] = [items[n].request for n in members]
             params = batch_params(key, requests, self.clock())
             try:
-                rows = await self.gw.write(self._one_host_form("reservations/reserve_in_host_batch"), params)
+                rows = await self.gw.write(form, params)
             except StoreConstraintError:
                 # An idempotency key raced in this statement (nothing of it was written): its requests
                 # go on alone, where the race is resolved; other statements of the batch stand.

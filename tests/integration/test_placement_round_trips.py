@@ -16,7 +16,9 @@ from typing import Any
 import httpx
 import pytest
 
+from graphsvc.placement import engine as engine_module
 from graphsvc.placement.engine import PlacementEngine
+from graphsvc.placement.model import Candidate
 from graphsvc.placement.request import parse_request
 from graphsvc.placement.statement import cypher_literal
 from graphsvc.store.gateway import Gateway
@@ -114,6 +116,36 @@ async def test_multi_host_under_one_leaf(
     req = parse_request(text)
     for c in answer["candidates"]:
         assert check_candidate(snap, req, [g["uuid"] for g in c["gpus"]]) == [], text
+
+
+@pytest.mark.parametrize("text", ["4", "1 limit=5", "2 nvlink=full-mesh"])
+async def test_a_request_naming_no_model_reads_its_ranking_blocks_with_its_first_statement(
+    gateway: Gateway, cluster: None, text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request naming no model on a cluster of four models: one candidate statement for every
+    model and one for all (search_each_model); the largest free blocks ranking needs come with the
+    first of them, so no largest_free_* read follows, and the answer is the one those reads gave."""
+    engine = PlacementEngine(gateway)
+    req = parse_request(text)
+    models = await engine.models()
+    assert len(models) == 4
+    await engine.place(req)  # the hosts' topology kept
+    gateway.stats.clear()
+    result = await engine.place(req)
+    statement = fit("placement_domains_fit" if "nvlink" in text else "placement_hosts_fit")
+    assert calls(gateway)[statement] == 1 + len(models)  # (a model no host holds 4 of: leaves too)
+    assert not {"largest_free_hosts", "largest_free_domains"} & set(calls(gateway))
+    monkeypatch.setattr(engine_module, "EACH_MODEL_BLOCKS", 0)  # as before: the blocks read after
+    gateway.stats.clear()
+    before = await engine.place(req)
+    if len(result.candidates) > 7:  # more found than the request's own blocks rank
+        assert {"largest_free_hosts", "largest_free_domains"} <= set(calls(gateway))
+    assert [_ranked(c) for c in result.candidates] == [_ranked(c) for c in before.candidates]
+
+
+def _ranked(c: Candidate) -> tuple[object, ...]:
+    """What ranking decided (the reason's text also says how old the facts are)."""
+    return [g.uuid for g in c.gpus], c.score, c.largest_free_block_before, c.largest_free_block_after
 
 
 async def test_explained_statement_runs_as_shown(gateway: Gateway, cluster: None) -> None:
