@@ -372,6 +372,9 @@ class _Search:
         self.prefetched: tuple[int, list[BlockRow], list[BlockRow]] | None = None
         # The most free GPUs any host has, as the last candidate statement's free blocks read it.
         self.fullest_host: int | None = None
+        # The first page of placement_hosts_fit read for it with other models' (read_first_host_pages):
+        # the page size it was read with, and its row.
+        self.first_page: tuple[int, FitRow] | None = None
 
     def enough(self) -> bool:
         return len(self.found) >= self.want or self.units_read >= self.engine.budget.units
@@ -438,7 +441,14 @@ class _Search:
 
     async def read_fit(self, query: str, params: dict[str, object]) -> FitRow:
         """One candidate statement (in the form `fit_form` picks, with the parameters that form
-        takes): its hosts join the loader, its free blocks are kept for scoring."""
+        takes): its hosts join the loader, its free blocks are kept for scoring. The first page
+        of the one-host statement may have been read already (`first_page`)."""
+        if self.first_page is not None and query == "placement_hosts_fit":
+            limit, row = self.first_page
+            self.first_page = None
+            if params["skip"] == 0 and params["limit"] == limit:  # its hosts joined the loader then
+                self.fullest_host = _largest(row["host_blocks"])
+                return row
         form = self.gw.registry[await self.engine.fit_form(query)]
         dropped = self.gw.registry[query].parameters - form.parameters  # the seek hints: the gateway checks the rest
         params = {k: v for k, v in params.items() if k not in dropped}
@@ -517,14 +527,71 @@ class _Search:
         tightest units the shared search happened to read first."""
         if len(models) < 2:
             return
-        for model in models:
-            sub = _Search(self.engine, self.req.with_(model=model, limit=1), frozenset())
+        subs = [_Search(self.engine, self.req.with_(model=model, limit=1), frozenset()) for model in models]
+        for sub in subs:
             sub.loader = self.loader  # one read of each host per request
+        await self.read_first_host_pages(subs, models)
+        for sub in subs:
             await sub.run()
             self.units_read += sub.units_read
             self.statements.extend(sub.statements)
             for key, gpus in sub.found.items():
                 self.found.setdefault(key, gpus)
+
+    async def read_first_host_pages(self, subs: list[_Search], models: list[str]) -> None:
+        """Every model's first page of placement_hosts_fit in one statement
+        (placement_hosts_fit_each_model), each handed to its model's search, which reads it
+        instead of running its own (`first_page`). On a cluster small enough for the statements'
+        scan forms only (the statement scans every host), for requests whose per-model searches
+        start with the one-host statement; a search that goes another way leaves its page unread.
+        Each search then answers as if it had read its page itself (the statement says why)."""
+        req = self.req
+        if req.needs_one_domain or req.gpus_per_host not in (None, req.gpus) or any(not s.model for s in subs):
+            return
+        hint = self.engine.block_tops.host
+        if req.gpus_per_host is None and hint is not None and req.gpus > hint:
+            return  # each search reads leaves first (run): its page would go unread
+        if not (await self.engine.fit_form("placement_hosts_fit")).endswith(SCAN_SUFFIX):
+            return
+        first = subs[0]
+        one_domain = req.gpus > 1 and (req.nvlink is not NVLinkRequirement.NONE or req.same_nvlink_domain)
+        page = first.want + 2  # what _fit_pages asks of its first statement (its default slack)
+        params: dict[str, object] = {
+            **first.sizes(MAX_HOST_GPUS),
+            **first.fit_params(rail_up=False),
+            "n": req.gpus,
+            "mode": "domain" if one_domain else "none",
+            "limit": page,
+            "model": "",  # the per-GPU prefilter: any model (the statement says why)
+            "known": prefilter_params(first.model, models)["known"],
+            "each": [
+                {"model": s.model, "prefilter_models": prefilter_params(s.model, models)["prefilter_models"]}
+                for s in subs
+            ],
+        }
+        name = "placement_hosts_fit_each_model"
+        form = self.gw.registry[name]
+        params = {k: v for k, v in params.items() if k in form.parameters}
+        self.statements.append(Statement(name, form.text, dict(params)))
+        rows = await self.gw.read(name, params)
+        if not rows:
+            return
+        row = rows[0]
+        await self.adopt(row["hosts"])
+        self.engine.block_tops.saw(row["host_blocks"], row["domain_blocks"])
+        pages = {str(p["model"]): p for p in row["pages"]}
+        for sub in subs:
+            mine = pages.get(sub.model)
+            sub.first_page = (
+                page,
+                FitRow(
+                    scanned=int(mine["scanned"]) if mine else 0,
+                    found=list(mine["found"]) if mine else [],
+                    hosts=[],
+                    host_blocks=row["host_blocks"],
+                    domain_blocks=row["domain_blocks"],
+                ),
+            )
 
     async def search_hosts(self) -> None:
         req = self.req

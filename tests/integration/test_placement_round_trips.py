@@ -23,6 +23,7 @@ from graphsvc.placement.request import parse_request
 from graphsvc.placement.statement import cypher_literal
 from graphsvc.store.gateway import Gateway
 from graphsvc.store.queries import SCAN_SUFFIX, NamedQuery
+from graphsvc.synthetic.clusters import build
 from tests.cluster_helpers import load, occupy
 from tests.placement_oracle import check_candidate, snapshot
 from tests.stores import adhoc
@@ -122,9 +123,9 @@ async def test_multi_host_under_one_leaf(
 async def test_a_request_naming_no_model_reads_its_ranking_blocks_with_its_first_statement(
     gateway: Gateway, cluster: None, text: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A request naming no model on a cluster of four models: one candidate statement for every
-    model and one for all (search_each_model); the largest free blocks ranking needs come with the
-    first of them, so no largest_free_* read follows, and the answer is the one those reads gave."""
+    """A request naming no model on a cluster of four models: a search for all models and one for
+    each (search_each_model); the largest free blocks ranking needs come with the first statement,
+    so no largest_free_* read follows, and the answer is the one those reads gave."""
     engine = PlacementEngine(gateway)
     req = parse_request(text)
     models = await engine.models()
@@ -132,8 +133,11 @@ async def test_a_request_naming_no_model_reads_its_ranking_blocks_with_its_first
     await engine.place(req)  # the hosts' topology kept
     gateway.stats.clear()
     result = await engine.place(req)
-    statement = fit("placement_domains_fit" if "nvlink" in text else "placement_hosts_fit")
-    assert calls(gateway)[statement] == 1 + len(models)  # (a model no host holds 4 of: leaves too)
+    if "nvlink" in text:  # one-domain searches: a statement a model
+        assert calls(gateway)[fit("placement_domains_fit")] == 1 + len(models)
+    else:  # every model's first page of hosts in one statement (a model no host holds 4 of: leaves too)
+        assert calls(gateway)[fit("placement_hosts_fit")] == 1
+        assert calls(gateway)["placement_hosts_fit_each_model"] == 1
     assert not {"largest_free_hosts", "largest_free_domains"} & set(calls(gateway))
     monkeypatch.setattr(engine_module, "EACH_MODEL_BLOCKS", 0)  # as before: the blocks read after
     gateway.stats.clear()
@@ -141,6 +145,49 @@ async def test_a_request_naming_no_model_reads_its_ranking_blocks_with_its_first
     if len(result.candidates) > 7:  # more found than the request's own blocks rank
         assert {"largest_free_hosts", "largest_free_domains"} <= set(calls(gateway))
     assert [_ranked(c) for c in result.candidates] == [_ranked(c) for c in before.candidates]
+
+
+@pytest.fixture
+async def mixed_cluster(gateway: Gateway) -> None:
+    """The four-model cluster, partly taken, with one H100 host holding two L40S GPUs too (its
+    counters and `gpu_model` say H100: a host of several models)."""
+    c = build("demo:sus=1,nvl72_racks=1,a100_hosts=2,l40s_hosts=2")
+    h100 = next(i for i, h in enumerate(c.hosts) if "H100" in h.gpus[0].model)
+    host = c.hosts[h100]
+    l40s = next(g.model for h in c.hosts for g in h.gpus if "L40S" in g.model)
+    gpus = [g.model_copy(update={"model": l40s}) if g.index in (6, 7) else g for g in host.gpus]
+    c.hosts[h100] = host.model_copy(update={"gpus": gpus})
+    await load(gateway, c)
+    await occupy(gateway, [h.gpus[i].uuid for h in c.hosts[1::3] for i in range(min(3, len(h.gpus)))])
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["1", "2", "4", "8", "3 packing=spread", "2 limit=6", "6 exclusive", "5 temp<=60", "1 exclude=h100-su1-n01"],
+)
+async def test_every_models_first_host_page_read_in_one_statement_gives_the_same_answer(
+    gateway: Gateway, mixed_cluster: None, text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request naming no model reads every model's first page of hosts in one statement
+    (placement_hosts_fit_each_model), not one statement a model: the candidates and their ranking
+    are those the statement a model gave, on a host of two models too."""
+    engine = PlacementEngine(gateway)
+    req = parse_request(text)
+    await engine.place(req)  # the hosts' topology kept
+    gateway.stats.clear()
+    together = await engine.place(req)
+    assert calls(gateway).get("placement_hosts_fit_each_model") == 1
+    assert "placement_hosts_fit_each_model" in [s.name for s in together.statements]
+
+    async def one_statement_a_model(_self: object, _subs: object, _models: object) -> None:
+        return None
+
+    monkeypatch.setattr(engine_module._Search, "read_first_host_pages", one_statement_a_model)
+    gateway.stats.clear()
+    apart = await engine.place(req)
+    assert calls(gateway).get(fit("placement_hosts_fit"), 0) > 1
+    assert [_ranked(c) for c in together.candidates] == [_ranked(c) for c in apart.candidates]
+    assert together.searched_units == apart.searched_units
 
 
 def _ranked(c: Candidate) -> tuple[object, ...]:

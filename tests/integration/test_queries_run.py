@@ -230,6 +230,19 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "limit": 5,
         "probe": 5,
     },
+    "placement_hosts_fit_each_model": {
+        **{k: v for k, v in FIT.items() if k in default_registry()["placement_hosts_fit_each_model"].parameters},
+        "first_size": 4,
+        "last_size": 128,
+        "mode": "domain",
+        "model": "",
+        "n": 4,
+        "limit": 5,
+        "each": [
+            {"model": "h100", "prefilter_models": [FIRST.gpus[0].model]},
+            {"model": "b200", "prefilter_models": []},
+        ],
+    },
     "placement_leaves_fit": {
         **{k: v for k, v in FIT.items() if k != "filters"},
         "min_free": 16,
