@@ -372,9 +372,9 @@ class _Search:
         self.prefetched: tuple[int, list[BlockRow], list[BlockRow]] | None = None
         # The most free GPUs any host has, as the last candidate statement's free blocks read it.
         self.fullest_host: int | None = None
-        # The first page of placement_hosts_fit read for it with other models' (read_first_host_pages):
-        # the page size it was read with, and its row.
-        self.first_page: tuple[int, FitRow] | None = None
+        # The first page of a candidate statement read for it with other models' (read_first_pages):
+        # the statement, the page size it was read with, and its row.
+        self.first_page: tuple[str, int, FitRow] | None = None
 
     def enough(self) -> bool:
         return len(self.found) >= self.want or self.units_read >= self.engine.budget.units
@@ -443,8 +443,8 @@ class _Search:
         """One candidate statement (in the form `fit_form` picks, with the parameters that form
         takes): its hosts join the loader, its free blocks are kept for scoring. The first page
         of the one-host statement may have been read already (`first_page`)."""
-        if self.first_page is not None and query == "placement_hosts_fit":
-            limit, row = self.first_page
+        if self.first_page is not None and query == self.first_page[0]:
+            _, limit, row = self.first_page
             self.first_page = None
             if params["skip"] == 0 and params["limit"] == limit:  # its hosts joined the loader then
                 self.fullest_host = _largest(row["host_blocks"])
@@ -530,7 +530,7 @@ class _Search:
         subs = [_Search(self.engine, self.req.with_(model=model, limit=1), frozenset()) for model in models]
         for sub in subs:
             sub.loader = self.loader  # one read of each host per request
-        await self.read_first_host_pages(subs, models)
+        await self.read_first_pages(subs, models)
         for sub in subs:
             await sub.run()
             self.units_read += sub.units_read
@@ -538,38 +538,42 @@ class _Search:
             for key, gpus in sub.found.items():
                 self.found.setdefault(key, gpus)
 
-    async def read_first_host_pages(self, subs: list[_Search], models: list[str]) -> None:
-        """Every model's first page of placement_hosts_fit in one statement
-        (placement_hosts_fit_each_model), each handed to its model's search, which reads it
-        instead of running its own (`first_page`). On a cluster small enough for the statements'
-        scan forms only (the statement scans every host), for requests whose per-model searches
-        start with the one-host statement; a search that goes another way leaves its page unread.
-        Each search then answers as if it had read its page itself (the statement says why)."""
+    async def read_first_pages(self, subs: list[_Search], models: list[str]) -> None:
+        """Every model's first page of the one-host or one-domain statement in one statement
+        (placement_hosts_fit_each_model, placement_domains_fit_each_model), each handed to its
+        model's search, which reads it instead of running its own (`first_page`). On a cluster
+        small enough for the statements' scan forms only (these scan every host or domain), for
+        requests whose per-model searches start with that statement; a search that goes another
+        way leaves its page unread. Each search then answers as if it had read its page itself
+        (the statements say why)."""
         req = self.req
-        if req.needs_one_domain or req.gpus_per_host not in (None, req.gpus) or any(not s.model for s in subs):
-            return
-        hint = self.engine.block_tops.host
-        if req.gpus_per_host is None and hint is not None and req.gpus > hint:
-            return  # each search reads leaves first (run): its page would go unread
-        if not (await self.engine.fit_form("placement_hosts_fit")).endswith(SCAN_SUFFIX):
+        if any(not s.model for s in subs):
             return
         first = subs[0]
-        one_domain = req.gpus > 1 and (req.nvlink is not NVLinkRequirement.NONE or req.same_nvlink_domain)
+        params: dict[str, object] = {**first.fit_params(rail_up=False), "n": req.gpus}
+        if req.needs_one_domain:  # run() starts with search_domains
+            query = "placement_domains_fit"
+            params |= first.sizes(MAX_DOMAIN_GPUS)
+        elif req.gpus_per_host in (None, req.gpus):  # search_hosts, unless leaves come first
+            hint = self.engine.block_tops.host
+            if req.gpus_per_host is None and hint is not None and req.gpus > hint:
+                return  # each search reads leaves first (run): its page would go unread
+            query = "placement_hosts_fit"
+            one_domain = req.gpus > 1 and (req.nvlink is not NVLinkRequirement.NONE or req.same_nvlink_domain)
+            params |= {**first.sizes(MAX_HOST_GPUS), "mode": "domain" if one_domain else "none"}
+        else:
+            return
+        if not (await self.engine.fit_form(query)).endswith(SCAN_SUFFIX):
+            return
         page = first.want + 2  # what _fit_pages asks of its first statement (its default slack)
-        params: dict[str, object] = {
-            **first.sizes(MAX_HOST_GPUS),
-            **first.fit_params(rail_up=False),
-            "n": req.gpus,
-            "mode": "domain" if one_domain else "none",
+        each = {s.model: prefilter_params(s.model, models)["prefilter_models"] for s in subs}  # a family once
+        params |= {
             "limit": page,
-            "model": "",  # the per-GPU prefilter: any model (the statement says why)
+            "model": "",  # the per-GPU prefilter: any model (the statements say why)
             "known": prefilter_params(first.model, models)["known"],
-            "each": [
-                {"model": s.model, "prefilter_models": prefilter_params(s.model, models)["prefilter_models"]}
-                for s in subs
-            ],
+            "each": [{"model": model, "prefilter_models": names} for model, names in each.items()],
         }
-        name = "placement_hosts_fit_each_model"
+        name = f"{query}_each_model"
         form = self.gw.registry[name]
         params = {k: v for k, v in params.items() if k in form.parameters}
         self.statements.append(Statement(name, form.text, dict(params)))
@@ -582,16 +586,10 @@ class _Search:
         pages = {str(p["model"]): p for p in row["pages"]}
         for sub in subs:
             mine = pages.get(sub.model)
-            sub.first_page = (
-                page,
-                FitRow(
-                    scanned=int(mine["scanned"]) if mine else 0,
-                    found=list(mine["found"]) if mine else [],
-                    hosts=[],
-                    host_blocks=row["host_blocks"],
-                    domain_blocks=row["domain_blocks"],
-                ),
-            )
+            scanned, found = (int(mine["scanned"]), list(mine["found"])) if mine else (0, [])
+            own = FitRow(scanned=scanned, found=found, hosts=[], host_blocks=row["host_blocks"],
+                         domain_blocks=row["domain_blocks"])  # fmt: skip
+            sub.first_page = (query, page, own)
 
     async def search_hosts(self) -> None:
         req = self.req

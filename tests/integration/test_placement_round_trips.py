@@ -133,11 +133,11 @@ async def test_a_request_naming_no_model_reads_its_ranking_blocks_with_its_first
     await engine.place(req)  # the hosts' topology kept
     gateway.stats.clear()
     result = await engine.place(req)
-    if "nvlink" in text:  # one-domain searches: a statement a model
-        assert calls(gateway)[fit("placement_domains_fit")] == 1 + len(models)
-    else:  # every model's first page of hosts in one statement (a model no host holds 4 of: leaves too)
-        assert calls(gateway)[fit("placement_hosts_fit")] == 1
-        assert calls(gateway)["placement_hosts_fit_each_model"] == 1
+    # A search for all models, then every model's first page in one statement (a model no host
+    # holds 4 of: leaves too).
+    statement = "placement_domains_fit" if "nvlink" in text else "placement_hosts_fit"
+    assert calls(gateway)[fit(statement)] == 1
+    assert calls(gateway)[f"{statement}_each_model"] == 1
     assert not {"largest_free_hosts", "largest_free_domains"} & set(calls(gateway))
     monkeypatch.setattr(engine_module, "EACH_MODEL_BLOCKS", 0)  # as before: the blocks read after
     gateway.stats.clear()
@@ -150,7 +150,7 @@ async def test_a_request_naming_no_model_reads_its_ranking_blocks_with_its_first
 @pytest.fixture
 async def mixed_cluster(gateway: Gateway) -> None:
     """The four-model cluster, partly taken, with one H100 host holding two L40S GPUs too (its
-    counters and `gpu_model` say H100: a host of several models)."""
+    `gpu_model` says H100: a host of several models, its NVLink domain too)."""
     c = build("demo:sus=1,nvl72_racks=1,a100_hosts=2,l40s_hosts=2")
     h100 = next(i for i, h in enumerate(c.hosts) if "H100" in h.gpus[0].model)
     host = c.hosts[h100]
@@ -161,31 +161,40 @@ async def mixed_cluster(gateway: Gateway) -> None:
     await occupy(gateway, [h.gpus[i].uuid for h in c.hosts[1::3] for i in range(min(3, len(h.gpus)))])
 
 
+EACH_MODEL = {"placement_hosts_fit_each_model", "placement_domains_fit_each_model"}
+
+
 @pytest.mark.parametrize(
     "text",
-    ["1", "2", "4", "8", "3 packing=spread", "2 limit=6", "6 exclusive", "5 temp<=60", "1 exclude=h100-su1-n01"],
+    [
+        *["1", "2", "4", "8", "3 packing=spread", "2 limit=6", "6 exclusive", "5 temp<=60", "1 exclude=h100-su1-n01"],
+        *["2 nvlink=full-mesh", "4 nvlink=any", "8 nvlink=full-mesh", "16 nvlink=full-mesh limit=4"],
+        *["3 nvlink=any packing=spread", "2 nvlink=full-mesh exclude=h100-su1-n02"],
+    ],
 )
-async def test_every_models_first_host_page_read_in_one_statement_gives_the_same_answer(
+async def test_every_models_first_page_read_in_one_statement_gives_the_same_answer(
     gateway: Gateway, mixed_cluster: None, text: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A request naming no model reads every model's first page of hosts in one statement
-    (placement_hosts_fit_each_model), not one statement a model: the candidates and their ranking
-    are those the statement a model gave, on a host of two models too."""
+    """A request naming no model reads every model's first page of hosts, or of NVLink domains,
+    in one statement (placement_hosts_fit_each_model, placement_domains_fit_each_model), not one
+    statement a model: the candidates and their ranking are those the statement a model gave, on
+    a host (and an NVLink domain) of two models too."""
     engine = PlacementEngine(gateway)
     req = parse_request(text)
     await engine.place(req)  # the hosts' topology kept
     gateway.stats.clear()
     together = await engine.place(req)
-    assert calls(gateway).get("placement_hosts_fit_each_model") == 1
-    assert "placement_hosts_fit_each_model" in [s.name for s in together.statements]
+    (used,) = EACH_MODEL & set(calls(gateway))
+    assert calls(gateway)[used] == 1
+    assert used in [s.name for s in together.statements]
 
     async def one_statement_a_model(_self: object, _subs: object, _models: object) -> None:
         return None
 
-    monkeypatch.setattr(engine_module._Search, "read_first_host_pages", one_statement_a_model)
+    monkeypatch.setattr(engine_module._Search, "read_first_pages", one_statement_a_model)
     gateway.stats.clear()
     apart = await engine.place(req)
-    assert calls(gateway).get(fit("placement_hosts_fit"), 0) > 1
+    assert not EACH_MODEL & set(calls(gateway))
     assert [_ranked(c) for c in together.candidates] == [_ranked(c) for c in apart.candidates]
     assert together.searched_units == apart.searched_units
 

@@ -243,6 +243,19 @@ EXAMPLES: dict[str, dict[str, Any]] = {
             {"model": "b200", "prefilter_models": []},
         ],
     },
+    "placement_domains_fit_each_model": {
+        **{k: v for k, v in FIT.items() if k in default_registry()["placement_domains_fit_each_model"].parameters},
+        "first_size": 8,
+        "last_size": 576,
+        "step": 1,
+        "model": "",
+        "n": 8,
+        "limit": 5,
+        "each": [
+            {"model": "h100", "prefilter_models": [FIRST.gpus[0].model]},
+            {"model": "gb200", "prefilter_models": []},
+        ],
+    },
     "placement_leaves_fit": {
         **{k: v for k, v in FIT.items() if k != "filters"},
         "min_free": 16,
