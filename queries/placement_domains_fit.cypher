@@ -50,20 +50,7 @@
 //@include placement_domain_page
 WITH collect(DISTINCT d) AS units
 WHERE size(units) > 0
-CALL (units) {
-  UNWIND units AS d
-  OPTIONAL MATCH (d)<-[:IN_DOMAIN]-(g:GPU)
-  WHERE g.state = 'free' OR g.uuid IN $virtual_free OR (g.state = 'reserved' AND g.lease_expires_at < $now)
-  OPTIONAL MATCH (h:Host)-[:HAS_GPU]->(g)
-  OPTIONAL MATCH (g)-[a:NIC_AFFINITY]->(n:NIC)
-  WITH d, h,
-//@include placement_usable
-  WITH d, CASE WHEN usable AND NOT h.name IN $exclude AND coalesce(h.received_at, $now) >= $stale_before
-               THEN h.name END AS member
-  WITH d, collect(DISTINCT member) AS members, count(member) AS usable_count
-  RETURN count(d) AS scanned,
-         collect(CASE WHEN usable_count >= $n THEN {unit: d.uuid, free: d.free_gpus, hosts: members} END) AS found
-}
+//@include placement_domain_counts
 //@include placement_free_blocks
 WITH host_blocks, domain_blocks, [scanned, found] AS keep,
      reduce(acc = [], x IN found | acc + [m IN x.hosts WHERE NOT m IN acc]) AS names

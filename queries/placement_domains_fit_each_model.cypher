@@ -43,20 +43,7 @@ UNWIND [e IN $each WHERE d.gpu_model IN e.prefilter_models
 WITH page_model, d, abs(d.free_gpus - $first_size) * $tie_buckets + d.tie_bucket AS tie_key
 ORDER BY page_model, tie_key, d.uuid
 WITH page_model, collect(d)[0..$limit] AS units
-CALL (units) {
-  UNWIND units AS d
-  OPTIONAL MATCH (d)<-[:IN_DOMAIN]-(g:GPU)
-  WHERE g.state = 'free' OR g.uuid IN $virtual_free OR (g.state = 'reserved' AND g.lease_expires_at < $now)
-  OPTIONAL MATCH (h:Host)-[:HAS_GPU]->(g)
-  OPTIONAL MATCH (g)-[a:NIC_AFFINITY]->(n:NIC)
-  WITH d, h,
-//@include placement_usable
-  WITH d, CASE WHEN usable AND NOT h.name IN $exclude AND coalesce(h.received_at, $now) >= $stale_before
-               THEN h.name END AS member
-  WITH d, collect(DISTINCT member) AS members, count(member) AS usable_count
-  RETURN count(d) AS scanned,
-         collect(CASE WHEN usable_count >= $n THEN {unit: d.uuid, free: d.free_gpus, hosts: members} END) AS found
-}
+//@include placement_domain_counts
 WITH collect({model: page_model, scanned: scanned, found: found}) AS pages
 //@include placement_free_blocks_scan
 WITH host_blocks, domain_blocks, pages AS keep,

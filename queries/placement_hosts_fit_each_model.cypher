@@ -47,20 +47,7 @@ UNWIND [e IN $each WHERE h.gpu_model IN e.prefilter_models
 WITH page_model, h
 ORDER BY page_model, abs(h.free_gpus - $first_size), h.name
 WITH page_model, collect(h)[0..$limit] AS units
-CALL (units) {
-  UNWIND units AS h
-  OPTIONAL MATCH (h)-[:HAS_GPU]->(g:GPU)
-  WHERE g.state = 'free' OR g.uuid IN $virtual_free OR (g.state = 'reserved' AND g.lease_expires_at < $now)
-  OPTIONAL MATCH (g)-[:IN_DOMAIN]->(d:NVLinkDomain)
-  OPTIONAL MATCH (g)-[a:NIC_AFFINITY]->(n:NIC)
-  WITH h, d,
-//@include placement_usable
-  WITH h, d, toInteger(sum(CASE WHEN usable THEN 1 ELSE 0 END)) AS in_group
-  WITH h, toInteger(sum(in_group)) AS total, max(CASE WHEN d IS NULL THEN 0 ELSE in_group END) AS in_domain
-  RETURN count(h) AS scanned,
-         collect(CASE WHEN (CASE WHEN $mode = 'none' THEN total ELSE in_domain END) >= $n
-                 THEN {unit: h.name, free: h.free_gpus} END) AS found
-}
+//@include placement_host_counts
 WITH collect({model: page_model, scanned: scanned, found: found}) AS pages
 //@include placement_free_blocks_scan
 WITH host_blocks, domain_blocks, pages AS keep,
