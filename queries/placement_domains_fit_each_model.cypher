@@ -10,7 +10,8 @@
 //    placement_usable) on hosts neither excluded nor stale, of any model ($model is ''): a
 //    domain of several models may count GPUs (and hosts) here its model's statement would not;
 //    Python chooses each model's GPUs by `select.eligible`, which that statement's count
-//    bounds, so such a domain or host adds no choice. Every other domain counts alike.
+//    bounds (but for the prefilter's one gap, placement_hosts_fit_each_model), so such a domain
+//    or host adds no choice. Every other domain counts alike.
 // 3. The cluster's largest free blocks once (placement_free_blocks_scan) and the free GPUs of the
 //    hosts of every page's qualifying domains once (placement_host_maps).
 // Out: one row, `pages` (per model with a page: model, `scanned` and `found` as

@@ -14,7 +14,11 @@
 //    model ($model is ''): a host holding GPUs of several models may qualify here where the
 //    model's own statement would not count them. That adds no candidate: Python chooses each
 //    model's GPUs by `select.eligible`, which the model's own count bounds, so a host this count
-//    adds holds no choice of the model's GPUs. Every other host counts alike.
+//    adds holds no choice of the model's GPUs. Every other host counts alike. (The bound holds
+//    where the model's prefilter is a substring of every name `eligible` accepts for it, as the
+//    model table's families and names are; an unknown name with a vendor word inside it, such as
+//    'Acme amd X1' for 'Acme X1', is not, and there this count offers a host of both names that
+//    the model's own statement misses: a candidate `eligible` accepts.)
 // 3. The cluster's largest free blocks once (placement_free_blocks_scan) and the free GPUs of
 //    every page's qualifying hosts once (placement_host_maps).
 // Out: one row, `pages` (per model with a page: model, `scanned` (its page's hosts) and

@@ -142,21 +142,24 @@ async def test_a_request_naming_no_model_reads_its_ranking_blocks_with_its_first
     monkeypatch.setattr(engine_module, "EACH_MODEL_BLOCKS", 0)  # as before: the blocks read after
     gateway.stats.clear()
     before = await engine.place(req)
-    if len(result.candidates) > 7:  # more found than the request's own blocks rank
-        assert {"largest_free_hosts", "largest_free_domains"} <= set(calls(gateway))
+    assert {"largest_free_hosts", "largest_free_domains"} <= set(calls(gateway))
     assert [_ranked(c) for c in result.candidates] == [_ranked(c) for c in before.candidates]
 
 
 @pytest.fixture
 async def mixed_cluster(gateway: Gateway) -> None:
     """The four-model cluster, partly taken, with one H100 host holding two L40S GPUs too (its
-    `gpu_model` says H100: a host of several models, its NVLink domain too)."""
+    `gpu_model` says H100: a host of several models, its NVLink domain too), and one A100 host
+    of another A100 model (two models of one family, whose searches page the same hosts)."""
     c = build("demo:sus=1,nvl72_racks=1,a100_hosts=2,l40s_hosts=2")
     h100 = next(i for i, h in enumerate(c.hosts) if "H100" in h.gpus[0].model)
     host = c.hosts[h100]
     l40s = next(g.model for h in c.hosts for g in h.gpus if "L40S" in g.model)
     gpus = [g.model_copy(update={"model": l40s}) if g.index in (6, 7) else g for g in host.gpus]
     c.hosts[h100] = host.model_copy(update={"gpus": gpus})
+    a100 = next(i for i, h in enumerate(c.hosts) if "A100" in h.gpus[0].model)
+    sxm = [g.model_copy(update={"model": "NVIDIA A100-SXM4-80GB"}) for g in c.hosts[a100].gpus]
+    c.hosts[a100] = c.hosts[a100].model_copy(update={"gpus": sxm})
     await load(gateway, c)
     await occupy(gateway, [h.gpus[i].uuid for h in c.hosts[1::3] for i in range(min(3, len(h.gpus)))])
 
@@ -180,6 +183,7 @@ async def test_every_models_first_page_read_in_one_statement_gives_the_same_answ
     statement a model: the candidates and their ranking are those the statement a model gave, on
     a host (and an NVLink domain) of two models too."""
     engine = PlacementEngine(gateway)
+    assert sum("A100" in m for m in await engine.models()) == 2
     req = parse_request(text)
     await engine.place(req)  # the hosts' topology kept
     gateway.stats.clear()
