@@ -1,8 +1,8 @@
 // The first page of placement_hosts_fit for every model in $each at once, on a cluster of at most
 // `engine.SCAN_BLOCKS_UP_TO` hosts: what a request naming no model on a cluster of several
 // models reads for its per-model searches (engine `search_each_model`), one statement where it
-// ran one per model (on the demo cluster ~12 statements a decision of the replay, most of them
-// these; docs/benchmarks.md, "Stop 44").
+// ran one per model (the demo cluster's replay: 10 -> 7 statements a decision; docs/benchmarks.md,
+// "Stop 44").
 // 1. Every host with $first_size..$last_size free GPUs (either way round), neither excluded nor
 //    stale, read by a scan (placement_hosts_fit_scan's host page seeks per free count; here one
 //    pass serves every model), under each model of $each its model prefilter passes (the

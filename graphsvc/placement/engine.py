@@ -556,7 +556,8 @@ class _Search:
             params |= first.sizes(MAX_DOMAIN_GPUS)
         elif req.gpus_per_host in (None, req.gpus):  # search_hosts, unless leaves come first
             hint = self.engine.block_tops.host
-            if req.gpus_per_host is None and hint is not None and req.gpus > hint:
+            multi_host = req.max_ib_hops is None or req.max_ib_hops >= 1
+            if req.gpus_per_host is None and multi_host and hint is not None and req.gpus > hint:
                 return  # each search reads leaves first (run): its page would go unread
             query = "placement_hosts_fit"
             one_domain = req.gpus > 1 and (req.nvlink is not NVLinkRequirement.NONE or req.same_nvlink_domain)
@@ -768,7 +769,9 @@ class _Search:
         if sum(len(m) for _, m in pools) < req.gpus:
             return None
         if len(pools) == 1 or any(len(m) >= req.gpus for _, m in pools):
-            for _host, members in sorted(pools, key=lambda p: len(p[1])):
+            # Ties by host name, not the order the store listed the hosts in (a domain statement's
+            # hosts come in its rows' order, which the two stores and the each-model form differ in).
+            for _host, members in sorted(pools, key=lambda p: (len(p[1]), p[0].name)):
                 if len(members) >= req.gpus:
                     return choose_in_host(members, req.gpus, req)
         chosen = self._fill([(h, m) for h, m in pools], req.gpus)
