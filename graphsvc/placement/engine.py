@@ -442,7 +442,7 @@ class _Search:
     async def read_fit(self, query: str, params: dict[str, object]) -> FitRow:
         """One candidate statement (in the form `fit_form` picks, with the parameters that form
         takes): its hosts join the loader, its free blocks are kept for scoring. The first page
-        of the one-host statement may have been read already (`first_page`)."""
+        of the one-host or one-domain statement may have been read already (`first_page`)."""
         if self.first_page is not None and query == self.first_page[0]:
             _, limit, row = self.first_page
             self.first_page = None
