@@ -65,6 +65,8 @@ LEAF_EXTRA_HOSTS = 2  # hosts read beyond those that cover a multi-host request,
 # the units of its first page (its `want` plus the page's slack), and ranking reads the largest
 # `len(found) + 2` blocks (finish); read with the first statement, they cost no statement more.
 EACH_MODEL_BLOCKS = 5
+# Units a candidate statement's first page reads beyond the candidates wanted (_Search._fit_pages).
+PAGE_SLACK = 2
 NO_LIMIT = 1e9  # a temperature or utilisation bound that bounds nothing (Cypher has no infinity literal)
 # Hosts up to which the candidate statements read the cluster's largest free blocks by a scan of
 # every host and NVLink domain (their `_scan` forms, placement_free_blocks_scan) instead of index
@@ -389,8 +391,7 @@ class _Search:
             self.model_params = prefilter_params(self.model, await self.engine.models())
         per_host = req.gpus_per_host
         multi_host_allowed = not req.needs_one_domain and (req.max_ib_hops is None or req.max_ib_hops >= 1)
-        hint = self.engine.block_tops.host
-        if per_host is None and multi_host_allowed and hint is not None and req.gpus > hint:
+        if self.leaves_first():
             # No host was ever seen with this many free GPUs: the leaf statement first, as the
             # one-host statement would find nothing (~4 ms at 8k GPUs). Its free blocks name the
             # cluster's fullest hosts by the counters the one-host statement seeks on; when one
@@ -408,6 +409,19 @@ class _Search:
             await self.search_hosts()
         if not self.enough() and (per_host is None or per_host < req.gpus) and multi_host_allowed:
             await self.search_multi_host()
+
+    def leaves_first(self) -> bool:
+        """Whether `run` reads leaves first: no host was ever seen with as many free GPUs as the
+        request wants on one host, and the request may span hosts."""
+        req, hint = self.req, self.engine.block_tops.host
+        multi_host_allowed = not req.needs_one_domain and (req.max_ib_hops is None or req.max_ib_hops >= 1)
+        return req.gpus_per_host is None and multi_host_allowed and hint is not None and req.gpus > hint
+
+    def host_mode(self) -> str:
+        """$mode of the one-host statement: 'domain' when the GPUs must share an NVLink domain."""
+        req = self.req
+        one_domain = req.gpus > 1 and (req.nvlink is not NVLinkRequirement.NONE or req.same_nvlink_domain)
+        return "domain" if one_domain else "none"
 
     def fit_params(self, *, rail_up: bool) -> dict[str, object]:
         """What every one-statement candidate query takes besides its sizes and page."""
@@ -472,7 +486,7 @@ class _Search:
         *,
         first: int,
         probe: bool = True,
-        slack: int = 2,
+        slack: int = PAGE_SLACK,
         bucketed: bool = False,
     ) -> None:
         """Pages of a one-statement query: usually one statement answers the request. Units are
@@ -555,18 +569,15 @@ class _Search:
             query = "placement_domains_fit"
             params |= first.sizes(MAX_DOMAIN_GPUS)
         elif req.gpus_per_host in (None, req.gpus):  # search_hosts, unless leaves come first
-            hint = self.engine.block_tops.host
-            multi_host = req.max_ib_hops is None or req.max_ib_hops >= 1
-            if req.gpus_per_host is None and multi_host and hint is not None and req.gpus > hint:
+            if first.leaves_first():
                 return  # each search reads leaves first (run): its page would go unread
             query = "placement_hosts_fit"
-            one_domain = req.gpus > 1 and (req.nvlink is not NVLinkRequirement.NONE or req.same_nvlink_domain)
-            params |= {**first.sizes(MAX_HOST_GPUS), "mode": "domain" if one_domain else "none"}
+            params |= {**first.sizes(MAX_HOST_GPUS), "mode": first.host_mode()}
         else:
             return
         if not (await self.engine.fit_form(query)).endswith(SCAN_SUFFIX):
             return
-        page = first.want + 2  # what _fit_pages asks of its first statement (its default slack)
+        page = first.want + PAGE_SLACK  # what _fit_pages asks of its first statement
         each = {s.model: prefilter_params(s.model, models)["prefilter_models"] for s in subs}  # a family once
         params |= {
             "limit": page,
@@ -594,11 +605,10 @@ class _Search:
 
     async def search_hosts(self) -> None:
         req = self.req
-        one_domain = req.gpus > 1 and (req.nvlink is not NVLinkRequirement.NONE or req.same_nvlink_domain)
         params = {**self.sizes(MAX_HOST_GPUS), **self.fit_params(rail_up=False), "n": req.gpus}
         await self._fit_pages(
             "placement_hosts_fit",
-            {**params, "mode": "domain" if one_domain else "none"},
+            {**params, "mode": self.host_mode()},
             self._take_hosts,
             first=int(cast(int, params["first_size"])),
         )
