@@ -183,7 +183,29 @@ def model_match(requested: str) -> ModelMatch:
         r for r in table() if {low, bare} & ({_norm(a) for a in r.aliases} | {_norm(r.model), _strip_vendor(r.model)})
     ]
     if rows:
-        names = {low, bare} | {_norm(r.model) for r in rows} | {_strip_vendor(r.model) for r in rows}
+        names = ({low, bare} | {_norm(r.model) for r in rows} | {_strip_vendor(r.model) for r in rows}) - {""}
         fams = {r.family.lower() for r in rows}
-        return ModelMatch(requested, None, frozenset(names), fams.pop() if len(fams) == 1 else "")
-    return ModelMatch(requested, None, frozenset({low, bare}), bare)
+        return ModelMatch(requested, None, frozenset(names), _prefilter(names, fams.pop() if len(fams) == 1 else ""))
+    names = {low, bare} - {""}  # "nvidia" alone: no vendor-less name, else every vendor-only model matched
+    return ModelMatch(requested, None, frozenset(names), _prefilter(names, bare))
+
+
+def _prefilter(names: set[str], preferred: str) -> str:
+    """The longest text inside one word of every accepted name: `preferred` when it is one.
+
+    Why a word: a stored model is accepted when its normalised name, or that name without its
+    vendor words, is one of `names`. Normalising collapses whitespace and dropping vendor words
+    removes whole words, so only a single word of an accepted name is sure to appear in the
+    stored text itself, which is what the store's lower-case substring test sees (`Acme amd X1`
+    is accepted for `Acme X1`, and `acme x1` is not inside it; an alias `MI250` is accepted
+    beside the family `MI250X`). Empty (every unit passes to the exact test) when no word is.
+    """
+    words = [n.split(" ") for n in names]
+
+    def inside_every(text: str) -> bool:
+        return all(any(text in word for word in ws) for ws in words)
+
+    if preferred and inside_every(preferred):
+        return preferred
+    candidates = sorted({w for ws in words for w in ws}, key=lambda w: (-len(w), w))
+    return next((w for w in candidates if inside_every(w)), "")

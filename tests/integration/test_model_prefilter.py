@@ -10,9 +10,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from graphsvc.placement.engine import prefilter_params
+import pytest
+from topo_facts.gpu_models import model_match
+
+from graphsvc.placement.engine import PlacementEngine, prefilter_params
+from graphsvc.placement.request import parse_request
+from graphsvc.reservations.service import Reservation, ReservationService
 from graphsvc.store.gateway import Gateway
 from graphsvc.store.schema import TIE_BUCKETS, tie_bucket
+from graphsvc.synthetic.clusters import build
 from tests.cluster_helpers import load
 from tests.helpers import DEFAULT_GPU_FILTERS
 
@@ -80,3 +86,29 @@ async def test_domain_pages_follow_the_tie_order_across_buckets(gateway: Gateway
             params = {**base, "skip": skip, "limit": size, "probe": skip + size}
             paged += in_tie_order((await gateway.read("placement_domains_fit", params))[0]["found"])
         assert paged == everything, size
+
+
+@pytest.mark.parametrize(
+    ("stored", "requested"),
+    [("Acme amd X1", "Acme X1"), ("ACME  X1", "acme x1"), ("AMD MI250", "MI250")],
+)
+async def test_a_model_spelt_with_vendor_words_or_odd_spaces_is_found_and_reserved(
+    gateway: Gateway, stored: str, requested: str
+) -> None:
+    """Every candidate statement drops a unit whose model text does not contain the request's
+    prefilter, before Python's exact match. A prefilter that is not inside a text the match
+    accepts loses those GPUs for good (stop 44: `Acme amd X1` for `Acme X1`); the reservation's
+    one-host fast path uses the same prefilter."""
+    c = build("a100-pcie:hosts=2")
+    odd = c.hosts[1].model_copy(update={"gpus": [g.model_copy(update={"model": stored}) for g in c.hosts[1].gpus]})
+    c.hosts[1] = odd
+    await load(gateway, c)
+    assert model_match(requested).matches(stored)
+    for req in (parse_request("2"), parse_request("1 exclusive"), parse_request("2 nvlink=any")):
+        placed = await PlacementEngine(gateway).place(req.with_(model=requested))
+        assert placed.candidates, (stored, requested, req)
+        assert {g.host for cand in placed.candidates for g in cand.gpus} == {odd.hostname}
+    svc = ReservationService(gateway)
+    taken = await svc.reserve(holder="job", request=parse_request("1").with_(model=requested, gpus=4), ttl_s=60)
+    assert isinstance(taken, Reservation), taken
+    assert {g.host for g in taken.gpus} == {odd.hostname}

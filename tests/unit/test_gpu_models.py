@@ -64,6 +64,37 @@ def test_unknown_names_match_only_themselves() -> None:
     assert m.matches("Acme X1") and m.matches("acme x1") and not m.matches("Acme X10")
 
 
+# Stored model texts as collectors and importers may spell them: vendor words inside the name,
+# runs of whitespace, a no-break space, a name that is only a vendor word.
+ODD_STORED = [
+    "Acme X1", "Acme amd X1", "ACME  X1", "Acme\tNVIDIA X1", "Acme\u00a0X1", "acme x1 ",
+    "MI250", "AMD MI250", "AMD Instinct MI250X", "Instinct MI250X", "NVIDIA", "AMD", "nvidia tesla",
+    "NVIDIA  A100-SXM4-80GB", "Tesla A100-80GB", "amd instinct", "Instinct",
+]  # fmt: skip
+REQUESTS = sorted(
+    {"Acme X1", "acme amd x1", "NVIDIA", "nvidia", "amd instinct", "MI250", "Tesla", "x1"}
+    | {r.model for r in table()} | {a for r in table() for a in r.aliases} | {r.family for r in table()}
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("request_model", REQUESTS)
+def test_the_prefilter_is_inside_every_stored_text_the_match_accepts(request_model: str) -> None:
+    """The candidate statements drop a unit unless `toLower(model) CONTAINS prefilter`; Python's
+    `matches` then decides. A prefilter not inside an accepted text loses that unit in every
+    statement (stop 44 found `Acme amd X1` lost for `Acme X1`, and `MI250` for `MI250`)."""
+    m = model_match(request_model)
+    stored = [*ODD_STORED, *MODELS, *(r.model for r in table()), *(a for r in table() for a in r.aliases)]
+    for text in stored:
+        if m.matches(text):
+            assert m.prefilter in text.lower(), (request_model, text, m.prefilter)
+
+
+def test_a_vendor_word_alone_is_not_a_name_that_matches_every_vendor_only_model() -> None:
+    m = model_match("nvidia")
+    assert m.matches("NVIDIA") and not m.matches("AMD") and not m.matches("nvidia tesla")
+    assert model_match("Acme X1").matches("Acme amd X1")  # vendor words inside a name still drop
+
+
 @pytest.mark.parametrize(
     ("ids", "model", "memory_gib", "link", "gbps"),
     [
