@@ -262,12 +262,26 @@ class EmbeddedFalkorDB:
         return "\n".join(lines) + "\n"
 
     def compact(self, timeout_s: float = 120.0) -> bool:
-        """Rewrite the append-only log into a snapshot, so the next start loads fast."""
-        if _command(self.socket_path, "BGREWRITEAOF") is None:
-            return False
+        """Rewrite the append-only log into a snapshot, so the next start loads fast.
+
+        redis refuses a rewrite while one runs (its own, begun when the log outgrew its base):
+        then this waits for that one and asks again, since the log written after it began is
+        not in its snapshot. False when the server cannot be asked or the rewrite outlasts
+        `timeout_s`."""
         deadline = time.monotonic() + timeout_s
+        if _command(self.socket_path, "BGREWRITEAOF") is None and (
+            not self._rewrite_done(deadline) or _command(self.socket_path, "BGREWRITEAOF") is None
+        ):
+            return False
+        return self._rewrite_done(deadline)
+
+    def _rewrite_done(self, deadline: float) -> bool:
+        """Poll until no log rewrite runs or is scheduled; False at the deadline or when the
+        server stops answering."""
         while time.monotonic() < deadline:
-            info = _command(self.socket_path, "INFO", "persistence") or ""
+            info = _command(self.socket_path, "INFO", "persistence")
+            if info is None:
+                return False
             if "aof_rewrite_in_progress:0" in info and "aof_rewrite_scheduled:0" in info:
                 return True
             time.sleep(0.1)

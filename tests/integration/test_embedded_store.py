@@ -117,6 +117,31 @@ async def test_clean_stop_compacts_the_log_and_restart_keeps_the_graph(tmp_path:
     assert counts["hosts"] == len(cluster.hosts)
 
 
+def test_compact_waits_for_a_rewrite_already_running_then_rewrites_again(tmp_path: Path) -> None:
+    """redis refuses BGREWRITEAOF while its own rewrite runs; compact() waited for nothing then,
+    and a stop left the log written since that rewrite began to replay at the next start. Here a
+    rewrite slowed by redis's `rdb-key-save-delay` (per key saved, in microseconds) is running
+    when compact() is called: it answers True only after that one and a second have finished."""
+    from graphsvc.store.embedded import _command
+
+    s = _server(tmp_path)
+    s.start()
+    try:
+        for i in range(3):
+            assert _command(s.socket_path, "SET", f"k{i}", "v") is not None
+        assert _command(s.socket_path, "CONFIG", "SET", "rdb-key-save-delay", "200000") is not None
+        assert _command(s.socket_path, "BGREWRITEAOF") is not None
+        info = _command(s.socket_path, "INFO", "persistence") or ""
+        assert "aof_rewrite_in_progress:1" in info  # three keys at 0.2 s each: ~0.6 s
+        assert _command(s.socket_path, "BGREWRITEAOF") is None  # what compact() met: refused
+        assert _command(s.socket_path, "CONFIG", "SET", "rdb-key-save-delay", "0") is not None
+        assert s.compact(timeout_s=60.0)
+        info = _command(s.socket_path, "INFO", "persistence") or ""
+        assert "aof_rewrite_in_progress:0" in info and "aof_rewrites:2" in info, info
+    finally:
+        s.stop()
+
+
 async def test_plan_cache_holds_every_named_statement_unless_set(tmp_path: Path) -> None:
     from graphsvc.store.falkordb_backend import FalkorBackend
     from graphsvc.store.plan_cache import sized_plan_cache
