@@ -469,11 +469,15 @@ class ReservationService:
             )
         return existing
 
-    async def _write(self, uuids: list[str], props: ReservationProps, ttl: int) -> bool:
+    async def _write(self, uuids: list[str], props: ReservationProps, ttl: int) -> Reservation | None:
+        """The reservation as the write stored it (nothing read back), or None: nothing taken."""
         now = self.clock()
         props = {**props, "created_at": now, "expires_at": now + ttl, "gpu_count": len(uuids)}
         rows = await self.gw.write("reservations/reserve_gpus", {"uuids": uuids, "props": props, "now": now})
-        return bool(rows)
+        if not rows:
+            return None
+        written = cast(ReservationProps, rows[0]["reservation"])
+        return _reservation(_written_row(written, cast(list[list[Any]], rows[0]["taken"]), held=True))
 
     async def _reserve_in_host(
         self, request: PlacementRequest, props: ReservationProps, ttl: int, key: str | None, holder: str
@@ -572,19 +576,24 @@ class ReservationService:
         return await self._attempt_with(lambda: self._write(uuids, props, ttl), props, key, holder)
 
     async def _attempt_with(
-        self, write: Callable[[], Awaitable[bool]], props: ReservationProps, key: str | None, holder: str
+        self,
+        write: Callable[[], Awaitable[bool | Reservation | None]],
+        props: ReservationProps,
+        key: str | None,
+        holder: str,
     ) -> ReserveOutcome | None:
+        """`write` answers the reservation it stored, or whether it stored one (read back here)."""
         try:
-            ok = await write()
+            written = await write()
         except StoreConstraintError:
             if key is not None:
                 existing = await self.get_many(keys=[key])
                 if existing:
                     return await self._replay(existing[0], holder, props.get("request_hash"))
             raise
-        if not ok:
+        if not written:
             return None
-        created = await self.get(props["id"])
+        created = written if isinstance(written, Reservation) else await self.get(props["id"])
         assert created is not None
         await self.events.publish(Event("reservation.created", created.id, created.holder, self.clock()))
         return created
@@ -592,6 +601,11 @@ class ReservationService:
     async def _reserve_exact(
         self, uuids: list[str], props: ReservationProps, ttl: int, key: str | None, holder: str
     ) -> ReserveOutcome:
+        """The write first: it takes nothing unless every GPU is known, free and not MIG-enabled,
+        so why it took nothing is read only then (a reserve that succeeds is one round trip)."""
+        done = await self._attempt(sorted(uuids), props, ttl, key, holder)
+        if done is not None:
+            return done
         known = await self.gw.read("gpus_by_uuid", {"uuids": uuids})
         missing = sorted(set(uuids) - {r["uuid"] for r in known})
         if missing:
@@ -601,8 +615,7 @@ class ReservationService:
             return ValidationError(
                 "gpus", f"MIG-enabled GPU(s) {', '.join(partitioned[:10])}: reserve their slices (e.g. 2x 3g.40gb)"
             )
-        done = await self._attempt(sorted(uuids), props, ttl, key, holder)
-        return done if done is not None else await self._conflict(uuids)
+        return await self._conflict(uuids)
 
     async def _reserve_slices(
         self, request: PlacementRequest, props: ReservationProps, ttl: int, key: str | None, holder: str

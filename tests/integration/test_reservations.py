@@ -310,3 +310,30 @@ async def test_lease_job_reports_hosts_going_stale_and_back(gateway: Gateway) ->
     await keeper.tick()
     await asyncio.wait_for(task, 5)
     assert recovered == ["host.recovered", "host.recovered"]
+
+
+async def test_a_reserve_by_uuids_is_one_statement_and_answers_as_the_reservation_read_back(gateway: Gateway) -> None:
+    """A scheduler places, then reserves the GPUs it chose. That reserve checked the uuids, wrote,
+    and read the reservation back: three round trips. The write now answers the reservation as
+    stored, and why it took nothing is read only when it took nothing (unknown, held, or a MIG
+    GPU: the same typed answers as before)."""
+    c = build("a100-pcie:hosts=1")
+    await load(gateway, c)
+    svc = ReservationService(gateway, group_commit=False)
+    uuids = [g.uuid for g in c.hosts[0].gpus]
+    gateway.stats.clear()
+    made = await svc.reserve(holder="job", gpus=uuids[:2], ttl_s=60, labels=["a"], idempotency_key="k-one")
+    assert isinstance(made, Reservation), made
+    assert set(gateway.stats) == {"reservations/reservation_get", "reservations/reserve_gpus"}  # the key's lookup
+    assert gateway.stats["reservations/reserve_gpus"].calls == 1 and made == await svc.get(made.id)
+    gateway.stats.clear()
+    plain = await svc.reserve(holder="job", gpus=[uuids[3], uuids[2]], ttl_s=60)
+    assert isinstance(plain, Reservation) and list(gateway.stats) == ["reservations/reserve_gpus"]
+    assert [g.uuid for g in plain.gpus] == sorted(uuids[2:4], key=lambda u: uuids.index(u))
+    assert plain == await svc.get(plain.id)
+    held = await svc.reserve(holder="other", gpus=[uuids[1], uuids[4]], ttl_s=60)
+    assert isinstance(held, Conflict) and [h.gpu_uuid for h in held.holders] == [uuids[1]]
+    unknown = await svc.reserve(holder="other", gpus=["GPU-not-here", uuids[5]], ttl_s=60)
+    assert isinstance(unknown, ValidationError) and unknown.message == "unknown GPU uuid(s): GPU-not-here"
+    assert await free_of(gateway, c.hosts[0].hostname) == len(uuids) - 4
+    await invariants(gateway, svc.clock())
