@@ -20,6 +20,7 @@ MIG slices instead of whole GPUs (``placement.mig``, docs/placement.md).
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -33,6 +34,7 @@ from graphsvc.placement.options import OPTIONS
 
 MAX_GPUS = 4096
 MAX_LIMIT = 20
+MAX_MEMORY_GIB = 1_000_000  # per GPU; larger (or NaN, or infinite) is a mistake, and no store parameter
 
 
 class NVLinkRequirement(StrEnum):
@@ -96,8 +98,10 @@ class PlacementRequest:
                 )
         if self.max_ib_hops is not None and not 0 <= self.max_ib_hops <= 16:
             raise RequestError("maxIbHops", "must be between 0 and 16")
-        if self.min_memory_gib is not None and self.min_memory_gib < 0:
-            raise RequestError("minMemoryGiB", "must not be negative")
+        if self.min_memory_gib is not None and not 0 <= self.min_memory_gib <= MAX_MEMORY_GIB:
+            raise RequestError("minMemoryGiB", f"must be between 0 and {MAX_MEMORY_GIB} GiB")
+        if self.max_temperature_c is not None and not -273 <= self.max_temperature_c <= 1000:
+            raise RequestError("maxTemperatureC", "must be between -273 and 1000 degrees C")
         if not 1 <= self.limit <= MAX_LIMIT:
             raise RequestError("limit", f"must be between 1 and {MAX_LIMIT}")
         if self.model is not None and (not self.model.strip() or len(self.model) > 128):
@@ -227,12 +231,24 @@ def _unknown(token: str, word: str, known: list[str]) -> RequestError:
     )
 
 
+# A decimal number as people write one: Python's float() also takes nan, inf, 1_0 and 0x-less
+# oddities, and nan or inf became a store parameter nothing could answer (a 500, #15 review).
+_DECIMAL = re.compile(r"^[+-]?(?:\d{1,12}(?:\.\d{0,12})?|\.\d{1,12})(?:e[+-]?\d{1,3})?$", re.IGNORECASE)
+_WHOLE = re.compile(r"^[+-]?\d{1,9}$")
+
+
 def _number(token: str, raw: str, unit: str = "") -> float:
     cleaned = raw.lower().removesuffix(unit.lower()) if unit else raw
-    try:
-        return float(cleaned)
-    except ValueError:
-        raise RequestError("text", f"{token!r}: {raw!r} is not a number") from None
+    value = float(cleaned) if _DECIMAL.match(cleaned) else math.nan
+    if not math.isfinite(value):
+        raise RequestError("text", f"{token!r}: {raw!r} is not a number")
+    return value
+
+
+def _whole(token: str, raw: str) -> int:
+    if not _WHOLE.match(raw):
+        raise RequestError("text", f"{token!r}: {raw!r} is not a whole number")
+    return int(raw)
 
 
 def _caps(values: dict[str, object], **change: object) -> None:
@@ -267,10 +283,10 @@ def _apply(token: str, values: dict[str, object]) -> None:
             raise RequestError("text", f"{token!r}: nvlink is none, any or full-mesh") from None
     elif key in ("ib-hops", "max-ib-hops", "hops"):
         need("<=", "=")
-        values["max_ib_hops"] = int(_number(token, raw))
+        values["max_ib_hops"] = _whole(token, raw)
     elif key in ("per-host", "gpus-per-host"):
         need("=")
-        values["gpus_per_host"] = int(_number(token, raw))
+        values["gpus_per_host"] = _whole(token, raw)
     elif key in ("mem", "min-mem", "memory"):
         need(">=", "=")
         values["min_memory_gib"] = _number(token, raw, "gib")
@@ -291,7 +307,7 @@ def _apply(token: str, values: dict[str, object]) -> None:
         values["sites"] = tuple(h for h in raw.split(",") if h)
     elif key == "limit":
         need("=")
-        values["limit"] = int(_number(token, raw))
+        values["limit"] = _whole(token, raw)
     elif key in ("cc", "compute-capability"):
         need(">=")
         try:
@@ -303,7 +319,7 @@ def _apply(token: str, values: dict[str, object]) -> None:
         _caps(values, min_memory_bandwidth_gbps=_number(token, raw, "gb/s"))
     elif key in ("link-gen", "nvlink-gen"):
         need(">=")
-        _caps(values, min_link_generation=int(_number(token, raw)))
+        _caps(values, min_link_generation=_whole(token, raw))
     elif key == "packing":
         need("=")
         try:

@@ -45,8 +45,15 @@ def test_every_option() -> None:
         ("8 foo=1", r"unknown option 'foo' \(options: nvlink=, scale-up=, per-host="),
         ("8 per-host=3", "cannot be split evenly"),
         ("9999", "between 1 and 4096"),
+        # Non-finite and huge numbers were a 500 with a traceback (a store parameter nothing took).
+        *[(f"8xH100 {o}", "is not a whole number") for o in ("ib-hops<=inf", "limit=nan", "per-host=inf",
+                                                             "link-gen>=inf", "ib-hops<=1.5", "limit=1e3")],
+        *[(f"8 {o}", "is not a number") for o in ("mem>=nan", "mem>=inf", "temp<=nan", "temp<=-inf", "mem>=1_0",
+                                                  "mem-bw>=nan")],
+        ("8 mem>=1e308", "minMemoryGiB: must be between 0 and 1000000 GiB"),
+        ("8 temp<=1e9", "maxTemperatureC: must be between -273 and 1000"),
     ],
-)
+)  # fmt: skip
 def test_errors_say_what_is_wrong(text: str, needle: str) -> None:
     with pytest.raises(RequestError, match=needle):
         parse_request(text)
