@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Request
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from graphsvc.api.errors import ERROR_RESPONSES
 from graphsvc.api.one_pass_route import one_pass_route
@@ -32,21 +32,32 @@ Caller = Annotated[Principal, Depends(caller)]
 IdPath = Annotated[str, Path(min_length=1, max_length=256)]
 
 
+# A field the API does not know is refused (422, naming it), never dropped: `idempotency_key` for
+# `idempotencyKey` made a retry a second reservation. Numbers and flags are strict fields (not a
+# strict model, which would read JSON and Python apart, see one_pass_route): `"ttlSeconds": "30"`
+# and `"preemptible": "yes"` were taken as 30 and true, which GraphQL refuses.
+STRICT_BODY = ConfigDict(extra="forbid")
+
+
 class PlaceBody(BaseModel):
+    model_config = STRICT_BODY
+
     request: str = Field(max_length=4096, description='compact text form, e.g. "8xH100 nvlink=full-mesh"')
 
 
 class ReserveBody(BaseModel):
+    model_config = STRICT_BODY
+
     holder: str = Field(max_length=256)
     request: str | None = Field(default=None, max_length=4096, description="compact text form")
     gpus: list[str] | None = Field(default=None, max_length=svc.MAX_GPUS, description="explicit GPU uuids")
-    ttlSeconds: int | None = None
+    ttlSeconds: StrictInt | None = None
     idempotencyKey: str | None = Field(default=None, max_length=128)
-    priority: int = 0
-    preemptible: bool = False
+    priority: StrictInt = 0
+    preemptible: StrictBool = False
     labels: list[str] = Field(default_factory=list, max_length=svc.MAX_LABELS)
-    allowPreemption: bool = False
-    explain: bool = Field(default=False, description="on Infeasible, the full diagnosis (costs several searches)")
+    allowPreemption: StrictBool = False
+    explain: StrictBool = Field(default=False, description="on Infeasible, the full diagnosis (costs several searches)")
 
 
 class GpuOut(BaseModel):

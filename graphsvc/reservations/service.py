@@ -456,6 +456,12 @@ class ReservationService:
 
     async def _replay(self, existing: Reservation, holder: str, fingerprint: str | None) -> ReserveOutcome:
         """A reserve with a key already used: the same request gets its reservation back."""
+        if existing.idempotency_key == existing.id:
+            # A reservation made without a key stores its id as its key (keys are unique in the
+            # graph): this key is that id, not a key any reserve was made with.
+            return ValidationError(
+                "idempotencyKey", f"{existing.id!r} is a reservation's id, not an idempotency key; use another key"
+            )
         if existing.holder != holder:
             return ValidationError("idempotencyKey", "this key belongs to another holder's reservation")
         rows = await self.gw.read("reservation_request_hash", {"key": existing.idempotency_key})

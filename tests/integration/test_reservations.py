@@ -119,6 +119,12 @@ async def test_idempotency_key_belongs_to_its_holder(gateway: Gateway) -> None:
     assert isinstance(a, Reservation) and isinstance(b, Reservation) and a.id == b.id
     other = await svc.reserve(holder="z", gpus=uuids[2:3], idempotency_key="key-1")
     assert isinstance(other, ValidationError) and other.field == "idempotencyKey"
+    # A reservation made without a key keeps its id as its key: that id is not a key to replay.
+    keyless = await svc.reserve(holder="a", gpus=uuids[3:4])
+    assert isinstance(keyless, Reservation)
+    reused = await svc.reserve(holder="a", request=parse_request("2xL40S"), idempotency_key=keyless.id)
+    assert isinstance(reused, ValidationError) and reused.field == "idempotencyKey", reused
+    assert "reservation's id" in reused.message
 
 
 async def test_leases_expire_renew_and_free_gpus(gateway: Gateway) -> None:

@@ -90,3 +90,31 @@ async def test_mig_requests_are_answered_in_slices(client: httpx.AsyncClient, ga
     assert released["state"] == "released"
     whole = (await client.post("/v1/reservations", json={"holder": "j", "gpus": [best["slices"][0]["gpu"]]})).json()
     assert whole["kind"] == "ValidationError"  # a MIG-enabled GPU is never handed out whole
+
+
+async def test_unknown_fields_wrong_types_and_odd_numbers_are_refused_not_guessed(
+    client: httpx.AsyncClient, gateway: Gateway
+) -> None:
+    """A body field the API does not know was dropped: `idempotency_key` for `idempotencyKey`
+    made each retry a new reservation. Types were coerced where GraphQL refuses them. Non-finite
+    numbers in the text form were a 500 with a traceback, through REST and GraphQL."""
+    await load(gateway, "l40s:hosts=1")
+    for body in (
+        {"holder": "j", "request": "1xL40S", "idempotency_key": "retry-1"},
+        {"holder": "j", "request": "1xL40S", "ttlSeconds": "30"},
+        {"holder": "j", "request": "1xL40S", "preemptible": "yes"},
+        {"holder": "j", "request": "1xL40S", "priority": True},
+    ):
+        refused = await client.post("/v1/reservations", json=body)
+        assert refused.status_code == 422, (body, refused.text)
+        assert set(body) - {"holder", "request"} <= {p["field"].rsplit(".", 1)[-1] for p in refused.json()["fields"]}
+    assert (await client.post("/v1/place", json={"request": "1", "limit": 3})).status_code == 422
+    for text in ("1xL40S mem>=inf", "1xL40S ib-hops<=nan", "1xL40S mem>=1e308", "1xL40S temp<=nan"):
+        placed = await client.post("/v1/place", json={"request": text})
+        made = await client.post("/v1/reservations", json={"holder": "j", "request": text})
+        assert placed.status_code == made.status_code == 200, (text, placed.text, made.text)
+        assert made.json()["kind"] == "ValidationError", made.text
+        query = "query($t: String!) { placementText(text: $t) { candidates { score } infeasible { message } } }"
+        answer = (await client.post("/graphql", json={"query": query, "variables": {"t": text}})).json()
+        assert "errors" not in answer and answer["data"]["placementText"]["infeasible"], answer
+        assert answer["data"]["placementText"]["infeasible"][0]["message"] == placed.json()["infeasible"][0]["message"]
