@@ -150,6 +150,24 @@ async def test_limits_refuse_abusive_queries(client: httpx.AsyncClient, demo: Ga
     assert "errors" in await gql(client, huge)
 
 
+async def test_a_variable_of_the_wrong_type_is_told_not_masked(
+    client: httpx.AsyncClient, gateway: Gateway, caplog: pytest.LogCaptureFixture
+) -> None:
+    """GraphQL's own coercion message for a variable (`gpus: "8"`, an unknown input field, a
+    missing one) was masked as "Unexpected error." and logged as a bug by the masking, where the
+    same mistake written inline was told."""
+    reserve = "mutation($i: ReserveInput!) { reserve(input: $i) { __typename } }"
+    told: dict[str, dict[str, Any]] = {
+        "Int cannot represent non-integer value: '8'": {"i": {"holder": "v", "request": {"gpus": "8"}}},
+        "not to include unknown field 'ttl'": {"i": {"holder": "v", "request": {"gpus": 1}, "ttl": 30}},
+        "Expected a value of non-null type 'ReserveInput!' to be provided": {},
+    }
+    for needle, variables in told.items():
+        body = await gql(client, reserve, variables)
+        assert body.get("data") is None and needle in body["errors"][0]["message"], body
+    assert not [r for r in caplog.records if "unexpected error" in r.getMessage()]
+
+
 async def test_unexpected_errors_are_masked(
     client: httpx.AsyncClient, demo: Gateway, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -169,9 +169,12 @@ class Query:
 
 def _mask(error: GraphQLError) -> bool:
     """Mask what the code did not mean to say; keep GraphQL's own validation messages and our
-    deliberate refusals (FORBIDDEN, RATE_LIMITED), which carry no original exception."""
+    deliberate refusals (FORBIDDEN, RATE_LIMITED), which carry no original exception. A variable
+    of the wrong type (`gpus: "8"`, an unknown input field) is GraphQL's own message too, carried
+    as the original error of its "Variable '$i' has invalid value" error: it was masked as
+    "Unexpected error." and logged as a bug, where the same mistake written inline was told."""
     original = error.original_error
-    if original is None or isinstance(original, (Forbidden, RateLimited, DomainError)):
+    if original is None or isinstance(original, (Forbidden, RateLimited, DomainError, GraphQLError)):
         return False
     log.error("unexpected error in %s", error.path, exc_info=original)
     return True
