@@ -123,6 +123,7 @@ def test_every_strict_route_with_one_body_model_may_use_the_shortcut() -> None:
         "/v1/place POST",
         "/v1/reservations POST",
     }
+
     def strict_types(schema: object) -> set[str]:
         if isinstance(schema, dict):
             own = {str(schema.get("type"))} if schema.get("strict") is True else set()
