@@ -1,7 +1,7 @@
 // Replaces one host's facts in a single statement, so the write is atomic on
 // FalkorDB (one query) and Neo4j (one transaction): all of a host's facts or none.
 // Returns no row, and writes nothing, when the stored facts are newer
-// ($host.collected_at older) or a GPU uuid belongs to another host.
+// ($host.collected_at older) or a GPU or MIG slice uuid belongs to another host.
 // (Filters follow a projection, not an OPTIONAL MATCH variable directly: FalkorDB
 // would fold such a WHERE into the OPTIONAL MATCH instead of dropping the row.)
 // Locks first (Neo4j read committed): the host's current GPUs in uuid order, then the counters
@@ -56,7 +56,10 @@ WHERE stored_at <= $host.props.collected_at
 OPTIONAL MATCH (taken:GPU)
 WHERE taken.uuid IN $gpu_uuids AND taken.host <> $host.name
 WITH domains_left, stored_at, count(taken) AS taken_count
-WHERE taken_count = 0
+OPTIONAL MATCH (taken_slice:MigSlice)
+WHERE taken_slice.uuid IN [s IN $mig_slices | s.uuid] AND taken_slice.host <> $host.name
+WITH domains_left, stored_at, taken_count, count(taken_slice) AS taken_slices
+WHERE taken_count + taken_slices = 0
 MERGE (c:Cluster {name: $host.cluster})
 MERGE (r:Rack {uuid: $rack.uuid})
 SET r.name = $rack.name, r.cluster = $host.cluster
@@ -73,25 +76,28 @@ WITH domains_left, h
 // A NIC the facts no longer list takes its fabric cable with it: the host's fabric digest no
 // longer says what the graph holds, so it is cleared (placement keeps a host's topology under
 // facts_fingerprint and fabric_digest; the NIC listed again gets its cable at the next fabric import).
-OPTIONAL MATCH (h)-[:HAS_NIC]->(cut:NIC)-[:UPLINK]->(:Switch)
+// The leaves those cables reached (`leaves_cut`, locked by lock_counters as the host's leaves)
+// are recounted at the end with the host's remaining ones, and the host's `leaves` become the
+// ones it still reaches: a leaf the host left no longer counts its GPUs.
+OPTIONAL MATCH (h)-[:HAS_NIC]->(cut:NIC)-[:UPLINK]->(cut_leaf:Switch)
 WHERE NOT cut.uuid IN $keep_uuids
-WITH domains_left, h, count(cut) AS cut_cables
+WITH domains_left, h, count(cut) AS cut_cables, collect(DISTINCT cut_leaf.name) AS leaves_cut
 FOREACH (x IN CASE WHEN cut_cables > 0 THEN [h] ELSE [] END | SET x.fabric_digest = NULL)
-WITH domains_left, h
+WITH domains_left, leaves_cut, h
 OPTIONAL MATCH (h)-[:HAS_NUMA|HAS_GPU|HAS_NVSWITCH|HAS_PCIE_SWITCH|HAS_NIC]->(gone)
 WHERE NOT gone.uuid IN $keep_uuids
 DETACH DELETE gone
-WITH DISTINCT domains_left, h
+WITH DISTINCT domains_left, leaves_cut, h
 OPTIONAL MATCH (gone_slice:MigSlice {host: $host.name})
 WHERE NOT gone_slice.uuid IN [s IN $mig_slices | s.uuid]
 OPTIONAL MATCH (loser:Reservation)-[:HOLDS_SLICE]->(gone_slice)
 FOREACH (x IN CASE WHEN loser IS NULL OR loser.state <> 'active' THEN [] ELSE [loser] END |
   SET x.lost_slices = coalesce(x.lost_slices, []) + gone_slice.uuid)
 DETACH DELETE gone_slice
-WITH DISTINCT domains_left, h
+WITH DISTINCT domains_left, leaves_cut, h
 OPTIONAL MATCH (h)-[:HAS_GPU|HAS_NIC|HAS_PCIE_SWITCH]->(dev)-[derived:NVLINK|PCIE_UPSTREAM|NUMA_AFFINITY|IN_DOMAIN|NIC_AFFINITY]->()
 DELETE derived
-WITH DISTINCT domains_left, h
+WITH DISTINCT domains_left, leaves_cut, h
 FOREACH (n IN $numa_nodes |
   MERGE (x:NUMANode {uuid: n.uuid})
   SET x += n.props
@@ -161,21 +167,30 @@ FOREACH (l IN $gpu_nics |
   MERGE (b:NIC {uuid: l.dst})
   CREATE (a)-[e:NIC_AFFINITY]->(b)
   SET e.via = l.via)
-WITH domains_left, h
+WITH domains_left, leaves_cut, h
 OPTIONAL MATCH (h)-[:HAS_GPU]->(g:GPU)
-WITH domains_left, h, count(CASE WHEN g.state = 'free' AND coalesce(g.health, 'ok') <> 'failed' THEN 1 END) AS host_free, min(g.model) AS host_model
+WITH domains_left, leaves_cut, h, count(CASE WHEN g.state = 'free' AND coalesce(g.health, 'ok') <> 'failed' THEN 1 END) AS host_free, min(g.model) AS host_model
 SET h.free_gpus = host_free, h.gpu_model = host_model
-WITH domains_left, h
+WITH domains_left, leaves_cut, h
 OPTIONAL MATCH (h)-[:HAS_GPU]->(:GPU)-[:IN_DOMAIN]->(d:NVLinkDomain)
-WITH domains_left, h, collect(DISTINCT d) AS domains
+WITH domains_left, leaves_cut, h, collect(DISTINCT d) AS domains
 UNWIND (CASE WHEN size(domains) = 0 THEN [null] ELSE domains END) AS d
 OPTIONAL MATCH (d)<-[:IN_DOMAIN]-(m:GPU)
-WITH domains_left, h, d, count(CASE WHEN m.state = 'free' AND coalesce(m.health, 'ok') <> 'failed' THEN 1 END) AS domain_free, count(m) AS domain_size, min(m.model) AS domain_model
+WITH domains_left, leaves_cut, h, d, count(CASE WHEN m.state = 'free' AND coalesce(m.health, 'ok') <> 'failed' THEN 1 END) AS domain_free, count(m) AS domain_size, min(m.model) AS domain_model
 FOREACH (x IN CASE WHEN d IS NULL THEN [] ELSE [d] END |
   SET x.free_gpus = domain_free, x.size = domain_size, x.gpu_model = domain_model)
-WITH DISTINCT domains_left, h
-OPTIONAL MATCH (h)-[:HAS_NIC]->(:NIC)-[:UPLINK]->(leaf:Switch)
-WITH domains_left, h, collect(DISTINCT leaf) AS leaves
+WITH DISTINCT domains_left, leaves_cut, h
+OPTIONAL MATCH (h)-[:HAS_NIC]->(:NIC)-[:UPLINK]->(kept:Switch)
+WITH DISTINCT domains_left, leaves_cut, h, kept
+ORDER BY kept.name
+WITH domains_left, leaves_cut, h, collect(kept) AS leaves
+FOREACH (x IN CASE WHEN size(leaves_cut) = 0 THEN [] ELSE [h] END |
+  SET x.leaves = [l IN leaves | l.name], x.pod = CASE WHEN size(leaves) = 0 THEN NULL ELSE x.pod END)
+WITH domains_left, h, leaves, [n IN leaves_cut WHERE NOT n IN [l IN leaves | l.name]] AS left_names
+OPTIONAL MATCH (left_leaf:Switch)
+WHERE left_leaf.name IN left_names
+WITH domains_left, h, leaves, collect(left_leaf) AS left_leaves
+WITH domains_left, h, leaves + left_leaves AS leaves
 UNWIND (CASE WHEN size(leaves) = 0 THEN [null] ELSE leaves END) AS leaf
 OPTIONAL MATCH (leaf)<-[:UPLINK]-(:NIC)<-[:HAS_NIC]-(lh:Host)
 WITH domains_left, h, leaf, collect(DISTINCT lh) AS leaf_hosts

@@ -13,11 +13,15 @@ import pytest
 from topo_facts import HostFacts
 
 from graphsvc.ingest.service import ingest_host
+from graphsvc.placement.engine import PlacementEngine
+from graphsvc.placement.request import parse_request
 from graphsvc.store.gateway import Gateway
 from graphsvc.store.schema import GRAPH_VERSION
 from graphsvc.synthetic.clusters import build
+from tests.cluster_helpers import load
 from tests.helpers import a100, as_json, h100, l40, tray
 from tests.queries import with_test_queries
+from tests.stores import adhoc
 
 pytestmark = pytest.mark.asyncio
 
@@ -404,4 +408,58 @@ async def test_unchanged_documents_arriving_together_share_one_statement(
     for h in hosts:
         temps[h.hostname] = (await client.get(f"/v1/hosts/{h.hostname}")).json()["gpus"][0]["temperature_c"]
     assert temps == {h.hostname: 40.0 + i for i, h in enumerate(hosts)}
+    assert await gateway.read("counter_drift") == []
+
+
+async def test_a_host_that_drops_its_cabled_nic_leaves_that_leaf_in_the_same_write(gateway: Gateway) -> None:
+    """A NIC the facts no longer list takes its cable with it. Its leaf was recounted only if the
+    host still reached it, so a leaf the host left kept counting the host's GPUs (placement saw
+    free GPUs under it that no cable reached) until the startup drift repair; and the host's
+    `leaves` still named it."""
+    c = build("superpod-h100:sus=1")
+    await load(gateway, c)
+    host = c.hosts[0]
+    gone = host.nics[0].name
+    [leaf] = {u.switch for u in c.nic_uplinks if u.host == host.hostname and u.nic == gone}
+    kept = sorted({u.switch for u in c.nic_uplinks if u.host == host.hostname and u.nic != gone})
+    assert leaf not in kept and kept
+    before = {r["name"]: r["free_gpus"] for r in await gateway.read("fabric_switches", SWITCHES)}
+    later = host.model_copy(
+        update={
+            "collected_at": host.collected_at + timedelta(seconds=10),
+            "nics": host.nics[1:],
+            "gpu_nic_affinity": [a for a in host.gpu_nic_affinity if a.nic != gone],
+        }
+    )
+    assert (await ingest_host(gateway, later)).applied
+    assert await gateway.read("counter_drift") == []
+    after = {r["name"]: r["free_gpus"] for r in await gateway.read("fabric_switches", SWITCHES)}
+    assert after[leaf] == before[leaf] - len(host.gpus) and {k: after[k] for k in kept} == {k: before[k] for k in kept}
+    [placed] = await gateway.read("placement_host_topology", {"hosts": [host.hostname]})
+    assert placed["hosts"][0]["leaves"] == kept
+
+
+SWITCHES = {"cluster": "default", "tier": "leaf", "after": "", "first": 500}
+
+
+async def props_of(gw: Gateway, label: str, key: str, value: str) -> dict[str, Any]:
+    query = adhoc(f"props_{label}", f"MATCH (n:{label} {{{key}: $v}}) RETURN properties(n) AS p")
+    [row] = await gw.backend.run(query, {"v": value}, write=False, timeout_s=30)
+    props: dict[str, Any] = row["p"]
+    return props
+
+
+async def test_a_gpu_whose_mig_mode_becomes_unknown_is_whole_again(gateway: Gateway) -> None:
+    """Unknown MIG mode means off to every reader; it was dropped from the GPU's properties, so a
+    GPU whose mode went from on to unknown kept `mig_mode: true` and stayed out of placement for
+    good. (Other facts that become unknown keep their last value: docs/store.md says why.)"""
+    base = build("a100-pcie:hosts=1").hosts[0]
+    mig = [g.model_copy(update={"mig_mode": True}) if g.index == 0 else g for g in base.gpus]
+    assert (await ingest_host(gateway, base.model_copy(update={"gpus": mig}))).applied
+    whole = [g.model_copy(update={"mig_mode": None}) if g.index == 0 else g for g in base.gpus]
+    later = base.model_copy(update={"gpus": whole, "collected_at": base.collected_at + timedelta(seconds=10)})
+    assert (await ingest_host(gateway, later)).applied
+    assert (await props_of(gateway, "GPU", "uuid", base.gpus[0].uuid))["mig_mode"] is False
+    placed = await PlacementEngine(gateway).place(parse_request(f"{len(base.gpus)}"))
+    assert placed.candidates  # every GPU of the host, the one that was MIG-enabled included
     assert await gateway.read("counter_drift") == []
