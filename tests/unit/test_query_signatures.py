@@ -7,6 +7,8 @@ the rows each query returns on both stores against the declared row types.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from graphsvc.store.queries import CypherType, NamedQuery, default_registry, parse_signature, without_locks
@@ -114,3 +116,35 @@ def test_without_locks(text: str, serial: str) -> None:
 def test_an_unbalanced_lock_block_is_refused() -> None:
     with pytest.raises(ValueError, match="unbalanced"):
         without_locks("//@lock-begin\nSET g:GPU\nRETURN 1")
+
+
+_CLAUSE_END = re.compile(
+    r"\b(?:SET|REMOVE|WITH|RETURN|MERGE|CREATE|MATCH|OPTIONAL|FOREACH|UNWIND|DELETE|DETACH|CALL|WHERE|ORDER|LIMIT)\b|[)|]",
+    re.IGNORECASE,
+)
+
+
+def removals(text: str) -> list[int]:
+    """How many properties each SET or REMOVE clause removes (`x.k = NULL`, `REMOVE x.a, x.b`)."""
+    text = re.sub(r"//[^\n]*", "", text)
+    counts = []
+    for m in re.finditer(r"\b(SET|REMOVE)\b", text, re.IGNORECASE):
+        end = _CLAUSE_END.search(text, m.end())
+        clause = text[m.end() : end.start() if end else len(text)]
+        if m.group(1).upper() == "SET":
+            counts.append(len(re.findall(r"=\s*NULL\b", clause, re.IGNORECASE)))
+        else:
+            counts.append(clause.count(",") + 1)
+    return counts
+
+
+def test_removals_counted_as_falkordb_applies_them() -> None:
+    assert removals("SET x.a = NULL, x.b = 1, x.c = null\nWITH x REMOVE x.a, x.b, x.c RETURN 1") == [2, 3]
+    assert removals("FOREACH (y IN ys | SET y.a = NULL, y.b = NULL) SET x.c = NULL") == [2, 1]
+
+
+@pytest.mark.parametrize("query", QUERIES, ids=lambda q: q.name)
+def test_no_clause_removes_more_than_two_properties(query: NamedQuery) -> None:
+    """FalkorDB 4.x removes the wrong properties when one clause removes three or more
+    (docs/store.md, "FalkorDB's multi-property removal")."""
+    assert max(removals(query.text), default=0) <= 2
