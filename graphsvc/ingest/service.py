@@ -159,7 +159,11 @@ async def ingest_host(
 async def _explain_host_refusal(gateway: Gateway, facts: HostFacts, received_at: float) -> HostIngestResult:
     rows = await gateway.read(
         "ingest_host_blockers",
-        {"host": facts.hostname, "gpu_uuids": [g.uuid for g in facts.gpus]},
+        {
+            "host": facts.hostname,
+            "gpu_uuids": [g.uuid for g in facts.gpus],
+            "slice_uuids": [s.uuid for g in facts.gpus for s in g.mig_slices],
+        },
     )
     row = rows[0] if rows else {}
     taken = [t for t in row.get("taken", []) if t.get("uuid") is not None]
@@ -167,7 +171,7 @@ async def _explain_host_refusal(gateway: Gateway, facts: HostFacts, received_at:
         raise IngestRejected(
             ErrorKind.CONFLICT,
             "gpus.uuid",
-            f"{len(taken)} GPU uuid(s) already belong to another host",
+            f"{len(taken)} GPU or MIG slice uuid(s) already belong to another host",
             detail=taken[:20],
         )
     stored = row.get("stored_collected_at")

@@ -10,7 +10,8 @@ import httpx
 import pytest
 from topo_facts import HostFacts, MigSliceFact
 
-from graphsvc.ingest.service import ingest_host
+from graphsvc.errors import ErrorKind
+from graphsvc.ingest.service import IngestRejected, ingest_host
 from graphsvc.placement.request import parse_request
 from graphsvc.reservations.service import (
     Conflict,
@@ -24,6 +25,7 @@ from graphsvc.store.gateway import Gateway
 from graphsvc.synthetic.clusters import SyntheticCluster, add_spines, add_superpod_h100
 from tests.cluster_helpers import load
 from tests.queries import with_test_queries
+from tests.stores import adhoc
 
 # host index -> GPU index -> profiles of its GPU instances (an H100 80GB board).
 LAYOUT = {
@@ -305,3 +307,35 @@ async def test_slice_holders_are_never_preemption_victims(gateway: Gateway, mig:
     whole = await svc.preemption_plan(parse_request("16xH100"), priority=9)
     assert not whole.feasible and "GPUs in MIG mode are never offered whole" in whole.reason
     await invariants(gateway, svc.clock())
+
+
+async def test_a_mig_slice_uuid_of_another_host_is_refused_like_a_gpu_uuid(
+    gateway: Gateway, mig: SyntheticCluster
+) -> None:
+    """A GPU uuid another host owns makes a document a conflict that writes nothing; a MIG slice
+    uuid did not: the second host took the first's slice node, which then hung under GPUs of two
+    hosts and named whichever host wrote last."""
+    owner, other = mig.hosts[0], mig.hosts[1]
+    stolen = next(s for g in owner.gpus for s in g.mig_slices)
+    claim = other.model_copy(update={"collected_at": other.collected_at + timedelta(seconds=10)})
+    gpus = [
+        g.model_copy(update={"mig_slices": [g.mig_slices[0].model_copy(update={"uuid": stolen.uuid})]})
+        if g.mig_slices
+        else g
+        for g in claim.gpus
+    ]
+    before = await gateway.backend.run(SLICE_HOSTS, {"u": stolen.uuid}, write=False, timeout_s=30)
+    with pytest.raises(IngestRejected) as refused:
+        await ingest_host(gateway, claim.model_copy(update={"gpus": gpus}))
+    assert refused.value.kind is ErrorKind.CONFLICT and {"uuid": stolen.uuid, "host": owner.hostname} in (
+        refused.value.detail or []
+    )
+    assert await gateway.backend.run(SLICE_HOSTS, {"u": stolen.uuid}, write=False, timeout_s=30) == before
+    assert before == [{"host": owner.hostname, "gpu_hosts": [owner.hostname]}]
+
+
+SLICE_HOSTS = adhoc(
+    "slice_hosts",
+    "MATCH (s:MigSlice {uuid: $u})<-[:HAS_SLICE]-(:GPU)<-[:HAS_GPU]-(h:Host) "
+    "RETURN s.host AS host, collect(DISTINCT h.name) AS gpu_hosts",
+)

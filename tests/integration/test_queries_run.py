@@ -145,7 +145,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "host_domains": {"host": FIRST.hostname},
     "host_racks": {"name": FIRST.hostname},
     "ingest_host": host_params(FIRST, received_at=time.time()),
-    "ingest_host_blockers": {"host": FIRST.hostname, "gpu_uuids": [g.uuid for g in FIRST.gpus]},
+    "ingest_host_blockers": {"host": FIRST.hostname, "gpu_uuids": [g.uuid for g in FIRST.gpus], "slice_uuids": []},
     "ingest_fabric": {
         "cluster": "default",
         "nic_uuids": [],
