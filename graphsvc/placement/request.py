@@ -22,6 +22,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
+import shlex
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import cached_property
@@ -181,7 +182,12 @@ def parse_request(text: str) -> PlacementRequest:
     """Parse the compact text form; errors name the token at fault."""
     if len(text) > 4096:
         raise RequestError("text", "longer than 4096 characters")
-    tokens = text.split()
+    try:
+        # Words as a shell splits them, so a model name with a space can be quoted: 2x"Acme X1",
+        # model='Acme X1' (a GPU of that name could be reserved through GraphQL's model field only).
+        tokens = shlex.split(text)
+    except ValueError as err:
+        raise RequestError("text", f"{err}: close each quote") from None
     if not tokens:
         raise RequestError("text", "empty request; start with a GPU count such as 8xH100")
     if len(tokens) > 1 and re.fullmatch(r"\d+x", tokens[0], re.IGNORECASE) and _LOOKS_MIG.match(tokens[1]):
@@ -330,11 +336,21 @@ def _apply(token: str, values: dict[str, object]) -> None:
         raise _unknown(token, key, _KEYS)
 
 
+def _quoted(word: str) -> str:
+    """A model name as one word of the text form: quoted where a space or quote would split it."""
+    try:
+        plain = shlex.split(word) == [word]
+    except ValueError:  # an unclosed quote in the name
+        plain = False
+    return word if plain else shlex.quote(word)
+
+
 def format_request(req: PlacementRequest) -> str:
     """The canonical text form; parse_request(format_request(r)) == r."""
-    parts = [f"{req.gpus}x{req.model}" if req.model else str(req.gpus)]
+    model = _quoted(req.model) if req.model else None
+    parts = [f"{req.gpus}x{model}" if model else str(req.gpus)]
     if req.mig_profile is not None:
-        parts = [f"{req.gpus}x {req.mig_profile}", *([f"model={req.model}"] if req.model else [])]
+        parts = [f"{req.gpus}x {req.mig_profile}", *([f"model={model}"] if model else [])]
     if req.nvlink is not NVLinkRequirement.NONE:
         parts.append(f"nvlink={req.nvlink.value}")
     if req.gpus_per_host is not None:

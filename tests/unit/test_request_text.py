@@ -52,6 +52,7 @@ def test_every_option() -> None:
                                                   "mem-bw>=nan")],
         ("8 mem>=1e308", "minMemoryGiB: must be between 0 and 1000000 GiB"),
         ("8 temp<=1e9", "maxTemperatureC: must be between -273 and 1000"),
+        ('2x"Acme X1', "No closing quotation: close each quote"),
     ],
 )  # fmt: skip
 def test_errors_say_what_is_wrong(text: str, needle: str) -> None:
@@ -62,7 +63,7 @@ def test_errors_say_what_is_wrong(text: str, needle: str) -> None:
 requests = st.builds(
     PlacementRequest,
     gpus=st.sampled_from([1, 2, 4, 8, 16, 64]),
-    model=st.sampled_from([None, "H100", "GB200", "A100"]),
+    model=st.sampled_from([None, "H100", "GB200", "A100", "Acme X1", "O'Brien 2", 'say "hi"']),
     min_memory_gib=st.sampled_from([None, 40.0, 80.0]),
     nvlink=st.sampled_from(list(NVLinkRequirement)),
     gpus_per_host=st.sampled_from([None, 1, 2]),
@@ -102,3 +103,11 @@ def test_any_text_parses_or_says_why(text: str) -> None:
     except RequestError as err:
         problem = (err.field, err.message)
         assert all(problem)
+
+
+def test_a_model_name_with_a_space_is_quoted() -> None:
+    """A GPU model such as `Acme X1` could be reserved through GraphQL's model field only: the
+    text form split it into two words, and the request GraphQL echoed did not parse back."""
+    assert parse_request('2x"Acme X1" limit=5').model == "Acme X1"
+    assert parse_request("2 model='Acme X1'").model == "Acme X1"
+    assert format_request(PlacementRequest(gpus=2, model="Acme X1")) == "2x'Acme X1'"
