@@ -273,6 +273,9 @@ def _apply(token: str, values: dict[str, object]) -> None:
         _caps(values, **{_CAPABILITY_FLAGS[low]: True})
         return
     m = _OPTION.match(token)
+    empty = re.fullmatch(r"([a-z][a-z-]*)\s*(<=|>=|=)", token, re.IGNORECASE)
+    if empty and empty.group(1).lower() in _KEYS:  # `exclude=`: was "unknown option; did you mean 'exclude'?"
+        raise RequestError("text", f"{token!r}: give {empty.group(1).lower()} a value")
     if not m:
         raise _unknown(token, re.split(r"[<>=]", token, maxsplit=1)[0], [*_FLAGS, *_CAPABILITY_FLAGS, *_KEYS])
     key, op, raw = m.group(1).lower(), m.group(2), m.group(3)

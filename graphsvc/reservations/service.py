@@ -208,7 +208,9 @@ def request_fingerprint(
 
 
 def _check_text(name: str, value: str, limit: int) -> None:
-    if not value or len(value) > limit or any(ord(c) < 0x20 for c in value):
+    """Printable as Python means it: no control characters (DEL included), no format characters
+    (U+202E turns the rest of a log line or a table cell around), no line or paragraph breaks."""
+    if not value or len(value) > limit or not value.isprintable():
         raise RequestError(name, f"must be 1 to {limit} printable characters")
 
 
@@ -814,7 +816,7 @@ def _progress(row: HoldingRow) -> checkpoints.Progress:
 
 
 def _printable(text: str) -> bool:
-    return 0 < len(text) <= 256 and not any(ord(c) < 0x20 for c in text)
+    return 0 < len(text) <= 256 and text.isprintable()
 
 
 def _written_row(props: ReservationProps, taken: list[list[Any]], *, held: bool) -> ReservationRow:

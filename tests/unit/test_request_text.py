@@ -53,6 +53,8 @@ def test_every_option() -> None:
         ("8 mem>=1e308", "minMemoryGiB: must be between 0 and 1000000 GiB"),
         ("8 temp<=1e9", "maxTemperatureC: must be between -273 and 1000"),
         ('2x"Acme X1', "No closing quotation: close each quote"),
+        ("8 exclude=", "'exclude=': give exclude a value"),
+        ("8 limit=", "'limit=': give limit a value"),
     ],
 )  # fmt: skip
 def test_errors_say_what_is_wrong(text: str, needle: str) -> None:
