@@ -13,6 +13,8 @@
 // GPU is left in them: one statement per host document, nothing to repair after a crash (#15).
 // MIG slices are replaced with the GPUs: a slice the facts no longer list is deleted, and a live
 // reservation holding it records it in lost_slices.
+// A GPU's health and load ($gpus[].state) are written only when no newer metrics are stored
+// (update_gpu_metrics sets metrics_at): an older document gives the topology and leaves them.
 // @write
 // @param domains list<map>
 // @param gpu_domains list<map>
@@ -112,8 +114,10 @@ FOREACH (s IN $nvswitches |
   MERGE (h)-[:HAS_NVSWITCH]->(x))
 FOREACH (g IN $gpus |
   MERGE (x:GPU {uuid: g.uuid})
-  ON CREATE SET x.state = 'free'
+  ON CREATE SET x.state = 'free', x += g.state
   SET x += g.props
+  FOREACH (fresh IN CASE WHEN coalesce(h.metrics_at, 0.0) <= $host.props.collected_at THEN [g.state] ELSE [] END |
+    SET x += fresh)
   MERGE (h)-[:HAS_GPU]->(x))
 FOREACH (s IN $mig_slices |
   MERGE (x:MigSlice {uuid: s.uuid})

@@ -5,7 +5,7 @@
 // moves the free-GPU counters as update_gpu_metrics does (the flipping GPUs locked in uuid
 // order, then their counters; newly failed free GPUs leave the counters before the SET,
 // recovered ones join after it). Returns no row, and writes nothing, when the fingerprint
-// differs, the host is unknown or newer facts are stored: the caller then sends the document
+// differs, the host is unknown or newer facts or metrics are stored: the caller then sends the document
 // through ingest_host, which decides (and explains a refusal).
 // @write
 // @param fingerprint string
@@ -14,8 +14,9 @@
 // @param props map
 // @row host string
 MATCH (h:Host {name: $host})
-WITH h, coalesce(h.facts_fingerprint, '') AS stored_fingerprint, coalesce(h.collected_at, 0.0) AS stored_at
-WHERE stored_fingerprint = $fingerprint AND stored_at <= $props.collected_at
+WITH h, coalesce(h.facts_fingerprint, '') AS stored_fingerprint, coalesce(h.collected_at, 0.0) AS stored_at,
+     coalesce(h.metrics_at, 0.0) AS metrics_at
+WHERE stored_fingerprint = $fingerprint AND stored_at <= $props.collected_at AND metrics_at <= $props.collected_at
 OPTIONAL MATCH (h)-[:HAS_GPU]->(c:GPU)
 WHERE c.uuid IN keys($gpus) AND $gpus[c.uuid].health IS NOT NULL
   AND (coalesce(c.health, 'ok') = 'failed') <> ($gpus[c.uuid].health = 'failed')

@@ -1,7 +1,7 @@
 // Applies several host documents whose topology is unchanged (see ingest_host_unchanged) in one
 // statement: the group commit of the steady state, where every collector resends the same
 // topology with new timestamps, health and load (#15). One row per document applied. A document
-// is applied only when its $docs entry's fingerprint equals the stored one, no newer facts are
+// is applied only when its $docs entry's fingerprint equals the stored one, no newer facts or metrics are
 // stored and it changes no GPU's failed-ness (those move counters: the caller sends them through
 // ingest_host_unchanged, alone); the others write nothing and return no row. Locks every GPU of
 // the documents' hosts first, in uuid order across the batch (the global lock order), then
@@ -19,8 +19,9 @@ FOREACH (x IN locked | SET x:GPU) //@lock
 WITH count(locked) AS one
 UNWIND $docs AS doc
 MATCH (h:Host {name: doc.host})
-WITH doc, h, coalesce(h.facts_fingerprint, '') AS stored_fingerprint, coalesce(h.collected_at, 0.0) AS stored_at
-WHERE stored_fingerprint = doc.fingerprint AND stored_at <= doc.props.collected_at
+WITH doc, h, coalesce(h.facts_fingerprint, '') AS stored_fingerprint, coalesce(h.collected_at, 0.0) AS stored_at,
+     coalesce(h.metrics_at, 0.0) AS metrics_at
+WHERE stored_fingerprint = doc.fingerprint AND stored_at <= doc.props.collected_at AND metrics_at <= doc.props.collected_at
 OPTIONAL MATCH (h)-[:HAS_GPU]->(g:GPU)
 WITH doc, h, [x IN collect(g) WHERE x.uuid IN keys(doc.gpus)] AS gpus
 WHERE all(x IN gpus WHERE (coalesce(x.health, 'ok') = 'failed') = (coalesce(doc.gpus[x.uuid].health, x.health, 'ok') = 'failed'))

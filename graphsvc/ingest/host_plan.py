@@ -137,10 +137,11 @@ def host_params(facts: HostFacts, *, received_at: float) -> dict[str, Any]:
                     # false)`): a null is dropped from the map (`_props`), and a GPU whose MIG mode
                     # went from on to unknown kept `true` and stayed out of placement for good.
                     mig_mode=bool(g.mig_mode),
-                    **gpu_state(g),
                     nvlink_domain=gpu_domain.get(g.uuid),
                     nvswitch_gbps=sum(link.bandwidth_gbps for link in g.nvlinks if link.peer_type is PeerType.NVSWITCH),
                 ),
+                # Health and load apart: metrics newer than this document keep theirs (ingest_host).
+                "state": gpu_state(g),
             }
         )
     nics = [
@@ -266,9 +267,7 @@ def fingerprint(params: dict[str, Any]) -> str:
             **params["host"],
             "props": {k: v for k, v in params["host"]["props"].items() if k not in _VOLATILE_HOST},
         },
-        "gpus": [
-            {**g, "props": {k: v for k, v in g["props"].items() if k not in _STATE_FIELDS}} for g in params["gpus"]
-        ],
+        "gpus": [{k: v for k, v in g.items() if k != "state"} for g in params["gpus"]],
     }
     return hashlib.blake2b(json.dumps(stable, sort_keys=True).encode(), digest_size=16).hexdigest()
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import httpx
 import pytest
-from topo_facts import HostFacts
+from topo_facts import HostFacts, HostMetrics
 
-from graphsvc.ingest.service import ingest_host
+from graphsvc.ingest.service import ingest_host, ingest_metrics
 from graphsvc.placement.engine import PlacementEngine
 from graphsvc.placement.request import parse_request
 from graphsvc.store.gateway import Gateway
@@ -463,3 +463,24 @@ async def test_a_gpu_whose_mig_mode_becomes_unknown_is_whole_again(gateway: Gate
     placed = await PlacementEngine(gateway).place(parse_request(f"{len(base.gpus)}"))
     assert placed.candidates  # every GPU of the host, the one that was MIG-enabled included
     assert await gateway.read("counter_drift") == []
+
+
+async def test_a_facts_document_older_than_the_metrics_keeps_their_health_and_load(gateway: Gateway) -> None:
+    """Metrics (health and load, often) and facts (everything, each interval) arrive separately.
+    Facts collected before the stored metrics wrote their GPUs' health and load over the newer
+    ones: a GPU the metrics had failed was counted free again. They now give the topology only,
+    through the full statement (the unchanged-topology statements leave such a document to it)."""
+    host = build("a100-pcie:hosts=1").hosts[0]
+    gpu = host.gpus[0].uuid
+    assert (await ingest_host(gateway, host)).applied
+    failed = HostMetrics.model_validate(
+        {"hostname": host.hostname, "collected_at": host.collected_at + timedelta(seconds=100),
+         "gpus": [{"uuid": gpu, "health": "failed"}]}
+    )  # fmt: skip
+    assert (await ingest_metrics(gateway, failed)).applied
+    for seconds, health, free in ((50, "failed", len(host.gpus) - 1), (150, "ok", len(host.gpus))):
+        later = host.model_copy(update={"collected_at": host.collected_at + timedelta(seconds=seconds)})
+        assert (await ingest_host(gateway, later)).applied
+        assert (await props_of(gateway, "GPU", "uuid", gpu))["health"] == health, seconds
+        assert (await props_of(gateway, "Host", "name", host.hostname))["free_gpus"] == free, seconds
+        assert await gateway.read("counter_drift") == []

@@ -74,9 +74,9 @@ def test_the_facts_digest_moves_with_the_fingerprint_not_with_health_and_load() 
     params = host_params(loaded, received_at=7.0)
     small = unchanged_params(loaded, received_at=7.0, fingerprint=_fingerprint(loaded))
     assert small["props"] == params["host"]["props"]
-    assert small["gpus"] == {
-        g["uuid"]: {k: v for k, v in g["props"].items() if k in GPUState.model_fields} for g in params["gpus"]
-    }
+    assert small["gpus"] == {g["uuid"]: g["state"] for g in params["gpus"]}
+    assert all(set(g["state"]) <= set(GPUState.model_fields) for g in params["gpus"])
+    assert not any(set(g["props"]) & set(GPUState.model_fields) for g in params["gpus"])  # written apart
 
 
 def _fingerprint(facts: HostFacts) -> str:
