@@ -168,6 +168,18 @@ async def test_a_variable_of_the_wrong_type_is_told_not_masked(
     assert not [r for r in caplog.records if "unexpected error" in r.getMessage()]
 
 
+def test_a_value_a_field_cannot_serialise_is_still_masked() -> None:
+    """graphql-core carries its own error as the original of an output that cannot be serialised
+    (an Int beyond 32 bits) too: that one has a path, is ours, and stays masked (and logged)."""
+    from graphql import GraphQLError
+
+    from graphsvc.api.graphql.schema import _mask
+
+    inner = GraphQLError("Int cannot represent non 32-bit signed integer value: 1099511627776")
+    assert _mask(GraphQLError(inner.message, path=["clusterSummary", "hosts"], original_error=inner))
+    assert not _mask(GraphQLError("Variable '$i' got invalid value", original_error=inner))
+
+
 async def test_unexpected_errors_are_masked(
     client: httpx.AsyncClient, demo: Gateway, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:

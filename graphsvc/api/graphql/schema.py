@@ -172,9 +172,13 @@ def _mask(error: GraphQLError) -> bool:
     deliberate refusals (FORBIDDEN, RATE_LIMITED), which carry no original exception. A variable
     of the wrong type (`gpus: "8"`, an unknown input field) is GraphQL's own message too, carried
     as the original error of its "Variable '$i' has invalid value" error: it was masked as
-    "Unexpected error." and logged as a bug, where the same mistake written inline was told."""
+    "Unexpected error." and logged as a bug, where the same mistake written inline was told. Such
+    an error has no path; one with a path came from executing a field (a value the schema cannot
+    serialise, say) and is ours, masked and logged."""
     original = error.original_error
-    if original is None or isinstance(original, (Forbidden, RateLimited, DomainError, GraphQLError)):
+    if original is None or isinstance(original, (Forbidden, RateLimited, DomainError)):
+        return False
+    if isinstance(original, GraphQLError) and error.path is None:
         return False
     log.error("unexpected error in %s", error.path, exc_info=original)
     return True
