@@ -182,12 +182,7 @@ def parse_request(text: str) -> PlacementRequest:
     """Parse the compact text form; errors name the token at fault."""
     if len(text) > 4096:
         raise RequestError("text", "longer than 4096 characters")
-    try:
-        # Words as a shell splits them, so a model name with a space can be quoted: 2x"Acme X1",
-        # model='Acme X1' (a GPU of that name could be reserved through GraphQL's model field only).
-        tokens = shlex.split(text)
-    except ValueError as err:
-        raise RequestError("text", f"{err}: close each quote") from None
+    tokens = _words(text)
     if not tokens:
         raise RequestError("text", "empty request; start with a GPU count such as 8xH100")
     if len(tokens) > 1 and re.fullmatch(r"\d+x", tokens[0], re.IGNORECASE) and _LOOKS_MIG.match(tokens[1]):
@@ -339,11 +334,29 @@ def _apply(token: str, values: dict[str, object]) -> None:
         raise _unknown(token, key, _KEYS)
 
 
-def _quoted(word: str) -> str:
-    """A model name as one word of the text form: quoted where a space or quote would split it."""
+def _words(text: str) -> list[str]:
+    """The text's words: split at whitespace, where quotes may hold a word together, so a model
+    name with a space can be asked for (`2x"Acme X1"`, `model='Acme X1'`; it could be reserved
+    through GraphQL's model field only). Without a quote, `str.split` (~0.3 us; shlex ~55 us). With
+    one, shlex with `str.split`'s whitespace and no backslash escapes (a backslash is a character)."""
+    if '"' not in text and "'" not in text:
+        return text.split()
+    lexer = shlex.shlex(text, posix=True)
+    lexer.whitespace_split = True
+    lexer.whitespace = "".join({c for c in text if c.isspace()}) or " "
+    lexer.escape = ""
+    lexer.commenters = ""
     try:
-        plain = shlex.split(word) == [word]
-    except ValueError:  # an unclosed quote in the name
+        return list(lexer)
+    except ValueError as err:
+        raise RequestError("text", f"{err}: close each quote") from None
+
+
+def _quoted(word: str) -> str:
+    """A value as one word of the text form: quoted where whitespace or a quote would split it."""
+    try:
+        plain = _words(word) == [word]
+    except RequestError:  # an unclosed quote in the value
         plain = False
     return word if plain else shlex.quote(word)
 
@@ -376,13 +389,13 @@ def format_request(req: PlacementRequest) -> str:
     if caps.min_link_generation is not None:
         parts.append(f"link-gen>={caps.min_link_generation}")
     if req.exclude_hosts:
-        parts.append("exclude=" + ",".join(req.exclude_hosts))
+        parts.append("exclude=" + _quoted(",".join(req.exclude_hosts)))
     if req.prefer_hosts:
-        parts.append("prefer=" + ",".join(req.prefer_hosts))
+        parts.append("prefer=" + _quoted(",".join(req.prefer_hosts)))
     if req.packing is not Packing.BEST_FIT:
         parts.append(f"packing={req.packing.value}")
     if req.sites:
-        parts.append("site=" + ",".join(req.sites))
+        parts.append("site=" + _quoted(",".join(req.sites)))
     if req.limit != 3:
         parts.append(f"limit={req.limit}")
     return " ".join(parts)

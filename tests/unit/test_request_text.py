@@ -75,7 +75,7 @@ requests = st.builds(
     gpu_nic_affinity=st.booleans(),
     max_temperature_c=st.sampled_from([None, 70.0, 85.5]),
     exclude_unhealthy=st.booleans(),
-    exclude_hosts=st.sampled_from([(), ("h1",), ("h1", "h2")]),
+    exclude_hosts=st.sampled_from([(), ("h1",), ("h1", "h2"), ("o'brien", "a b")]),
     limit=st.integers(1, 20),
     prefer_hosts=st.sampled_from([(), ("h3",)]),
     packing=st.sampled_from(list(Packing)),
@@ -113,3 +113,7 @@ def test_a_model_name_with_a_space_is_quoted() -> None:
     assert parse_request('2x"Acme X1" limit=5').model == "Acme X1"
     assert parse_request("2 model='Acme X1'").model == "Acme X1"
     assert format_request(PlacementRequest(gpus=2, model="Acme X1")) == "2x'Acme X1'"
+    # Without a quote the text splits as str.split does (a no-break space too), and a backslash
+    # is a character, not an escape.
+    assert parse_request("8xH100\u00a0nvlink=full-mesh").model == "H100"
+    assert parse_request('8 exclude=a\\b site="x y"').exclude_hosts == ("a\\b",)
