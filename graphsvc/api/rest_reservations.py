@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Request
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 
 from graphsvc.api.errors import ERROR_RESPONSES
 from graphsvc.api.one_pass_route import one_pass_route
@@ -33,10 +33,25 @@ IdPath = Annotated[str, Path(min_length=1, max_length=256)]
 
 
 # A field the API does not know is refused (422, naming it), never dropped: `idempotency_key` for
-# `idempotencyKey` made a retry a second reservation. Numbers and flags are strict fields (not a
-# strict model, which would read JSON and Python apart, see one_pass_route): `"ttlSeconds": "30"`
-# and `"preemptible": "yes"` were taken as 30 and true, which GraphQL refuses.
+# `idempotencyKey` made a retry a second reservation. Numbers and flags are read as GraphQL reads
+# its Int and Boolean: `"ttlSeconds": "30"` and `"preemptible": "yes"` were taken as 30 and true,
+# which GraphQL refuses; a whole float (600.0) is an int to both. (Fields, not a strict model,
+# which would read JSON and Python apart: see one_pass_route.)
 STRICT_BODY = ConfigDict(extra="forbid")
+
+
+def _whole_number(value: object) -> object:
+    """GraphQL's Int: an int, or a float with nothing after the point; never a string or a bool."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("must be a whole number")
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ValueError("must be a whole number")
+        return int(value)
+    return value
+
+
+WholeNumber = Annotated[int, BeforeValidator(_whole_number)]
 
 
 class PlaceBody(BaseModel):
@@ -51,9 +66,9 @@ class ReserveBody(BaseModel):
     holder: str = Field(max_length=256)
     request: str | None = Field(default=None, max_length=4096, description="compact text form")
     gpus: list[str] | None = Field(default=None, max_length=svc.MAX_GPUS, description="explicit GPU uuids")
-    ttlSeconds: StrictInt | None = None
+    ttlSeconds: WholeNumber | None = None
     idempotencyKey: str | None = Field(default=None, max_length=128)
-    priority: StrictInt = 0
+    priority: WholeNumber = 0
     preemptible: StrictBool = False
     labels: list[str] = Field(default_factory=list, max_length=svc.MAX_LABELS)
     allowPreemption: StrictBool = False

@@ -14,6 +14,7 @@ import hashlib
 import json
 import logging
 import time
+import unicodedata
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -207,11 +208,22 @@ def request_fingerprint(
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
+# What may not be in a holder, label, key or id: control characters (C0, DEL, C1), line and
+# paragraph separators, lone surrogates, and the bidirectional controls (U+202E turns the rest of
+# a log line or a table cell around). Letters of any script, spaces of any width and the joiners
+# of emoji sequences are fine.
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def _unprintable(text: str) -> bool:
+    return any(c in _BIDI or unicodedata.category(c) in ("Cc", "Zl", "Zp", "Cs") for c in text)
+
+
 def _check_text(name: str, value: str, limit: int) -> None:
-    """Printable as Python means it: no control characters (DEL included), no format characters
-    (U+202E turns the rest of a log line or a table cell around), no line or paragraph breaks."""
-    if not value or len(value) > limit or not value.isprintable():
-        raise RequestError(name, f"must be 1 to {limit} printable characters")
+    if not value or len(value) > limit or _unprintable(value):
+        raise RequestError(
+            name, f"must be 1 to {limit} printable characters (no control characters, line breaks or bidi controls)"
+        )
 
 
 class ReservationService:
@@ -816,7 +828,7 @@ def _progress(row: HoldingRow) -> checkpoints.Progress:
 
 
 def _printable(text: str) -> bool:
-    return 0 < len(text) <= 256 and text.isprintable()
+    return 0 < len(text) <= 256 and not _unprintable(text)
 
 
 def _written_row(props: ReservationProps, taken: list[list[Any]], *, held: bool) -> ReservationRow:

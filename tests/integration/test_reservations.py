@@ -120,9 +120,14 @@ async def test_idempotency_key_belongs_to_its_holder(gateway: Gateway) -> None:
     other = await svc.reserve(holder="z", gpus=uuids[2:3], idempotency_key="key-1")
     assert isinstance(other, ValidationError) and other.field == "idempotencyKey"
     for odd in ("job\x7f", "job\u202e1-boj", "two\u2028lines", "tab\there"):  # DEL, a direction override, breaks
-        refused = await svc.reserve(holder=odd, gpus=uuids[4:5])
+        refused = await svc.reserve(holder=odd, gpus=uuids[2:3])
         assert isinstance(refused, ValidationError) and refused.field == "holder", (odd, refused)
-        assert isinstance(await svc.reserve(holder="h", gpus=uuids[4:5], labels=[odd]), ValidationError)
+        labelled = await svc.reserve(holder="h", gpus=uuids[2:3], labels=[odd])
+        assert isinstance(labelled, ValidationError) and labelled.field == "labels", (odd, labelled)
+    for fine in ("山田\u3000太郎", "👩\u200d💻 team", "a\u00a0b"):  # ideographic space, a ZWJ emoji, NBSP
+        made = await svc.reserve(holder=fine, gpus=uuids[2:3], labels=[fine])
+        assert isinstance(made, Reservation), (fine, made)
+        await svc.release(made.id)
     # A reservation made without a key keeps its id as its key: that id is not a key to replay.
     keyless = await svc.reserve(holder="a", gpus=uuids[3:4])
     assert isinstance(keyless, Reservation)

@@ -109,6 +109,10 @@ async def test_unknown_fields_wrong_types_and_odd_numbers_are_refused_not_guesse
         assert refused.status_code == 422, (body, refused.text)
         assert set(body) - {"holder", "request"} <= {p["field"].rsplit(".", 1)[-1] for p in refused.json()["fields"]}
     assert (await client.post("/v1/place", json={"request": "1", "limit": 3})).status_code == 422
+    whole = {"holder": "j", "request": "1xL40S", "ttlSeconds": 600.0, "priority": 1e2}  # GraphQL's Int takes these
+    taken = (await client.post("/v1/reservations", json=whole)).json()
+    assert taken["kind"] == "Reservation", taken
+    assert (await client.post("/v1/reservations", json={**whole, "ttlSeconds": 30.5})).status_code == 422
     for text in ("1xL40S mem>=inf", "1xL40S ib-hops<=nan", "1xL40S mem>=1e308", "1xL40S temp<=nan"):
         placed = await client.post("/v1/place", json={"request": text})
         made = await client.post("/v1/reservations", json={"holder": "j", "request": text})
