@@ -188,11 +188,14 @@ OPTIONAL MATCH (h)-[:HAS_NIC]->(:NIC)-[:UPLINK]->(kept:Switch)
 WITH DISTINCT domains_left, leaves_cut, h, kept
 ORDER BY kept.name
 WITH domains_left, leaves_cut, h, collect(kept) AS leaves
+WITH domains_left, leaves_cut, h, leaves, [n IN leaves_cut WHERE NOT n IN [l IN leaves | l.name]] AS left_names
+// A host that left a leaf may have left the pod its position named (the pods are the fabric
+// import's to say): no pod until the next import, which makes hop counts across it conservative.
 FOREACH (x IN CASE WHEN size(leaves_cut) = 0 THEN [] ELSE [h] END |
-  SET x.leaves = [l IN leaves | l.name], x.pod = CASE WHEN size(leaves) = 0 THEN NULL ELSE x.pod END)
-WITH domains_left, h, leaves, [n IN leaves_cut WHERE NOT n IN [l IN leaves | l.name]] AS left_names
-OPTIONAL MATCH (left_leaf:Switch)
-WHERE left_leaf.name IN left_names
+  SET x.leaves = [l IN leaves | l.name], x.pod = CASE WHEN size(left_names) > 0 THEN NULL ELSE x.pod END)
+WITH domains_left, h, leaves, left_names
+UNWIND (CASE WHEN size(left_names) = 0 THEN [null] ELSE left_names END) AS left_name
+OPTIONAL MATCH (left_leaf:Switch {name: left_name})
 WITH domains_left, h, leaves, collect(left_leaf) AS left_leaves
 WITH domains_left, h, leaves + left_leaves AS leaves
 UNWIND (CASE WHEN size(leaves) = 0 THEN [null] ELSE leaves END) AS leaf

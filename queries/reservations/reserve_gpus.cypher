@@ -36,6 +36,7 @@ WHERE old.id <> $props.id
 DELETE stale
 WITH DISTINCT r AS carry, moved, -1 AS sign
 //@include delta_tail
-MATCH (carry)-[:HOLDS]->(x:GPU)<-[:HAS_GPU]-(h:Host)
+MATCH (carry)-[:HOLDS]->(x:GPU)
+OPTIONAL MATCH (x)<-[:HAS_GPU]-(h:Host)
 WITH carry, collect([x.uuid, x.index, x.model, h.name, h.rack, h.scalable_unit]) AS held
 RETURN carry.id AS id, properties(carry) AS reservation, held AS taken
