@@ -222,5 +222,5 @@ def test_error_counters_and_xids_reach_the_graph_params() -> None:
     inv = read_nvml(with_errors("hgx-h100", {"xid_errors(5)": [79], "nvlink_error_counter(5,0,1)": 9}))
     facts = build_host_facts("node-1", inv, SysfsInventory())
     params = host_params(facts, received_at=0.0)
-    gpu = next(g for g in params["gpus"] if g["props"]["index"] == 5)["props"]
+    gpu = next(g for g in params["gpus"] if g["props"]["index"] == 5)["state"]  # health and load, written apart
     assert gpu["xid_errors"] == [79] and gpu["health"] == "failed"
