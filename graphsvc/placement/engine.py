@@ -390,7 +390,6 @@ class _Search:
         if self.model:
             self.model_params = prefilter_params(self.model, await self.engine.models())
         per_host = req.gpus_per_host
-        multi_host_allowed = not req.needs_one_domain and (req.max_ib_hops is None or req.max_ib_hops >= 1)
         if self.leaves_first():
             # No host was ever seen with this many free GPUs: the leaf statement first, as the
             # one-host statement would find nothing (~4 ms at 8k GPUs). Its free blocks name the
@@ -407,15 +406,20 @@ class _Search:
             await self.search_domains()
         elif per_host is None or per_host == req.gpus:
             await self.search_hosts()
-        if not self.enough() and (per_host is None or per_host < req.gpus) and multi_host_allowed:
+        if not self.enough() and (per_host is None or per_host < req.gpus) and self.may_span_hosts():
             await self.search_multi_host()
+
+    def may_span_hosts(self) -> bool:
+        """Whether the request lets its GPUs sit on several hosts: not bound to one NVLink domain,
+        and at least one InfiniBand hop allowed."""
+        req = self.req
+        return not req.needs_one_domain and (req.max_ib_hops is None or req.max_ib_hops >= 1)
 
     def leaves_first(self) -> bool:
         """Whether `run` reads leaves first: no host was ever seen with as many free GPUs as the
         request wants on one host, and the request may span hosts."""
-        req, hint = self.req, self.engine.block_tops.host
-        multi_host_allowed = not req.needs_one_domain and (req.max_ib_hops is None or req.max_ib_hops >= 1)
-        return req.gpus_per_host is None and multi_host_allowed and hint is not None and req.gpus > hint
+        hint = self.engine.block_tops.host
+        return self.req.gpus_per_host is None and self.may_span_hosts() and hint is not None and self.req.gpus > hint
 
     def host_mode(self) -> str:
         """$mode of the one-host statement: 'domain' when the GPUs must share an NVLink domain."""

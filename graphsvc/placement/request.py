@@ -176,6 +176,7 @@ _COUNT = re.compile(r"^(\d+)(?:x(.+))?$", re.IGNORECASE)
 # Anything shaped like a MIG profile (3g.40gb) asks for slices; validation names a wrong one.
 _LOOKS_MIG = re.compile(r"^\d+g\.\d+", re.IGNORECASE)
 _OPTION = re.compile(r"^([a-z][a-z-]*)\s*(<=|>=|=)\s*(.+)$", re.IGNORECASE)
+_EMPTY_OPTION = re.compile(r"([a-z][a-z-]*)\s*(<=|>=|=)", re.IGNORECASE)  # an option with no value: not _OPTION
 
 
 def parse_request(text: str) -> PlacementRequest:
@@ -268,10 +269,10 @@ def _apply(token: str, values: dict[str, object]) -> None:
         _caps(values, **{_CAPABILITY_FLAGS[low]: True})
         return
     m = _OPTION.match(token)
-    empty = re.fullmatch(r"([a-z][a-z-]*)\s*(<=|>=|=)", token, re.IGNORECASE)
-    if empty and empty.group(1).lower() in _KEYS:  # `exclude=`: was "unknown option; did you mean 'exclude'?"
-        raise RequestError("text", f"{token!r}: give {empty.group(1).lower()} a value")
     if not m:
+        empty = _EMPTY_OPTION.fullmatch(token)
+        if empty and empty.group(1).lower() in _KEYS:  # `exclude=`: was "unknown option; did you mean 'exclude'?"
+            raise RequestError("text", f"{token!r}: give {empty.group(1).lower()} a value")
         raise _unknown(token, re.split(r"[<>=]", token, maxsplit=1)[0], [*_FLAGS, *_CAPABILITY_FLAGS, *_KEYS])
     key, op, raw = m.group(1).lower(), m.group(2), m.group(3)
 

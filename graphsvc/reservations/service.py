@@ -452,21 +452,28 @@ class ReservationService:
             plan = await self.preemption_plan(request, int(props["priority"]))
             if not plan.feasible:
                 return None
-            now = self.clock()
-            full: ReservationProps = {**props, "created_at": now, "expires_at": now + ttl, "gpu_count": len(plan.gpus)}
-            victims = [v.reservation for v in plan.victims]
-            query = "reservations/preempt_and_reserve" if victims else "reservations/reserve_gpus"
-            params: dict[str, object] = {"uuids": plan.gpus, "props": full, "now": now}
-            if victims:
-                params["victims"] = victims
-            if await self.gw.write(query, params):
-                for v in plan.victims:
-                    await self.events.publish(Event("reservation.preempted", v.reservation, v.holder, now))
-                created = await self.get(full["id"])
-                assert created is not None
-                await self.events.publish(Event("reservation.created", created.id, created.holder, now))
+            if not plan.victims:  # free GPUs after all: a plain reserve, answered as stored
+                created = await self._write(plan.gpus, props, ttl)
+            else:
+                created = await self._preempt(plan, props, ttl)
+            if created is not None:
+                await self.events.publish(Event("reservation.created", created.id, created.holder, self.clock()))
                 return created
         return None
+
+    async def _preempt(self, plan: PreemptionPlan, props: ReservationProps, ttl: int) -> Reservation | None:
+        """The plan's victims ended and its GPUs taken in one write; the reservation made (read
+        back), or None when the plan no longer holds."""
+        now = self.clock()
+        full: ReservationProps = {**props, "created_at": now, "expires_at": now + ttl, "gpu_count": len(plan.gpus)}
+        params: dict[str, object] = {
+            "uuids": plan.gpus, "props": full, "now": now, "victims": [v.reservation for v in plan.victims]
+        }  # fmt: skip
+        if not await self.gw.write("reservations/preempt_and_reserve", params):
+            return None
+        for v in plan.victims:
+            await self.events.publish(Event("reservation.preempted", v.reservation, v.holder, now))
+        return await self.get(full["id"])
 
     async def _replay(self, existing: Reservation, holder: str, fingerprint: str | None) -> ReserveOutcome:
         """A reserve with a key already used: the same request gets its reservation back."""
@@ -493,11 +500,7 @@ class ReservationService:
         """The reservation as the write stored it (nothing read back), or None: nothing taken."""
         now = self.clock()
         props = {**props, "created_at": now, "expires_at": now + ttl, "gpu_count": len(uuids)}
-        rows = await self.gw.write("reservations/reserve_gpus", {"uuids": uuids, "props": props, "now": now})
-        if not rows:
-            return None
-        written = cast(ReservationProps, rows[0]["reservation"])
-        return _reservation(_written_row(written, cast(list[list[Any]], rows[0]["taken"]), held=True))
+        return _stored(await self.gw.write("reservations/reserve_gpus", {"uuids": uuids, "props": props, "now": now}))
 
     async def _reserve_in_host(
         self, request: PlacementRequest, props: ReservationProps, ttl: int, key: str | None, holder: str
@@ -524,7 +527,7 @@ class ReservationService:
                 return made
         for attempt in range(self.fast_attempts):
 
-            async def write(attempt: int = attempt) -> bool:
+            async def write(attempt: int = attempt) -> Reservation | None:
                 now = self.clock()
                 full = {**props, "created_at": now, "expires_at": now + ttl, "gpu_count": request.gpus}
                 params = in_host_params(
@@ -532,7 +535,7 @@ class ReservationService:
                     stale_before=None if stale_after is None else now - stale_after,
                 )  # fmt: skip
                 form = candidate_read("reservations/reserve_in_host", facts.hosts, self.scan_every_host_up_to)
-                return bool(await self.gw.write(form, params))
+                return _stored(await self.gw.write(form, params))
 
             done = await self._attempt_with(write, props, key, holder)
             if done is not None:
@@ -597,12 +600,13 @@ class ReservationService:
 
     async def _attempt_with(
         self,
-        write: Callable[[], Awaitable[bool | Reservation | None]],
+        write: Callable[[], Awaitable[Reservation | None]],
         props: ReservationProps,
         key: str | None,
         holder: str,
     ) -> ReserveOutcome | None:
-        """`write` answers the reservation it stored, or whether it stored one (read back here)."""
+        """`write` answers the reservation it stored, or None: nothing taken. A constraint error
+        (the idempotency key raced in) answers the reservation made with that key."""
         try:
             written = await write()
         except StoreConstraintError:
@@ -611,12 +615,10 @@ class ReservationService:
                 if existing:
                     return await self._replay(existing[0], holder, props.get("request_hash"))
             raise
-        if not written:
+        if written is None:
             return None
-        created = written if isinstance(written, Reservation) else await self.get(props["id"])
-        assert created is not None
-        await self.events.publish(Event("reservation.created", created.id, created.holder, self.clock()))
-        return created
+        await self.events.publish(Event("reservation.created", written.id, written.holder, self.clock()))
+        return written
 
     async def _reserve_exact(
         self, uuids: list[str], props: ReservationProps, ttl: int, key: str | None, holder: str
@@ -659,12 +661,13 @@ class ReservationService:
             for candidate in found.candidates[: self.max_attempts]:
                 tried += 1
 
-                async def write(candidate: SliceCandidate = candidate) -> bool:
+                async def write(candidate: SliceCandidate = candidate) -> Reservation | None:
                     now = self.clock()
                     full: ReservationProps = {
                         **props, "created_at": now, "expires_at": now + ttl, "slice_count": len(candidate.slices)
                     }  # fmt: skip
-                    return await mig_slices.take(self.gw, candidate, full, now)
+                    # Read back when taken: the reservation's slices are read with it (get).
+                    return await self.get(props["id"]) if await mig_slices.take(self.gw, candidate, full, now) else None
 
                 done = await self._attempt_with(write, props, key, holder)
                 if done is not None:
@@ -829,6 +832,15 @@ def _progress(row: HoldingRow) -> checkpoints.Progress:
 
 def _printable(text: str) -> bool:
     return 0 < len(text) <= 256 and not _unprintable(text)
+
+
+def _stored(rows: list[dict[str, Any]]) -> Reservation | None:
+    """The reservation a one-reservation write answered (`id, reservation, taken`: reserve_gpus,
+    reserve_in_host) as stored, nothing read back; None: it took nothing."""
+    if not rows:
+        return None
+    written = cast(ReservationProps, rows[0]["reservation"])
+    return _reservation(_written_row(written, cast(list[list[Any]], rows[0]["taken"]), held=True))
 
 
 def _written_row(props: ReservationProps, taken: list[list[Any]], *, held: bool) -> ReservationRow:

@@ -8,7 +8,8 @@
 // reserves spread over them instead of all racing for one. Then the same lock-first order as
 // reserve_gpus (GPUs by uuid, then their counters, see fragments/lock_counters), a fresh look at
 // the states, the stale HOLDS edges of ended reservations deleted before the new ones are made,
-// and counters moved by deltas. Out: one row with the new reservation's id, or none.
+// and counters moved by deltas. Out: one row with the new reservation's id, the reservation as
+// stored and the GPUs it holds (as reserve_gpus answers: nothing read back), or none.
 MATCH (h)-[:HAS_GPU]->(g:GPU)
 WHERE g.state = 'free' AND g.model IN $models AND NOT toLower(coalesce(g.health, 'ok')) IN ['failed', 'degraded']
   AND NOT coalesce(g.mig_mode, false)
@@ -40,6 +41,9 @@ SET r += $props, r.gpu_count = size(gpus)
 FOREACH (x IN gpus |
   SET x.state = 'reserved', x.reservation = $props.id, x.lease_expires_at = $props.expires_at
   MERGE (r)-[:HOLDS]->(x))
-WITH r.id AS carry, gpus AS moved, -1 AS sign
+WITH r AS carry, gpus AS moved, -1 AS sign
 //@include delta_tail
-RETURN carry AS id
+MATCH (carry)-[:HOLDS]->(x:GPU)
+OPTIONAL MATCH (x)<-[:HAS_GPU]-(h:Host)
+WITH carry, collect([x.uuid, x.index, x.model, h.name, h.rack, h.scalable_unit]) AS held
+RETURN carry.id AS id, properties(carry) AS reservation, held AS taken

@@ -18,7 +18,7 @@
 // @param scan int
 // @param slot int
 // @param stale_before float
-// @row id any
+// @row id string, reservation map, taken any
 UNWIND range($first_size, $last_size) AS want
 MATCH (h:Host)
 WHERE h.free_gpus = want AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model

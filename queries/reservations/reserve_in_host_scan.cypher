@@ -18,7 +18,7 @@
 // @param scan int
 // @param slot int
 // @param stale_before float
-// @row id any
+// @row id string, reservation map, taken any
 MATCH (h:Host)
 WHERE coalesce(h.free_gpus, -1) >= $first_size AND coalesce(h.free_gpus, -1) <= $last_size
   AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
