@@ -120,6 +120,10 @@ async def test_concurrent_reserves_spread_and_never_share_a_gpu(gateway: Gateway
     await counters_agree(gateway)
     # Spread: the one-statement path answered most of them (a lost race retries the next candidate).
     assert gateway.stats[candidate_read("reservations/reserve_in_host", 31, scan_up_to)].calls >= 16
+    # Each answered from what its statement returned (no read back), as a later read gives it.
+    assert "reservations/reservation_get" not in gateway.stats
+    for o in made:
+        assert o == await svc.get(o.id)
     for o in made:
         await svc.release(o.id)
     await counters_agree(gateway)
