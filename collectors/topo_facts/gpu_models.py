@@ -115,6 +115,12 @@ def _norm(text: str) -> str:
     return re.sub(r"\s+", " ", text.strip().lower())
 
 
+def normalised(model: str) -> str:
+    """A requested model name as `model_match` reads it (lower case, whitespace collapsed): two
+    names with one normalised form accept the same GPUs (an idempotency fingerprint uses it)."""
+    return _norm(model)
+
+
 _VENDOR_WORDS = frozenset({"nvidia", "amd", "tesla", "instinct", "radeon"})
 
 

@@ -18,7 +18,10 @@ import unicodedata
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, cast
+
+from topo_facts.gpu_models import normalised
 
 from graphsvc.placement.engine import PlacementEngine, unknown_model
 from graphsvc.placement.mig import SliceCandidate
@@ -189,15 +192,22 @@ def request_fingerprint(
     preemptible: bool,
     labels: Sequence[str],
     allow_preemption: bool,
+    legacy: bool = False,
 ) -> str:
     """A digest of everything a reserve asks for, stored with an idempotency key.
 
     A retry (same key, same request) gets the reservation it made; the same key with a
-    different request is a client bug that used to get the old reservation silently.
+    different request is a client bug that used to get the old reservation silently. Two
+    spellings of one request are one request: the model as `model_match` reads it (`2xH100`
+    and `2xh100`), the excluded hosts as a set. `legacy`: the digest stored until stop 46 (the
+    request's text as given), which a retry across that deploy still matches.
     """
+    text = None
+    if request is not None:
+        text = format_request(request if legacy else _canonical(request))
     body = {
         "holder": holder,
-        "request": format_request(request) if request is not None else None,
+        "request": text,
         "gpus": sorted(gpus) if gpus is not None else None,
         "ttl_s": ttl_s,
         "priority": priority,
@@ -206,6 +216,14 @@ def request_fingerprint(
         "allow_preemption": allow_preemption,
     }
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def _canonical(request: PlacementRequest) -> PlacementRequest:
+    """The request with the spellings that ask for the same GPUs made one (request_fingerprint)."""
+    return request.with_(
+        model=normalised(request.model) if request.model else request.model,
+        exclude_hosts=tuple(sorted(set(request.exclude_hosts))),
+    )
 
 
 # What may not be in a holder, label, key or id: control characters (C0, DEL, C1), line and
@@ -335,10 +353,11 @@ class ReservationService:
         except RequestError as err:
             return ValidationError(err.field, err.message)
 
-        fingerprint = request_fingerprint(
-            holder=holder, request=request, gpus=gpus, ttl_s=ttl_s, priority=priority, preemptible=preemptible,
-            labels=labels, allow_preemption=allow_preemption,
+        fingerprint_of = partial(
+            request_fingerprint, holder=holder, request=request, gpus=gpus, ttl_s=ttl_s, priority=priority,
+            preemptible=preemptible, labels=labels, allow_preemption=allow_preemption,
         )  # fmt: skip
+        fingerprint = fingerprint_of()
         if idempotency_key is not None:
             if self.key_group is not None:
                 earlier = await self.key_group.submit(idempotency_key)
@@ -346,7 +365,7 @@ class ReservationService:
             else:
                 existing = await self.get_many(keys=[idempotency_key])
             if existing:
-                return await self._replay(existing[0], holder, fingerprint)
+                return await self._replay(existing[0], holder, (fingerprint, fingerprint_of(legacy=True)))
         reservation_id = f"rsv-{uuid.uuid4().hex[:20]}"
         props: ReservationProps = {
             "id": reservation_id,
@@ -475,8 +494,10 @@ class ReservationService:
             await self.events.publish(Event("reservation.preempted", v.reservation, v.holder, now))
         return await self.get(full["id"])
 
-    async def _replay(self, existing: Reservation, holder: str, fingerprint: str | None) -> ReserveOutcome:
-        """A reserve with a key already used: the same request gets its reservation back."""
+    async def _replay(self, existing: Reservation, holder: str, fingerprints: tuple[str, ...]) -> ReserveOutcome:
+        """A reserve with a key already used: the same request gets its reservation back (the
+        request's `fingerprints`: the digest stored now, and any a retry across a deploy may
+        find stored)."""
         if existing.idempotency_key == existing.id:
             # A reservation made without a key stores its id as its key (keys are unique in the
             # graph): this key is that id, not a key any reserve was made with.
@@ -487,7 +508,7 @@ class ReservationService:
             return ValidationError("idempotencyKey", "this key belongs to another holder's reservation")
         rows = await self.gw.read("reservation_request_hash", {"key": existing.idempotency_key})
         stored = rows[0]["request_hash"] if rows else None
-        if stored is not None and fingerprint is not None and stored != fingerprint:
+        if stored is not None and fingerprints and stored not in fingerprints:
             return IdempotencyKeyMismatch(
                 existing.idempotency_key,
                 existing.id,
@@ -613,7 +634,8 @@ class ReservationService:
             if key is not None:
                 existing = await self.get_many(keys=[key])
                 if existing:
-                    return await self._replay(existing[0], holder, props.get("request_hash"))
+                    fingerprint = props.get("request_hash")
+                    return await self._replay(existing[0], holder, (fingerprint,) if fingerprint else ())
             raise
         if written is None:
             return None

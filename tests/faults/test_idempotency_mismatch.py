@@ -8,9 +8,11 @@ from typing import Any
 import httpx
 import pytest
 
+from graphsvc.placement.request import parse_request
 from graphsvc.reservations.service import request_fingerprint
 from graphsvc.store.gateway import Gateway
 from tests.cluster_helpers import load
+from tests.queries import with_test_queries
 
 RESERVE = """mutation($input: ReserveInput!) { reserve(input: $input) { __typename
   ... on Reservation { id gpus { uuid } }
@@ -84,3 +86,38 @@ def test_fingerprint_table() -> None:
     assert request_fingerprint(**{**base, "gpus": ["a", "b"], "labels": ["x", "y"]}) == same
     for change in ({"holder": "g"}, {"ttl_s": 5}, {"priority": 1}, {"preemptible": True}, {"allow_preemption": True}):
         assert request_fingerprint(**{**base, **change}) != same, change
+
+
+def test_spellings_of_one_request_share_a_fingerprint() -> None:
+    """What asks for the same GPUs is the same request: the model as model_match reads it (case,
+    whitespace), the excluded hosts as a set. What asks for other GPUs is not."""
+    base: dict[str, Any] = dict(holder="h", gpus=None, ttl_s=None, priority=0, preemptible=False, labels=[],
+                                allow_preemption=False)  # fmt: skip
+
+    def of(text: str, **extra: Any) -> str:
+        return request_fingerprint(**base, request=parse_request(text), **extra)
+
+    same = of("2xH100 exclude=a,b")
+    for text in ("2xh100 exclude=a,b", '2x"h100 " exclude=b,a', "2xH100 exclude=b,a,a"):
+        assert of(text) == same, text
+    for text in ("2xH100 exclude=a", "2xA100 exclude=a,b", "2xH100-SXM exclude=a,b", "2xH100 exclude=A,b"):
+        assert of(text) != same, text
+    # The digest stored until stop 46: the request's text as given.
+    assert of("2xH100", legacy=True) != of("2xh100", legacy=True)
+    assert of("2xh100", legacy=True) == of("2xh100") != of("2xH100", legacy=True)
+
+
+async def test_a_retry_spelled_otherwise_or_stored_before_the_canonical_digest_is_the_same_reservation(
+    loaded: Gateway, client: httpx.AsyncClient
+) -> None:
+    first = await reserve(client, holder="job-5", request={"gpus": 2, "model": "L40S"}, idempotencyKey="k-5")
+    again = await reserve(client, holder="job-5", request={"gpus": 2, "model": "l40s"}, idempotencyKey="k-5")
+    assert first["__typename"] == again["__typename"] == "Reservation" and again["id"] == first["id"]
+    # A reservation made before stop 46 stored the digest of the text as given: its retry still matches.
+    legacy = request_fingerprint(holder="job-5", request=parse_request("2xL40S"), gpus=None, ttl_s=None, priority=0,
+                                 preemptible=False, labels=[], allow_preemption=False, legacy=True)  # fmt: skip
+    assert await with_test_queries(loaded).write("reservation_request_hash_set", {"key": "k-5", "hash": legacy})
+    again = await reserve(client, holder="job-5", request={"gpus": 2, "model": "L40S"}, idempotencyKey="k-5")
+    assert again["__typename"] == "Reservation" and again["id"] == first["id"]
+    other = await reserve(client, holder="job-5", request={"gpus": 2, "model": "l40s"}, idempotencyKey="k-5")
+    assert other["__typename"] == "IdempotencyKeyMismatch"  # the old digest knew the case it was given
