@@ -14,14 +14,14 @@ import hashlib
 import json
 import logging
 import time
-import unicodedata
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, cast
 
 from topo_facts.gpu_models import normalised
+from topo_facts.models import UNPRINTABLE
 
 from graphsvc.placement.engine import PlacementEngine, unknown_model
 from graphsvc.placement.mig import SliceCandidate
@@ -48,6 +48,7 @@ from graphsvc.reservations.rows import (
     HoldingRow,
     ReservationProps,
     ReservationRow,
+    WrittenRow,
     as_holding_rows,
     as_reservation_rows,
 )
@@ -226,15 +227,10 @@ def _canonical(request: PlacementRequest) -> PlacementRequest:
     )
 
 
-# What may not be in a holder, label, key or id: control characters (C0, DEL, C1), line and
-# paragraph separators, lone surrogates, and the bidirectional controls (U+202E turns the rest of
-# a log line or a table cell around). Letters of any script, spaces of any width and the joiners
-# of emoji sequences are fine.
-_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-
-
 def _unprintable(text: str) -> bool:
-    return any(c in _BIDI or unicodedata.category(c) in ("Cc", "Zl", "Zp", "Cs") for c in text)
+    """What may not be in a holder, label, key or id: the rule fact documents' text follows
+    (topo_facts.models.UNPRINTABLE)."""
+    return UNPRINTABLE.search(text) is not None
 
 
 def _check_text(name: str, value: str, limit: int) -> None:
@@ -856,13 +852,13 @@ def _printable(text: str) -> bool:
     return 0 < len(text) <= 256 and not _unprintable(text)
 
 
-def _stored(rows: list[dict[str, Any]]) -> Reservation | None:
-    """The reservation a one-reservation write answered (`id, reservation, taken`: reserve_gpus,
-    reserve_in_host) as stored, nothing read back; None: it took nothing."""
+def _stored(rows: Sequence[Mapping[str, object]]) -> Reservation | None:
+    """The reservation a one-reservation write answered (reserve_gpus, reserve_in_host) as
+    stored, nothing read back; None: it took nothing."""
     if not rows:
         return None
-    written = cast(ReservationProps, rows[0]["reservation"])
-    return _reservation(_written_row(written, cast(list[list[Any]], rows[0]["taken"]), held=True))
+    row = cast(WrittenRow, rows[0])
+    return _reservation(_written_row(row["reservation"], row["taken"], held=True))
 
 
 def _written_row(props: ReservationProps, taken: list[list[Any]], *, held: bool) -> ReservationRow:
