@@ -12,6 +12,8 @@ WITH s
 ORDER BY s.name
 LIMIT $first
 OPTIONAL MATCH (s)-[u:UPLINK]->(up:Switch)
+WITH s, u, up
+ORDER BY s.name, up.name
 WITH s, collect(CASE WHEN up IS NULL THEN NULL ELSE {to: up.name, links: u.links, bandwidth_gbps: u.bandwidth_gbps} END) AS uplinks
 OPTIONAL MATCH (s)<-[:UPLINK]-(n:NIC)
 RETURN s.name AS name, s.tier AS tier, s.scalable_unit AS scalable_unit, s.rail AS rail, s.model AS model,

@@ -9,5 +9,5 @@ MATCH (h:Host)
 WHERE h.pod = $pod AND h.free_gpus > 0 AND NOT h.name IN $exclude
   AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
 RETURN h.name AS host, h.free_gpus AS free
-ORDER BY free DESC
+ORDER BY free DESC, host
 LIMIT $limit

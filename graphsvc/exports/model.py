@@ -84,7 +84,9 @@ async def cluster_view(gw: Gateway, cluster: str) -> ClusterView:
             pod=r["pod"],
             gpus=int(r["gpus"] or 0),
             model=r["model"],
-            domains=[d for d in r["domains"] if d],
+            # Sorted: the statement collects them in its plan's order, and the first names the
+            # host's NVLink clique in exports (a host of several bridged pairs has several).
+            domains=sorted(d for d in r["domains"] if d),
             collected_at=float(r["collected_at"]) if r.get("collected_at") is not None else None,
         )
         for r in rows

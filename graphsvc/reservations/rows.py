@@ -7,7 +7,7 @@ become these types, so the rest of the package reads fields by name with their t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypedDict, cast
+from typing import Any, TypedDict, cast
 
 from graphsvc.store.backend import Row
 
@@ -68,6 +68,16 @@ class ReservationRow(TypedDict):
     gpus: list[HeldGpuRow]
 
 
+class WrittenRow(TypedDict):
+    """The row of a write that made one reservation (reservations/reserve_gpus, reserve_in_host):
+    its id, its properties as stored and the GPUs it holds as [uuid, index, model, host, rack,
+    scalable_unit] lists."""
+
+    id: str
+    reservation: ReservationProps
+    taken: list[list[Any]]
+
+
 class HoldingRow(TypedDict, total=False):
     """A row of reservations/preemptible_holdings: a live preemptible reservation and its progress."""
 
@@ -100,4 +110,6 @@ def as_reservation_rows(rows: Sequence[Row]) -> list[ReservationRow]:
 
 
 def as_holding_rows(rows: Sequence[Row]) -> list[HoldingRow]:
-    return cast(list[HoldingRow], list(rows))
+    """Each holding with its GPUs and hosts sorted: the statement collects them in its plan's
+    order, and a victim's GPUs are an answer (GraphQL `victims { gpus }`)."""
+    return [cast(HoldingRow, {**r, "gpus": sorted(r["gpus"]), "hosts": sorted(r["hosts"])}) for r in rows]

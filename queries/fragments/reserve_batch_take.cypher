@@ -6,7 +6,8 @@
 // such a host's GPUs made two groups and two requests of one batch were handed the same GPUs (a
 // CI storm on Neo4j, fixed in stop 34). Should a GPU still reach two requests (a GPU in two
 // NVLink domains), neither request is served (`shared`): they go on alone. Then their free GPUs
-// of the accepted models grouped by NVLink domain, coolest first, the groups in best-fit order.
+// of the accepted models grouped by NVLink domain, coolest first, the groups in best-fit order
+// (ties by host name, then the group's lowest GPU index: one order whatever the store's plan).
 // Then the requests are served in order: each takes the next `n` untaken GPUs of the first group
 // that still has them and whose link class suffices (`link`: 0 none, 1 one NVLink domain, 2 a
 // switched domain: any members form a full mesh), so the batch never hands a GPU out twice and
@@ -29,10 +30,10 @@ WHERE g.state = 'free' AND g.model IN $models AND NOT toLower(coalesce(g.health,
 OPTIONAL MATCH (g)-[:IN_DOMAIN]->(d:NVLinkDomain)
 WITH h, want, d, g
 ORDER BY h.name, coalesce(g.temperature_c, 50.0), g.index
-WITH h, want, d, collect(g) AS members
-WITH h, want, members,
+WITH h, want, d, collect(g) AS members, min(g.index) AS first
+WITH h, want, members, first,
      CASE WHEN d IS NULL THEN 0 WHEN d.kind IN ['nvswitch', 'fabric-clique'] THEN 2 ELSE 1 END AS link
-ORDER BY want, size(members), h.name
+ORDER BY want, size(members), h.name, first
 WITH collect(members) AS groups, collect(link) AS links
 WITH groups, reduce(acc = [[x IN groups | 0], []], k IN range(0, size($requests) - 1) |
   reduce(a = acc, sel IN [head([j IN range(0, size(groups) - 1)

@@ -4,7 +4,8 @@
 // are grouped by NVLink domain, coolest first. A group qualifies by $mode: 'none' any group,
 // 'any' a real NVLink domain, 'full-mesh' a switched one (NVSwitch or fabric clique: any members
 // form a full mesh). Of the equally good groups (the best fit: the fewest free GPUs on their
-// host; at most $k) the statement takes number $slot (modulo their count), so concurrent
+// host; at most $k; ties by host name, then the group's lowest GPU index, so the order is the
+// same whatever the store's plan) the statement takes number $slot (modulo their count), so concurrent
 // reserves spread over them instead of all racing for one. Then the same lock-first order as
 // reserve_gpus (GPUs by uuid, then their counters, see fragments/lock_counters), a fresh look at
 // the states, the stale HOLDS edges of ended reservations deleted before the new ones are made,
@@ -16,11 +17,11 @@ WHERE g.state = 'free' AND g.model IN $models AND NOT toLower(coalesce(g.health,
 OPTIONAL MATCH (g)-[:IN_DOMAIN]->(d:NVLinkDomain)
 WITH h, want, d, g
 ORDER BY h.name, coalesce(g.temperature_c, 50.0), g.index
-WITH h, want, d, collect(g) AS members
+WITH h, want, d, collect(g) AS members, min(g.index) AS first
 WHERE size(members) >= $n
   AND ($mode = 'none' OR (d IS NOT NULL AND ($mode = 'any' OR d.kind IN ['nvswitch', 'fabric-clique'])))
-WITH h, want, members
-ORDER BY want, size(members), h.name
+WITH h, want, members, first
+ORDER BY want, size(members), h.name, first
 WITH collect(want) AS wants, collect(members[0..$n]) AS picks
 WHERE size(picks) > 0
 WITH picks, [i IN range(0, size(picks) - 1) WHERE wants[i] = wants[0]][0..$k] AS best
