@@ -27,6 +27,7 @@ from graphsvc.sites import cli as sites_cli  # standard library only at import
 if TYPE_CHECKING:
     import asyncio
 
+    import httpx
     import uvicorn
 
     from graphsvc.settings import Settings
@@ -591,6 +592,28 @@ async def _demo(settings: Settings, profile: str) -> None:
     await task
 
 
+PUT_ATTEMPTS = 3
+
+
+async def _put_again_if_dropped(client: httpx.AsyncClient, path: str, body: str) -> httpx.Response:
+    """PUT a JSON document; sent again (at most PUT_ATTEMPTS times) when the connection dropped
+    before an answer came. Safe because a PUT of facts is idempotent: the same document twice
+    leaves the graph as once. Why: a pooled keep-alive connection the server closes just as a
+    request goes out on it (both sides' idle limit is 5 s) is a ReadError on a loaded machine."""
+    import asyncio
+
+    import httpx
+
+    for attempt in range(1, PUT_ATTEMPTS + 1):
+        try:
+            return await client.put(path, content=body, headers={"content-type": "application/json"})
+        except (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError):
+            if attempt == PUT_ATTEMPTS:
+                raise
+            await asyncio.sleep(0.2 * attempt)
+    raise AssertionError("unreachable")
+
+
 async def push_cluster(url: str, cluster: SyntheticCluster, *, concurrency: int = 8, token: str | None = None) -> None:
     """Send every host's facts, then the fabric, through the public ingest API, with progress."""
     import asyncio
@@ -618,10 +641,8 @@ async def push_cluster(url: str, cluster: SyntheticCluster, *, concurrency: int 
                 nonlocal done, gpus, last
                 while not queue.empty():
                     host = cluster.hosts[queue.get_nowait()]
-                    resp = await client.put(
-                        f"/v1/hosts/{host.hostname}/facts",
-                        content=host.model_dump_json(),
-                        headers={"content-type": "application/json"},
+                    resp = await _put_again_if_dropped(
+                        client, f"/v1/hosts/{host.hostname}/facts", host.model_dump_json()
                     )
                     if resp.status_code != 200:
                         raise CLIError(f"host {host.hostname}: HTTP {resp.status_code}: {resp.text[:500]}")
@@ -633,11 +654,7 @@ async def push_cluster(url: str, cluster: SyntheticCluster, *, concurrency: int 
                         print(f"  hosts {done}/{total}  GPUs {gpus}  {now - started:.1f}s", file=sys.stderr)
 
             await asyncio.gather(*(worker() for _ in range(concurrency)))
-            resp = await client.put(
-                "/v1/fabric",
-                content=cluster.fabric().model_dump_json(),
-                headers={"content-type": "application/json"},
-            )
+            resp = await _put_again_if_dropped(client, "/v1/fabric", cluster.fabric().model_dump_json())
     if resp.status_code != 200:
         raise CLIError(f"fabric: HTTP {resp.status_code}: {resp.text[:500]}")
     fabric = resp.json()

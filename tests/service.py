@@ -46,12 +46,14 @@ class ServiceProcess:
             "--port",
             str(self.port),
         ]
-        self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        # Its log to a file, not a pipe nobody reads while it runs: a loaded machine's warnings
+        # (slow statements) would fill the pipe and block the service on its next log line.
+        with self.log_path.open("ab") as log:
+            self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=log)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                err = self.proc.stderr.read().decode() if self.proc.stderr else ""
-                raise RuntimeError(f"service exited: {err[-2000:]}")
+                raise RuntimeError(f"service exited: {self.log_tail()}")
             try:
                 if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
                     return
@@ -61,12 +63,21 @@ class ServiceProcess:
         self.proc.kill()
         raise RuntimeError("service did not become healthy")
 
+    @property
+    def log_path(self) -> Path:
+        return self.data_dir.parent / f"service-{self.port}.log"
+
+    def log_tail(self, chars: int = 2000) -> str:
+        """The end of the service's log (stderr), to say why it failed."""
+        try:
+            return self.log_path.read_bytes()[-chars:].decode(errors="replace")
+        except OSError:
+            return ""
+
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             self.proc.wait(timeout=30)
-        if self.proc is not None and self.proc.stderr:
-            self.proc.stderr.close()
         self.proc = None
         if self.neo4j is not None:
             self.neo4j.stop()

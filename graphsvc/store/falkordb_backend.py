@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -171,6 +172,24 @@ class FalkorBackend:
             raise StoreUnavailableError(f"FalkorDB is unreachable: {exc}") from exc
 
     async def run(self, query: NamedQuery, params: Mapping[str, Any], *, write: bool, timeout_s: float) -> list[Row]:
+        started = time.monotonic()
+        try:
+            return await self._run_once(query, params, write=write, timeout_s=timeout_s)
+        except StoreTimeoutError:
+            # A read FalkorDB said timed out well inside its budget is asked once more, with what
+            # is left of it: a CI run saw "Query timed out" 2.1 s into a 10 s budget on a small
+            # graph (not reproduced since). A read changes nothing, so asking again is safe; a
+            # read that used its budget, and any write, fail as they are.
+            left = timeout_s - (time.monotonic() - started)
+            if write or left < timeout_s / 2:
+                raise
+            log.warning("query=%s: FalkorDB reported a timeout %.1f s into a %.0f s budget; asked again",
+                        query.name, timeout_s - left, timeout_s)  # fmt: skip
+            return await self._run_once(query, params, write=write, timeout_s=left)
+
+    async def _run_once(
+        self, query: NamedQuery, params: Mapping[str, Any], *, write: bool, timeout_s: float
+    ) -> list[Row]:
         graph = self._database().select_graph(self.graph_name)
         # The parameters as the statement's header; a NUL in any string shows in it, so the
         # header is searched (C speed), the parameters walked only when it holds one.

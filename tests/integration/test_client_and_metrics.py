@@ -25,7 +25,11 @@ def service(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     env = {**service_store_env(request.param, request), "GRAPHSVC_STALE_AFTER_S": "86400"}
     svc = ServiceProcess(tmp_path_factory.mktemp("svc") / "data", free_port(), env=env)
     svc.start()
-    asyncio.run(push_cluster(svc.url, build("demo:sus=1,nvl72_racks=1,a100_hosts=2,l40s_hosts=2")))
+    try:
+        asyncio.run(push_cluster(svc.url, build("demo:sus=1,nvl72_racks=1,a100_hosts=2,l40s_hosts=2")))
+    except Exception as exc:
+        svc.stop()
+        raise AssertionError(f"the push failed ({exc}); the service's log ends:\n{svc.log_tail()}") from exc
     yield svc
     svc.stop()
 

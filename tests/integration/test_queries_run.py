@@ -368,6 +368,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "reservations/double_held_slices": {"now": 0.0},
     "gpu_in_a_second_domain": {"uuid": FIRST.gpus[0].uuid, "domain": "example-extra-domain"},
     "host_without_free_count": {"name": "no-such-host"},
+    "reservation_request_hash_set": {"key": "no-such-key", "hash": "0" * 64},
     "host_mig_slices": {"hosts": [MIG_HOST.hostname]},
     "mig_profiles": {"now": time.time()},
     "placement_mig_slices": {"profile": "3g.40gb", "now": time.time(), "exclude": []},
