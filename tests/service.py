@@ -49,6 +49,9 @@ class ServiceProcess:
         # Its log to a file, not a pipe nobody reads while it runs: a loaded machine's warnings
         # (slow statements) would fill the pipe and block the service on its next log line.
         with self.log_path.open("ab") as log:
+            # Each start's lines after a mark of their own, so a tail never shows an earlier run's as this one's.
+            log.write(f"==== service start {time.strftime('%H:%M:%S')} ====\n".encode())
+            log.flush()
             self.proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=log)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
@@ -70,7 +73,9 @@ class ServiceProcess:
     def log_tail(self, chars: int = 2000) -> str:
         """The end of the service's log (stderr), to say why it failed."""
         try:
-            return self.log_path.read_bytes()[-chars:].decode(errors="replace")
+            with self.log_path.open("rb") as log:
+                log.seek(max(0, log.seek(0, 2) - chars))
+                return log.read().decode(errors="replace")
         except OSError:
             return ""
 

@@ -109,6 +109,13 @@ class PlacementRequest:
             raise RequestError("model", "must be 1 to 128 characters")
         if len(self.exclude_hosts) > 10_000 or len(self.prefer_hosts) > 1000:
             raise RequestError("excludeHosts", "too many hosts listed")
+        # No host or site name holds a comma (topo_facts HostName, the site catalog): an entry
+        # with one matches nothing, and its text form (format_request, the idempotency
+        # fingerprint) would read as the list it looks like.
+        for name_field, names in (("excludeHosts", self.exclude_hosts), ("preferences.hosts", self.prefer_hosts),
+                                  ("sites", self.sites)):  # fmt: skip
+            if any("," in name for name in names):
+                raise RequestError(name_field, "a name holds no comma: give each one as its own list entry")
         caps = self.capabilities
         if caps.min_memory_bandwidth_gbps is not None and not 0 <= caps.min_memory_bandwidth_gbps <= 100_000:
             raise RequestError("minMemoryBandwidthGBps", "must be between 0 and 100000 GB/s")

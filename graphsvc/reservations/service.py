@@ -102,6 +102,16 @@ class Reservation:
 
 
 @dataclass(frozen=True)
+class KeyUse:
+    """A reserve's idempotency key and the request digests a reservation stored under it may
+    hold for this request (the one stored now, the one stored before stop 46). Carried to the
+    write, so a key that raced in is answered as the first look at the key is."""
+
+    key: str
+    fingerprints: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Released:
     """A reservation a group-committed release ended, and whether a preemption waited on it
     (named it as a victim): only then may the release complete one (Event.awaited)."""
@@ -354,14 +364,16 @@ class ReservationService:
             preemptible=preemptible, labels=labels, allow_preemption=allow_preemption,
         )  # fmt: skip
         fingerprint = fingerprint_of()
+        key_use = None
         if idempotency_key is not None:
+            key_use = KeyUse(idempotency_key, (fingerprint, fingerprint_of(legacy=True)))
             if self.key_group is not None:
                 earlier = await self.key_group.submit(idempotency_key)
                 existing = [earlier] if earlier is not None else []
             else:
                 existing = await self.get_many(keys=[idempotency_key])
             if existing:
-                return await self._replay(existing[0], holder, (fingerprint, fingerprint_of(legacy=True)))
+                return await self._replay(existing[0], holder, key_use.fingerprints)
         reservation_id = f"rsv-{uuid.uuid4().hex[:20]}"
         props: ReservationProps = {
             "id": reservation_id,
@@ -377,18 +389,18 @@ class ReservationService:
         if idempotency_key is not None:
             props["request_hash"] = fingerprint
         if gpus is not None:
-            return await self._reserve_exact(list(gpus), props, ttl, idempotency_key, holder)
+            return await self._reserve_exact(list(gpus), props, ttl, key_use)
         assert request is not None
         props["request"] = format_request(request)
         if request.mig_profile is not None:
-            return await self._reserve_slices(request, props, ttl, idempotency_key, holder)
-        fast = await self._reserve_in_host(request, props, ttl, idempotency_key, holder)
+            return await self._reserve_slices(request, props, ttl, key_use)
+        fast = await self._reserve_in_host(request, props, ttl, key_use)
         if fast is not None:
             return fast
         # Lapsed leases free their GPUs now, not at the reaper's next run: the candidate
         # search reads free counters, which only a reaped reservation gives back.
         await self.expire_due()
-        placed = await self._reserve_placed(request, props, ttl, idempotency_key, holder, explain)
+        placed = await self._reserve_placed(request, props, ttl, key_use, explain)
         if allow_preemption and isinstance(placed, (Conflict, Infeasible)):
             preempted = await self._reserve_preempting(request, props, ttl)
             if preempted is not None:
@@ -488,7 +500,16 @@ class ReservationService:
             return None
         for v in plan.victims:
             await self.events.publish(Event("reservation.preempted", v.reservation, v.holder, now))
-        return await self.get(full["id"])
+        return await self._made(full["id"])
+
+    async def _made(self, reservation_id: str) -> Reservation:
+        """A reservation a write reported made, read back (the writers that do not answer it: a
+        preemption, MIG slices). Not found is a broken invariant, raised: read as "nothing taken"
+        it would plan again under the same id (a preemption ending a second set of victims)."""
+        made = await self.get(reservation_id)
+        if made is None:
+            raise RuntimeError(f"reservation {reservation_id} was written but is not there to read back")
+        return made
 
     async def _replay(self, existing: Reservation, holder: str, fingerprints: tuple[str, ...]) -> ReserveOutcome:
         """A reserve with a key already used: the same request gets its reservation back (the
@@ -520,7 +541,7 @@ class ReservationService:
         return _stored(await self.gw.write("reservations/reserve_gpus", {"uuids": uuids, "props": props, "now": now}))
 
     async def _reserve_in_host(
-        self, request: PlacementRequest, props: ReservationProps, ttl: int, key: str | None, holder: str
+        self, request: PlacementRequest, props: ReservationProps, ttl: int, key: KeyUse | None
     ) -> ReserveOutcome | None:
         """Match and take in one statement (fastpath.py); None: not that shape, or no host had it."""
         mode = fast_path_mode(request)
@@ -547,14 +568,15 @@ class ReservationService:
             async def write(attempt: int = attempt) -> Reservation | None:
                 now = self.clock()
                 full = {**props, "created_at": now, "expires_at": now + ttl, "gpu_count": request.gpus}
+                seed = key.key if key is not None else str(props["id"])
                 params = in_host_params(
-                    request, mode, models, full, seed=key or str(props["id"]), attempt=attempt, now=now,
+                    request, mode, models, full, seed=seed, attempt=attempt, now=now,
                     stale_before=None if stale_after is None else now - stale_after,
                 )  # fmt: skip
                 form = candidate_read("reservations/reserve_in_host", facts.hosts, self.scan_every_host_up_to)
                 return _stored(await self.gw.write(form, params))
 
-            done = await self._attempt_with(write, props, key, holder)
+            done = await self._attempt_with(write, props, key)
             if done is not None:
                 return done
         return None
@@ -610,17 +632,16 @@ class ReservationService:
         return [found.get(i) if i in ended and first[i] == n else None for n, i in enumerate(ids)]
 
     async def _attempt(
-        self, uuids: list[str], props: ReservationProps, ttl: int, key: str | None, holder: str
+        self, uuids: list[str], props: ReservationProps, ttl: int, key: KeyUse | None
     ) -> ReserveOutcome | None:
         """One write; the reservation, or None when a GPU was taken (or the key raced in)."""
-        return await self._attempt_with(lambda: self._write(uuids, props, ttl), props, key, holder)
+        return await self._attempt_with(lambda: self._write(uuids, props, ttl), props, key)
 
     async def _attempt_with(
         self,
         write: Callable[[], Awaitable[Reservation | None]],
         props: ReservationProps,
-        key: str | None,
-        holder: str,
+        key: KeyUse | None,
     ) -> ReserveOutcome | None:
         """`write` answers the reservation it stored, or None: nothing taken. A constraint error
         (the idempotency key raced in) answers the reservation made with that key."""
@@ -628,10 +649,9 @@ class ReservationService:
             written = await write()
         except StoreConstraintError:
             if key is not None:
-                existing = await self.get_many(keys=[key])
+                existing = await self.get_many(keys=[key.key])
                 if existing:
-                    fingerprint = props.get("request_hash")
-                    return await self._replay(existing[0], holder, (fingerprint,) if fingerprint else ())
+                    return await self._replay(existing[0], props["holder"], key.fingerprints)
             raise
         if written is None:
             return None
@@ -639,11 +659,11 @@ class ReservationService:
         return written
 
     async def _reserve_exact(
-        self, uuids: list[str], props: ReservationProps, ttl: int, key: str | None, holder: str
+        self, uuids: list[str], props: ReservationProps, ttl: int, key: KeyUse | None
     ) -> ReserveOutcome:
         """The write first: it takes nothing unless every GPU is known, free and not MIG-enabled,
         so why it took nothing is read only then (a reserve that succeeds is one round trip)."""
-        done = await self._attempt(sorted(uuids), props, ttl, key, holder)
+        done = await self._attempt(sorted(uuids), props, ttl, key)
         if done is not None:
             return done
         known = await self.gw.read("gpus_by_uuid", {"uuids": uuids})
@@ -658,7 +678,7 @@ class ReservationService:
         return await self._conflict(uuids)
 
     async def _reserve_slices(
-        self, request: PlacementRequest, props: ReservationProps, ttl: int, key: str | None, holder: str
+        self, request: PlacementRequest, props: ReservationProps, ttl: int, key: KeyUse | None
     ) -> ReserveOutcome:
         """MIG slices: ranked candidates (placement.mig), each tried in one conditional write."""
         tried = 0
@@ -685,9 +705,10 @@ class ReservationService:
                         **props, "created_at": now, "expires_at": now + ttl, "slice_count": len(candidate.slices)
                     }  # fmt: skip
                     # Read back when taken: the reservation's slices are read with it (get).
-                    return await self.get(props["id"]) if await mig_slices.take(self.gw, candidate, full, now) else None
+                    taken = await mig_slices.take(self.gw, candidate, full, now)
+                    return await self._made(props["id"]) if taken else None
 
-                done = await self._attempt_with(write, props, key, holder)
+                done = await self._attempt_with(write, props, key)
                 if done is not None:
                     return done
         return Conflict(f"every candidate ({tried} tried) was taken by concurrent reservations", [], [])
@@ -697,8 +718,7 @@ class ReservationService:
         request: PlacementRequest,
         props: ReservationProps,
         ttl: int,
-        key: str | None,
-        holder: str,
+        key: KeyUse | None,
         explain: bool = True,
     ) -> ReserveOutcome:
         tried = 0
@@ -715,7 +735,7 @@ class ReservationService:
                     break
                 tried += 1
                 last = sorted(g.uuid for g in candidate.gpus)
-                done = await self._attempt(last, props, ttl, key, holder)
+                done = await self._attempt(last, props, ttl, key)
                 if done is not None:
                     return done
         return await self._conflict(last, f"every candidate ({tried} tried) was taken by concurrent reservations")

@@ -185,11 +185,19 @@ class FalkorBackend:
                 raise
             log.warning("query=%s: FalkorDB reported a timeout %.1f s into a %.0f s budget; asked again",
                         query.name, timeout_s - left, timeout_s)  # fmt: skip
-            return await self._run_once(query, params, write=write, timeout_s=left)
+            return await self._run_once(query, params, write=write, timeout_s=left, queue_wait_s=left)
 
     async def _run_once(
-        self, query: NamedQuery, params: Mapping[str, Any], *, write: bool, timeout_s: float
+        self,
+        query: NamedQuery,
+        params: Mapping[str, Any],
+        *,
+        write: bool,
+        timeout_s: float,
+        queue_wait_s: float | None = None,
     ) -> list[Row]:
+        """One statement; `queue_wait_s` bounds the wait for a connection (the store's queue
+        timeout unless given: a retry waits no longer than what is left of its budget)."""
         graph = self._database().select_graph(self.graph_name)
         # The parameters as the statement's header; a NUL in any string shows in it, so the
         # header is searched (C speed), the parameters walked only when it holds one.
@@ -205,13 +213,13 @@ class FalkorBackend:
         slots = self._slots
         if slots is None:
             raise StoreUnavailableError("FalkorDB connection is not open")
+        wait = self._queue_timeout_s if queue_wait_s is None else queue_wait_s
         try:
-            async with asyncio.timeout(self._queue_timeout_s):
+            async with asyncio.timeout(wait):
                 await slots.acquire()
         except TimeoutError:
             raise StoreBusyError(
-                f"the store is busy: query {query.name!r} waited {self._queue_timeout_s:.0f} s "
-                f"for one of {self.connections} connections"
+                f"the store is busy: query {query.name!r} waited {wait:.0f} s for one of {self.connections} connections"
             ) from None
         try:
             # The compact reply, parsed here (falkordb_reply); falkordb-py's parser only for a

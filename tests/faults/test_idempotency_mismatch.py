@@ -3,13 +3,15 @@ old reservation returned as if it were the answer."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import httpx
 import pytest
 
 from graphsvc.placement.request import parse_request
-from graphsvc.reservations.service import request_fingerprint
+from graphsvc.reservations.service import KeyUse, Reservation, ReservationService, request_fingerprint
+from graphsvc.store.errors import StoreConstraintError
 from graphsvc.store.gateway import Gateway
 from tests.cluster_helpers import load
 from tests.queries import with_test_queries
@@ -121,3 +123,30 @@ async def test_a_retry_spelled_otherwise_or_stored_before_the_canonical_digest_i
     assert again["__typename"] == "Reservation" and again["id"] == first["id"]
     other = await reserve(client, holder="job-5", request={"gpus": 2, "model": "l40s"}, idempotencyKey="k-5")
     assert other["__typename"] == "IdempotencyKeyMismatch"  # the old digest knew the case it was given
+
+
+async def test_a_key_that_raced_in_is_compared_with_both_digests(loaded: Gateway, client: httpx.AsyncClient) -> None:
+    """The write that loses a race on a key (the unique constraint) answers the winner's
+    reservation as a first look at the key does: also when the winner stored the digest of
+    before stop 46 (an instance not yet redeployed)."""
+    first = await reserve(client, holder="job-6", request={"gpus": 2, "model": "L40S"}, idempotencyKey="k-6")
+
+    def digests(text: str) -> tuple[str, str]:
+        """What reserve compares a stored digest with, for this request text."""
+        of = partial(request_fingerprint, holder="job-6", request=parse_request(text), gpus=None, ttl_s=None,
+                     priority=0, preemptible=False, labels=[], allow_preemption=False)  # fmt: skip
+        return of(), of(legacy=True)
+
+    assert await with_test_queries(loaded).write("reservation_request_hash_set",
+                                                 {"key": "k-6", "hash": digests("2xL40S")[1]})  # fmt: skip
+
+    async def raced() -> Reservation | None:
+        raise StoreConstraintError("reservations/reserve_gpus", "the key raced in")
+
+    svc = ReservationService(loaded)
+    props: Any = {"holder": "job-6"}
+    out = await svc._attempt_with(raced, props, KeyUse("k-6", digests("2xL40S")))
+    assert isinstance(out, Reservation) and out.id == first["id"]
+    # Spelled otherwise, the old digest cannot tell it is the same request: a mismatch, typed.
+    out = await svc._attempt_with(raced, props, KeyUse("k-6", digests("2xl40s")))
+    assert type(out).__name__ == "IdempotencyKeyMismatch"

@@ -23,11 +23,11 @@ class TimesOut(FalkorBackend):
         super().__init__("early_timeout", unix_socket="/nonexistent")
         self.failures, self.after_s = failures, after_s
         self.budgets: list[float] = []
+        self.queue_waits: list[float | None] = []
 
-    async def _run_once(
-        self, query: NamedQuery, params: Mapping[str, Any], *, write: bool, timeout_s: float
-    ) -> list[Row]:
-        self.budgets.append(timeout_s)
+    async def _run_once(self, query: NamedQuery, params: Mapping[str, Any], **options: Any) -> list[Row]:
+        self.budgets.append(options["timeout_s"])
+        self.queue_waits.append(options.get("queue_wait_s"))
         if len(self.budgets) <= self.failures:
             await asyncio.sleep(self.after_s)
             raise StoreTimeoutError(query.name, "Query timed out")
@@ -41,6 +41,8 @@ async def test_an_early_timeout_of_a_read_is_asked_again_with_the_budget_left() 
     backend = TimesOut(failures=1, after_s=0.0)
     assert await backend.run(QUERY, {}, write=False, timeout_s=100.0) == [{"n": 1}]
     assert len(backend.budgets) == 2 and backend.budgets[0] == 100.0 and 50.0 <= backend.budgets[1] <= 100.0
+    # The retry waits for a connection no longer than its budget (the first, the store's queue timeout).
+    assert backend.queue_waits == [None, backend.budgets[1]]
 
 
 @pytest.mark.parametrize(

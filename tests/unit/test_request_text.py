@@ -117,3 +117,21 @@ def test_a_model_name_with_a_space_is_quoted() -> None:
     # is a character, not an escape.
     assert parse_request("8xH100\u00a0nvlink=full-mesh").model == "H100"
     assert parse_request('8 exclude=a\\b site="x y"').exclude_hosts == ("a\\b",)
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"exclude_hosts": ("n1,n2",)}, "excludeHosts"),
+        ({"prefer_hosts": ("h1", "n1,n2")}, "preferences.hosts"),
+        ({"sites": ("s1,s2",)}, "sites"),
+    ],
+)
+def test_a_listed_name_with_a_comma_is_refused(change: dict[str, tuple[str, ...]], field: str) -> None:
+    """No host or site name holds a comma, so such an entry matched nothing; and printed it read
+    as two names: `excludeHosts: ["n1,n2"]` (nothing excluded) shared a text form, and so an
+    idempotency fingerprint, with `["n1", "n2"]`."""
+    with pytest.raises(RequestError) as err:
+        PlacementRequest(gpus=2, **change).validated()  # type: ignore[arg-type]
+    assert err.value.field == field and "comma" in err.value.message
+    PlacementRequest(gpus=2, exclude_hosts=("n1", "n2"), prefer_hosts=("h1",), sites=("s1",)).validated()
