@@ -244,7 +244,7 @@ async def ingest_fabric(gateway: Gateway, facts: FabricFacts) -> FabricIngestRes
             ErrorKind.INVALID,
             "nic_uplinks",
             f"{len(missing)} cabled NIC(s) are not in the graph; ingest their hosts first",
-            detail=missing[:20],
+            detail=sorted(missing)[:20],  # the same 20 on both stores (collect keeps no order)
         )
     row = rows[0]
     log.info("ingest fabric cluster=%s switches=%d links=%d", facts.cluster, row["switches"], row["links"])

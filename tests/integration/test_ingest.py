@@ -281,6 +281,15 @@ async def test_fabric_ingest_and_replace(client: httpx.AsyncClient, gateway: Gat
     assert resp.status_code == 422
     assert resp.json()["detail"] == ["ghost/nic/mlx5_0"]
     assert await snapshot(gateway) == before
+    # More than 20 missing: the first 20 by key, the same on both stores (collect keeps no order).
+    ghosts = [f"ghost-{n:02d}" for n in range(24, -1, -1)]
+    fabric["nic_uplinks"] += [
+        {"host": g, "nic": "mlx5_0", "switch": "a100-pcie-leaf0", "bandwidth_gbps": 25} for g in ghosts
+    ]
+    resp = await client.put("/v1/fabric", json=fabric)
+    assert resp.status_code == 422 and "26 cabled NIC(s)" in resp.text
+    assert resp.json()["detail"] == sorted([f"{g}/nic/mlx5_0" for g in ghosts] + ["ghost/nic/mlx5_0"])[:20]
+    assert await snapshot(gateway) == before
 
 
 async def test_healthz_counts(client: httpx.AsyncClient, store: str) -> None:
