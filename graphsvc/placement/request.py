@@ -369,6 +369,14 @@ def _quoted(word: str) -> str:
     return word if plain else shlex.quote(word)
 
 
+def _decimal(value: float) -> str:
+    """A bound as the text form reads it back (_DECIMAL: 12 places at most), without trailing
+    zeros. Not `:g`, which kept 6 significant digits: `mem-bw>=3350` and `3350.001` printed
+    alike, so a reservation's request text lost the bound, and the idempotency fingerprint (a
+    digest of this text) replayed one request's reservation for the other."""
+    return f"{value:.12f}".rstrip("0").rstrip(".")
+
+
 def format_request(req: PlacementRequest) -> str:
     """The canonical text form; parse_request(format_request(r)) == r."""
     model = _quoted(req.model) if req.model else None
@@ -382,9 +390,9 @@ def format_request(req: PlacementRequest) -> str:
     if req.max_ib_hops is not None:
         parts.append(f"ib-hops<={req.max_ib_hops}")
     if req.min_memory_gib is not None:
-        parts.append(f"mem>={req.min_memory_gib:g}")
+        parts.append(f"mem>={_decimal(req.min_memory_gib)}")
     if req.max_temperature_c is not None:
-        parts.append(f"temp<={req.max_temperature_c:g}")
+        parts.append(f"temp<={_decimal(req.max_temperature_c)}")
     for flag, (key, value) in _FLAGS.items():
         if getattr(req, key) == value and flag not in ("same-domain", "nic-affinity"):
             parts.append(flag)
@@ -392,7 +400,7 @@ def format_request(req: PlacementRequest) -> str:
     if caps.min_compute_capability is not None:
         parts.append(f"cc>={caps.min_compute_capability[0]}.{caps.min_compute_capability[1]}")
     if caps.min_memory_bandwidth_gbps is not None:
-        parts.append(f"mem-bw>={caps.min_memory_bandwidth_gbps:g}")
+        parts.append(f"mem-bw>={_decimal(caps.min_memory_bandwidth_gbps)}")
     parts += [flag for flag, key in _CAPABILITY_FLAGS.items() if getattr(caps, key)]
     if caps.min_link_generation is not None:
         parts.append(f"link-gen>={caps.min_link_generation}")

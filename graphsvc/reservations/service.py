@@ -233,7 +233,7 @@ def _canonical(request: PlacementRequest) -> PlacementRequest:
     """The request with the spellings that ask for the same GPUs made one (request_fingerprint)."""
     return request.with_(
         model=normalised(request.model) if request.model else request.model,
-        exclude_hosts=tuple(sorted(set(request.exclude_hosts))),
+        exclude_hosts=tuple(sorted(set(request.exclude_hosts) - {""})),  # "" names no host (the text form drops it)
     )
 
 
@@ -373,7 +373,7 @@ class ReservationService:
             else:
                 existing = await self.get_many(keys=[idempotency_key])
             if existing:
-                return await self._replay(existing[0], holder, key_use.fingerprints)
+                return await self._replay(existing[0], holder, owner or holder, key_use.fingerprints)
         reservation_id = f"rsv-{uuid.uuid4().hex[:20]}"
         props: ReservationProps = {
             "id": reservation_id,
@@ -511,10 +511,13 @@ class ReservationService:
             raise RuntimeError(f"reservation {reservation_id} was written but is not there to read back")
         return made
 
-    async def _replay(self, existing: Reservation, holder: str, fingerprints: tuple[str, ...]) -> ReserveOutcome:
+    async def _replay(
+        self, existing: Reservation, holder: str, owner: str, fingerprints: tuple[str, ...]
+    ) -> ReserveOutcome:
         """A reserve with a key already used: the same request gets its reservation back (the
         request's `fingerprints`: the digest stored now, and any a retry across a deploy may
-        find stored)."""
+        find stored). Only its own caller's: another caller naming the same holder and key would
+        believe it holds GPUs it may not renew or release (its owner's or an operator's only)."""
         if existing.idempotency_key == existing.id:
             # A reservation made without a key stores its id as its key (keys are unique in the
             # graph): this key is that id, not a key any reserve was made with.
@@ -523,6 +526,8 @@ class ReservationService:
             )
         if existing.holder != holder:
             return ValidationError("idempotencyKey", "this key belongs to another holder's reservation")
+        if existing.owner is not None and existing.owner != owner:
+            return ValidationError("idempotencyKey", "this key belongs to a reservation another caller made")
         rows = await self.gw.read("reservation_request_hash", {"key": existing.idempotency_key})
         stored = rows[0]["request_hash"] if rows else None
         if stored is not None and fingerprints and stored not in fingerprints:
@@ -651,7 +656,7 @@ class ReservationService:
             if key is not None:
                 existing = await self.get_many(keys=[key.key])
                 if existing:
-                    return await self._replay(existing[0], props["holder"], key.fingerprints)
+                    return await self._replay(existing[0], props["holder"], props["owner"], key.fingerprints)
             raise
         if written is None:
             return None

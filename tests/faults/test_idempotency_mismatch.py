@@ -104,6 +104,15 @@ def test_spellings_of_one_request_share_a_fingerprint() -> None:
         assert of(text) == same, text
     for text in ("2xH100 exclude=a", "2xA100 exclude=a,b", "2xH100-SXM exclude=a,b", "2xH100 exclude=A,b"):
         assert of(text) != same, text
+    # An empty excluded name names no host: GraphQL's ["a", ""] is the text form's `exclude=a,`.
+    assert request_fingerprint(**base, request=parse_request("2xH100").with_(exclude_hosts=("a", ""))) == of(
+        "2xH100 exclude=a"
+    )
+    # Bounds hash exactly: `:g` printed 3350 and 3350.001 alike (6 significant digits).
+    for text, other in (("mem-bw>=3350", "mem-bw>=3350.001"), ("temp<=85", "temp<=85.0000004"),
+                        ("mem>=70", "mem>=70.00000001")):  # fmt: skip
+        assert of(f"1xH100 {text}") != of(f"1xH100 {other}"), other
+        assert of(f"1xH100 {text}", legacy=True) != of(f"1xH100 {other}", legacy=True), other
     # The digest stored until stop 46: the request's text as given.
     assert of("2xH100", legacy=True) != of("2xh100", legacy=True)
     assert of("2xh100", legacy=True) == of("2xh100") != of("2xH100", legacy=True)
@@ -144,9 +153,24 @@ async def test_a_key_that_raced_in_is_compared_with_both_digests(loaded: Gateway
         raise StoreConstraintError("reservations/reserve_gpus", "the key raced in")
 
     svc = ReservationService(loaded)
-    props: Any = {"holder": "job-6"}
+    made = await svc.get(first["id"])
+    assert made is not None
+    props: Any = {"holder": "job-6", "owner": made.owner}
     out = await svc._attempt_with(raced, props, KeyUse("k-6", digests("2xL40S")))
     assert isinstance(out, Reservation) and out.id == first["id"]
     # Spelled otherwise, the old digest cannot tell it is the same request: a mismatch, typed.
     out = await svc._attempt_with(raced, props, KeyUse("k-6", digests("2xl40s")))
     assert type(out).__name__ == "IdempotencyKeyMismatch"
+
+
+async def test_a_key_replays_only_to_the_caller_that_made_it(loaded: Gateway) -> None:
+    """Another caller naming the same holder and key got the reservation back as its own, and
+    then could neither renew nor release it (its owner's or an operator's only)."""
+    svc = ReservationService(loaded)
+    first = await svc.reserve(holder="shared-job", owner="alice", request=parse_request("2"), idempotency_key="k-7")
+    assert isinstance(first, Reservation)
+    again = await svc.reserve(holder="shared-job", owner="alice", request=parse_request("2"), idempotency_key="k-7")
+    assert isinstance(again, Reservation) and again.id == first.id
+    other = await svc.reserve(holder="shared-job", owner="bob", request=parse_request("2"), idempotency_key="k-7")
+    assert type(other).__name__ == "ValidationError" and "another caller" in other.message  # type: ignore[union-attr]
+    assert [r.id for r in await svc.get_many(keys=["k-7"])] == [first.id]

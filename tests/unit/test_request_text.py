@@ -135,3 +135,10 @@ def test_a_listed_name_with_a_comma_is_refused(change: dict[str, tuple[str, ...]
         PlacementRequest(gpus=2, **change).validated()  # type: ignore[arg-type]
     assert err.value.field == field and "comma" in err.value.message
     PlacementRequest(gpus=2, exclude_hosts=("n1", "n2"), prefer_hosts=("h1",), sites=("s1",)).validated()
+
+
+def test_bounds_print_as_given() -> None:
+    """`:g` kept 6 significant digits: a reservation's request text lost `mem-bw>=3350.001`."""
+    for text in ("1 mem-bw>=3350.001", "1 temp<=85.0000004", "1 mem>=70.00000001", "1 temp<=-0.5", "1 mem>=80"):
+        req = parse_request(text)
+        assert format_request(req) == text and parse_request(format_request(req)) == req
