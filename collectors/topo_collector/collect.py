@@ -109,6 +109,9 @@ def build_host_facts(
     amd: AmdInventory | None = None,
 ) -> HostFacts:
     numa_ids = {n.index for n in sysfs.numa}
+    # With one NUMA node every device is local to it, whatever sysfs says: a VM or a one-socket
+    # host reports numa_node -1 (seen on a real H200 VM, where nvidia-smi gives NUMA affinity 0).
+    only_node = next(iter(numa_ids)) if len(numa_ids) == 1 else None
     gpus = []
     found = list(nvml.gpus if nvml else [])
     # AMD GPUs (if any) follow the NVIDIA ones in index order.
@@ -120,17 +123,17 @@ def build_host_facts(
             numa = sysfs.pci[gpu.pci_bus_id].numa_node
         if numa is not None and numa_ids and numa not in numa_ids:
             numa = None
+        if numa is None:
+            numa = only_node
         gpus.append(gpu.model_copy(update={"pcie_path": path, "numa_node": numa}))
     nics = nics_from_sysfs(sysfs)
-    nics = [
-        n if n.numa_node is None or n.numa_node in numa_ids else n.model_copy(update={"numa_node": None}) for n in nics
-    ]
+    nics = [n if n.numa_node in numa_ids else n.model_copy(update={"numa_node": only_node}) for n in nics]
     bridges: dict[str, PCIeSwitchFact] = {}
     for path in [g.pcie_path for g in gpus] + [n.pcie_path for n in nics]:
         for depth, bus in enumerate(path):
             if bus not in bridges:
                 pci = sysfs.pci.get(bus)
-                numa = pci.numa_node if pci and (pci.numa_node in numa_ids) else None
+                numa = pci.numa_node if pci and (pci.numa_node in numa_ids) else only_node
                 parent = path[depth + 1] if depth + 1 < len(path) else None
                 bridges[bus] = PCIeSwitchFact(bus_id=bus, parent=parent, numa_node=numa)
     nics = assign_rails(gpus, nics)

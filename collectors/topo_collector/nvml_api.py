@@ -9,6 +9,7 @@ them into facts, so tests exercise the real parsing on real (or realistic) answe
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -179,7 +180,9 @@ class RealNvml:
     def fabric_info(self, i: int) -> dict[str, Any]:
         nv = self._nv
         info = nv.c_nvmlGpuFabricInfo_t()
-        self._call(nv.nvmlDeviceGetGpuFabricInfo, self._h(i), info)
+        # By reference: pynvml hands the argument to C as given, and a struct passed by value
+        # crashed the process (SIGSEGV) on a real H200 with driver 580.
+        self._call(nv.nvmlDeviceGetGpuFabricInfo, self._h(i), ctypes.byref(info))
         return {
             "cluster_uuid": _uuid_from_bytes(bytes(info.clusterUuid)),
             "clique_id": int(info.cliqueId),

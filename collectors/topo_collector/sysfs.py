@@ -131,8 +131,25 @@ def read_file(path: Path) -> str | None:
 
 
 def read_sysfs(context: pyudev.Context | None = None, sys_root: Path = Path("/sys")) -> SysfsInventory:
-    ctx = context or pyudev.Context()
+    """The host's PCI tree, NICs, HCAs, NUMA nodes and CPU model.
+
+    Without libudev (a slim container image) the PCI, network and InfiniBand parts are left
+    empty with a warning, and NUMA and the CPU model are still read from files: NVML's GPU facts
+    are worth sending without the PCI tree, and a collector that stops on it sends nothing.
+    """
     inv = SysfsInventory()
+    try:
+        ctx = context or pyudev.Context()
+    except ImportError as exc:
+        log.warning("no libudev (%s): sending facts without the PCI tree, NICs and HCAs", exc)
+    else:
+        _read_devices(ctx, inv)
+    inv.numa = read_numa(sys_root / "devices" / "system" / "node")
+    inv.cpu_model = read_cpu_model()
+    return inv
+
+
+def _read_devices(ctx: pyudev.Context, inv: SysfsInventory) -> None:
     for dev in ctx.list_devices(subsystem="pci"):
         parent = dev.parent
         inv.pci[dev.sys_name] = PciDevice(
@@ -158,9 +175,6 @@ def read_sysfs(context: pyudev.Context | None = None, sys_root: Path = Path("/sy
         )
     for dev in ctx.list_devices(subsystem="infiniband"):
         inv.ib.extend(read_ib_device(Path(dev.sys_path)))
-    inv.numa = read_numa(sys_root / "devices" / "system" / "node")
-    inv.cpu_model = read_cpu_model()
-    return inv
 
 
 _RATE = re.compile(r"([\d.]+)\s*Gb/sec")

@@ -37,6 +37,7 @@ def test_formats_are_detected() -> None:
         "aws-p5-48xlarge.nccl.xml": "nccl",
         "dgx2.hwloc.xml": "hwloc",
         "h100-8gpu.nvidia-smi-topo-m.txt": "nvidia-smi-topo",
+        "h200-vm.nvidia-smi-topo-m.txt": "nvidia-smi-topo",
         "mi300x-like.rccl.xml": "nccl",
         "mi300x-like.rocm-smi-showtopo.txt": "amd-topo",
         "mi300x-like.amd-smi-topology.txt": "amd-topo",

@@ -1,9 +1,22 @@
 #!/usr/bin/env bash
-# One prepared run for a lent GPU machine (it has no network): uses a small venv with only
-# the collector's dependencies, built here by scripts/collector-venv.sh and carried along.
-#   run(command="bash tests/device/run.sh", carry=[".venv-collector"])
-set -euo pipefail
+# One prepared run for a lent GPU machine (no network; python3 there is 3.12 with its own
+# packages). The collector's pinned dependencies travel as wheels, built here first:
+#   ./scripts/device-wheels.sh
+#   run(command="bash tests/device/run.sh", carry=[".whl"], timeout_s=300)
+# Writes into $OUT: facts.json, nvml-recording.json, nvidia-smi-q.xml, topo-m.txt, report.json
+# (check_collector_on_gpu.py), extras.json (device_extras.py) and log.txt.
+set -uo pipefail
 cd "$(dirname "$0")/../.."
+OUT="${OUT:-device-out}"
+mkdir -p "$OUT"
+exec > >(tee "$OUT/log.txt") 2>&1
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH="$PWD/collectors:/tmp/site" PYTHONUNBUFFERED=1
+python3 --version
 nvidia-smi -L
-PY=.venv-collector/bin/python
-PYTHONPATH=collectors "$PY" tests/device/check_collector_on_gpu.py "${OUT:-device-out}"
+timeout 120 python3 tests/device/check_collector_on_gpu.py "$OUT"
+check=$?
+timeout 120 python3 tests/device/device_extras.py "$OUT"
+extras=$?
+echo "check rc=$check extras rc=$extras"
+[ "$check" = 0 ] && [ "$extras" = 0 ]

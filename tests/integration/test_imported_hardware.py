@@ -151,3 +151,25 @@ async def test_rccl_export_round_trip(client: httpx.AsyncClient) -> None:
     back = parse_nccl_xml(resp.text, ImportOptions(host="mi-1"))
     assert {(g.model, g.memory_mib) for g in back.gpus} == {("AMD Instinct MI300X", 192 * 1024)}
     assert all(sorted((x.links, x.bandwidth_gbps) for x in g.nvlinks) == [(1, 128.0)] * 7 for g in back.gpus)
+
+
+async def test_a_real_h200_from_its_nvml_recording_places(client: httpx.AsyncClient, gateway: Gateway) -> None:
+    """The answers real NVML gave on a lent H200 VM (tests/collectors/test_real_h200.py), end to end."""
+    from topo_collector.collect import build_host_facts
+    from topo_collector.nvml import read_nvml
+    from topo_collector.nvml_api import ReplayNvml
+    from topo_collector.sysfs import NumaNode, SysfsInventory
+
+    nvml = read_nvml(ReplayNvml.load(FIXTURES.parent / "nvml" / "h200-vm.json"))
+    facts = build_host_facts("h200-vm", nvml, SysfsInventory(numa=[NumaNode(0, "0-15", 128869)]))
+    resp = await client.put(
+        "/v1/hosts/h200-vm/facts", content=facts.model_dump_json(), headers={"content-type": "application/json"}
+    )
+    assert resp.status_code == 200, resp.text
+    engine = PlacementEngine(gateway)
+    r = await engine.place(parse_request("1xH200 mem>=140"))
+    assert [(c.hosts[0].name, [g.uuid for g in c.hosts[0].gpus]) for c in r.candidates] == [
+        ("h200-vm", ["GPU-4c39815b-4f05-5f36-dc17-871cf534ce20"])
+    ]
+    assert not (await engine.place(parse_request("2xH200"))).candidates
+    assert not (await engine.place(parse_request("1xH100"))).candidates

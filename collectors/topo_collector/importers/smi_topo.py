@@ -20,8 +20,13 @@ _NV = re.compile(r"^NV(\d+)$")
 _LEGEND = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
 
 
+# Terminal escapes (SGR, e.g. the header's underline ``ESC[4m ... ESC[0m``): nvidia-smi prints them
+# even when its output goes to a pipe or a file, as captured on a real H200 (driver 580).
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
 def parse_smi_topo(text: str, opts: ImportOptions, link_generation: int | None = None) -> HostFacts:
-    lines = text.splitlines()
+    lines = _ANSI.sub("", text).splitlines()
     header_at = next((i for i, line in enumerate(lines) if re.match(r"^\s+GPU0\b", line)), None)
     if header_at is None:
         raise ValueError("no `nvidia-smi topo -m` header (a line starting with GPU0) found")
