@@ -64,13 +64,20 @@ async def main() -> None:
     ap.add_argument("--profile", default="superpod-h100:sus=16")
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks" / "ingest_server.json")
+    ap.add_argument(
+        "--fixed-state",
+        action="store_true",
+        help="steady rounds change only collected_at (the documents of stops 28-46); by default the GPUs' "
+        "temperature, power, utilization and memory in use change each round, as a real collector's do",
+    )
     args = ap.parse_args()
+    live = not args.fixed_state
     with Served() as service:
         first = await send_all(service, documents(args.profile, 0))
         print(json.dumps({"first_ingest": first}), flush=True)
         rounds = []
         for r in range(1, args.rounds + 1):
-            rounds.append(await send_all(service, documents(args.profile, r)))
+            rounds.append(await send_all(service, documents(args.profile, r, live_state=live)))
             print(json.dumps({"steady_state_round": r, **rounds[-1]}), flush=True)
     total = sum(x["documents"] for x in rounds)
     steady = {
@@ -83,6 +90,7 @@ async def main() -> None:
     report = {
         "profile": args.profile,
         "collectors": COLLECTORS,
+        "gpu_state": "changes each round" if live else "fixed (only collected_at changes)",
         "transport": "graphsvc serve (uvicorn) in its own process; collectors in another, HTTP/1.1 keep-alive",
         "first_ingest": first,
         "steady_state": steady,

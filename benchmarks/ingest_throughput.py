@@ -23,6 +23,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import shutil
 import statistics
 import sys
@@ -49,12 +50,31 @@ ROOT = Path(__file__).resolve().parents[1]
 COLLECTORS = 16
 
 
-def documents(profile: str, round_: int) -> list[tuple[str, bytes]]:
-    """Every host's facts as its collector would send them in this round (JSON bodies)."""
+def documents(profile: str, round_: int, *, live_state: bool = True) -> list[tuple[str, bytes]]:
+    """Every host's facts as its collector would send them in this round (JSON bodies).
+
+    With `live_state` each round's GPUs report another temperature, power, utilization and
+    memory in use, as busy GPUs do from one collection to the next; without it only
+    `collected_at` changes (the documents of stops 28-46)."""
     at = datetime.now(UTC) - timedelta(seconds=600) + timedelta(seconds=round_)
-    return [
-        (h.hostname, h.model_copy(update={"collected_at": at}).model_dump_json().encode()) for h in build(profile).hosts
-    ]
+    out = []
+    for h in build(profile).hosts:
+        update: dict[str, Any] = {"collected_at": at}
+        if live_state and round_ > 0:
+            rng = random.Random(f"{h.hostname}/{round_}")
+            update["gpus"] = [
+                g.model_copy(
+                    update={
+                        "temperature_c": round(rng.uniform(30.0, 85.0), 1),
+                        "power_w": round(rng.uniform(70.0, 700.0), 3),
+                        "utilization_pct": round(rng.uniform(0.0, 100.0), 1),
+                        "memory_used_mib": rng.randrange(0, 80_000),
+                    }
+                )
+                for g in h.gpus
+            ]
+        out.append((h.hostname, h.model_copy(update=update).model_dump_json().encode()))
+    return out
 
 
 CPU: list[float] = []  # this process's CPU seconds per call of send_all/send_service

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -198,6 +199,7 @@ def main(out: Path, replay: Path | None) -> int:
         and bool(outage_ok)
         and report["outage"].get("sigterm_exit") == 0
     )
+    shutil.rmtree(work, ignore_errors=True)
     (out / "extras.json").write_text(json.dumps(report, indent=1))
     print(json.dumps(report, indent=1))
     return 0 if report["ok"] else 1
