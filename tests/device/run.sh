@@ -4,7 +4,8 @@
 #   ./scripts/device-wheels.sh
 #   run(command="bash tests/device/run.sh", carry=[".whl"], timeout_s=300)
 # Writes into $OUT: facts.json, nvml-recording.json, nvidia-smi-q.xml, topo-m.txt, report.json
-# (check_collector_on_gpu.py), extras.json (device_extras.py) and log.txt.
+# (check_collector_on_gpu.py), extras.json (device_extras.py), metrics.json (metrics_under_load.py)
+# and log.txt.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${OUT:-device-out}"
@@ -18,5 +19,7 @@ timeout 120 python3 tests/device/check_collector_on_gpu.py "$OUT"
 check=$?
 timeout 120 python3 tests/device/device_extras.py "$OUT"
 extras=$?
-echo "check rc=$check extras rc=$extras"
-[ "$check" = 0 ] && [ "$extras" = 0 ]
+timeout 120 python3 tests/device/metrics_under_load.py "$OUT"
+load=$?
+echo "check rc=$check extras rc=$extras load rc=$load"
+[ "$check" = 0 ] && [ "$extras" = 0 ] && [ "$load" = 0 ]
