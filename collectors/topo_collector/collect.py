@@ -127,7 +127,11 @@ def build_host_facts(
             numa = only_node
         gpus.append(gpu.model_copy(update={"pcie_path": path, "numa_node": numa}))
     nics = nics_from_sysfs(sysfs)
-    nics = [n if n.numa_node in numa_ids else n.model_copy(update={"numa_node": only_node}) for n in nics]
+    # Only a NIC with a PCI function sits on a node (a soft-RoCE device has none).
+    nics = [
+        n if n.numa_node in numa_ids else n.model_copy(update={"numa_node": only_node if n.pci_bus_id else None})
+        for n in nics
+    ]
     bridges: dict[str, PCIeSwitchFact] = {}
     for path in [g.pcie_path for g in gpus] + [n.pcie_path for n in nics]:
         for depth, bus in enumerate(path):

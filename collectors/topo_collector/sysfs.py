@@ -133,17 +133,19 @@ def read_file(path: Path) -> str | None:
 def read_sysfs(context: pyudev.Context | None = None, sys_root: Path = Path("/sys")) -> SysfsInventory:
     """The host's PCI tree, NICs, HCAs, NUMA nodes and CPU model.
 
-    Without libudev (a slim container image) the PCI, network and InfiniBand parts are left
-    empty with a warning, and NUMA and the CPU model are still read from files: NVML's GPU facts
-    are worth sending without the PCI tree, and a collector that stops on it sends nothing.
+    Without libudev (a slim container image, or one that cannot load) this refuses with a clear
+    error rather than answer without the PCI tree: facts with no NICs would make the service
+    delete the host's NICs and their fabric cables, which only a fabric import brings back.
     """
     inv = SysfsInventory()
     try:
         ctx = context or pyudev.Context()
-    except ImportError as exc:
-        log.warning("no libudev (%s): sending facts without the PCI tree, NICs and HCAs", exc)
-    else:
-        _read_devices(ctx, inv)
+    except (ImportError, OSError) as exc:
+        raise RuntimeError(
+            f"cannot read the PCI tree: libudev is missing or cannot load ({exc}); install libudev1. "
+            "Facts without it would remove this host's NICs and fabric cables from the graph"
+        ) from None
+    _read_devices(ctx, inv)
     inv.numa = read_numa(sys_root / "devices" / "system" / "node")
     inv.cpu_model = read_cpu_model()
     return inv

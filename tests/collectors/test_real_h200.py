@@ -19,7 +19,7 @@ from topo_collector.collect import build_host_facts
 from topo_collector.importers import ImportOptions, detect_format, parse_smi_topo
 from topo_collector.nvml import read_nvml
 from topo_collector.nvml_api import RealNvml, ReplayNvml
-from topo_collector.sysfs import NetDevice, NumaNode, PciDevice, SysfsInventory
+from topo_collector.sysfs import IbPort, NetDevice, NumaNode, PciDevice, SysfsInventory
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 GPU_BUS = "0000:00:06.0"
@@ -70,6 +70,14 @@ def test_one_numa_node_holds_every_device(numa_nodes: int, expected: int | None)
     assert [g.numa_node for g in facts.gpus] == [expected]
     assert [n.numa_node for n in facts.nics] == [expected]
     assert [a.via for a in facts.gpu_nic_affinity] == (["numa"] if expected == 0 else ["host"])
+
+
+def test_a_nic_without_a_pci_function_stays_off_the_one_node() -> None:
+    """A soft-RoCE device (rxe0) has no PCI function: it is on no node, so GPUs prefer the real NIC."""
+    sysfs = vm_sysfs(1)
+    sysfs.ib.append(IbPort("rxe0", 1, 100.0, "active", "ethernet", None, None, ()))
+    facts = build_host_facts("vm", read_nvml(ReplayNvml.load(FIXTURES / "nvml" / "h200-vm.json")), sysfs)
+    assert {n.name: n.numa_node for n in facts.nics} == {"eth0": 0, "rxe0": None}
 
 
 def test_fabric_info_passes_its_struct_by_reference(monkeypatch: pytest.MonkeyPatch) -> None:
