@@ -112,6 +112,14 @@ def build_host_facts(
     # With one NUMA node every device is local to it, whatever sysfs says: a VM or a one-socket
     # host reports numa_node -1 (seen on a real H200 VM, where nvidia-smi gives NUMA affinity 0).
     only_node = next(iter(numa_ids)) if len(numa_ids) == 1 else None
+
+    def on_node(reported: int | None) -> int | None:
+        """A device's node: as reported if the host has it (or sysfs lists no nodes at all, as in
+        some containers, where the report is all there is), else the one node, else unknown."""
+        if reported is not None and (not numa_ids or reported in numa_ids):
+            return reported
+        return only_node
+
     gpus = []
     found = list(nvml.gpus if nvml else [])
     # AMD GPUs (if any) follow the NVIDIA ones in index order.
@@ -121,23 +129,17 @@ def build_host_facts(
         numa = gpu.numa_node
         if numa is None and gpu.pci_bus_id in sysfs.pci:
             numa = sysfs.pci[gpu.pci_bus_id].numa_node
-        if numa is not None and numa_ids and numa not in numa_ids:
-            numa = None
-        if numa is None:
-            numa = only_node
+        numa = on_node(numa)
         gpus.append(gpu.model_copy(update={"pcie_path": path, "numa_node": numa}))
     nics = nics_from_sysfs(sysfs)
     # Only a NIC with a PCI function sits on a node (a soft-RoCE device has none).
-    nics = [
-        n if n.numa_node in numa_ids else n.model_copy(update={"numa_node": only_node if n.pci_bus_id else None})
-        for n in nics
-    ]
+    nics = [n.model_copy(update={"numa_node": on_node(n.numa_node) if n.pci_bus_id else None}) for n in nics]
     bridges: dict[str, PCIeSwitchFact] = {}
     for path in [g.pcie_path for g in gpus] + [n.pcie_path for n in nics]:
         for depth, bus in enumerate(path):
             if bus not in bridges:
                 pci = sysfs.pci.get(bus)
-                numa = pci.numa_node if pci and (pci.numa_node in numa_ids) else only_node
+                numa = on_node(pci.numa_node if pci else None)
                 parent = path[depth + 1] if depth + 1 < len(path) else None
                 bridges[bus] = PCIeSwitchFact(bus_id=bus, parent=parent, numa_node=numa)
     nics = assign_rails(gpus, nics)

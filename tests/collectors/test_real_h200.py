@@ -105,3 +105,23 @@ def test_fabric_info_passes_its_struct_by_reference(monkeypatch: pytest.MonkeyPa
     assert info["clique_id"] == 7
     assert info["state"] == pynvml.NVML_GPU_FABRIC_STATE_COMPLETED
     assert info["cluster_uuid"] == "00010203-0405-0607-0809-0a0b0c0d0e0f"
+
+
+def test_without_a_node_list_devices_keep_the_node_their_function_reports() -> None:
+    """No /sys/devices/system/node (some containers): the GPU keeps NVML's or sysfs's node, and
+    so do the NIC and the bridge above it; before, only the GPU did and the NIC lost its node."""
+    bridge = "0000:00:02.0"
+    sysfs = SysfsInventory(
+        pci={
+            GPU_BUS: PciDevice(GPU_BUS, 0x030200, 0x10DE, 0x2335, 1, None, "nvidia"),
+            NIC_BUS: PciDevice(NIC_BUS, 0x020000, 0x15B3, 0x1021, 1, bridge, "mlx5_core"),
+            bridge: PciDevice(bridge, 0x060400, 0x8086, 0x0001, 1, None, "pcieport"),
+        },
+        net=[NetDevice("eth0", NIC_BUS, "up", None, "02:00:00:00:00:01")],
+        numa=[],
+    )
+    facts = build_host_facts("vm", read_nvml(ReplayNvml.load(FIXTURES / "nvml" / "h200-vm.json")), sysfs)
+    assert [g.numa_node for g in facts.gpus] == [1]
+    assert [n.numa_node for n in facts.nics] == [1]
+    assert [(s.bus_id, s.numa_node) for s in facts.pcie_switches] == [(bridge, 1)]
+    assert [a.via for a in facts.gpu_nic_affinity] == ["numa"]

@@ -16,7 +16,7 @@ FORMATS = ("nccl", "hwloc", "nvidia-smi-topo", "amd-topo")
 
 
 def detect_format(text: str) -> str:
-    head = text.lstrip()[:4096]
+    head = text.lstrip("\ufeff").lstrip()[:4096]
     if head.startswith("<?xml") or head.startswith("<"):
         if "<topology" in head or "hwloc" in head[:300]:
             return "hwloc"

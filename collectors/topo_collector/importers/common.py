@@ -43,7 +43,15 @@ def read_topology_file(path: Path, limit: int = MAX_IMPORT_BYTES) -> str:
         data = fh.read(limit + 1)
     if len(data) > limit:
         raise ValueError(f"{path}: larger than the {limit} byte limit for a topology file")
-    return data.decode("utf-8", errors="replace")
+    return decode_topology_bytes(data)
+
+
+def decode_topology_bytes(data: bytes) -> str:
+    """Text from a dump's bytes. A byte-order mark is honoured and dropped: Windows PowerShell's
+    ``nvidia-smi topo -m > topo.txt`` writes UTF-16 with one, Notepad writes UTF-8 with one."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return data.decode("utf-16", errors="replace")
+    return data.decode("utf-8-sig", errors="replace")
 
 
 def parse_xml(text: str) -> ET.Element:

@@ -20,13 +20,21 @@ _NV = re.compile(r"^NV(\d+)$")
 _LEGEND = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
 
 
-# Terminal escapes (SGR, e.g. the header's underline ``ESC[4m ... ESC[0m``): nvidia-smi prints them
-# even when its output goes to a pipe or a file, as captured on a real H200 (driver 580).
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# Terminal escapes: nvidia-smi underlines its header (``ESC[4m ... ESC[0m``) even when its output
+# goes to a pipe or a file, as captured on a real H200 (driver 580). Also stripped: any other CSI
+# (colon-form colours ``ESC[38:5:1m``), OSC titles and links, charset shifts (``ESC(B``, as tput's
+# sgr0 writes), and two-byte escapes, so a dump that went through a terminal or a logger parses too.
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[()][0-9A-Za-z]|[@-Z\\-_])")
+
+
+def _clean_lines(text: str) -> list[str]:
+    """Lines without escapes, a BOM or carriage returns (``\\r\\r\\n`` must not make a blank line,
+    which ends the matrix)."""
+    return _ANSI.sub("", text.lstrip("\ufeff").replace("\r", "")).splitlines()
 
 
 def parse_smi_topo(text: str, opts: ImportOptions, link_generation: int | None = None) -> HostFacts:
-    lines = _ANSI.sub("", text).splitlines()
+    lines = _clean_lines(text)
     header_at = next((i for i, line in enumerate(lines) if re.match(r"^\s+GPU0\b", line)), None)
     if header_at is None:
         raise ValueError("no `nvidia-smi topo -m` header (a line starting with GPU0) found")
@@ -44,6 +52,14 @@ def parse_smi_topo(text: str, opts: ImportOptions, link_generation: int | None =
         rows[parts[0]] = parts[1 : 1 + len(devices)]
         extra[parts[0]] = parts[1 + len(devices) :]
     gpu_names = [d for d in devices if d.startswith("GPU")]
+    # A header GPU without a full row means a cut or garbled matrix: refuse it rather than import
+    # a GPU with no NVLinks and no NUMA node, which would place jobs on it wrongly.
+    for name in gpu_names:
+        if len(rows.get(name, [])) < len(devices):
+            raise ValueError(
+                f"`nvidia-smi topo -m`: the header names {name} but its row is "
+                + ("missing" if name not in rows else f"cut short ({len(rows[name])} of {len(devices)} cells)")
+            )
     nic_names = [d for d in devices if not d.startswith("GPU")]
     row = by_model(opts.gpu_model) if opts.gpu_model else None
     if row is not None and row.link_gbps:
