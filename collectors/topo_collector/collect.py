@@ -143,6 +143,12 @@ def build_host_facts(
                 parent = path[depth + 1] if depth + 1 < len(path) else None
                 bridges[bus] = PCIeSwitchFact(bus_id=bus, parent=parent, numa_node=numa)
     nics = assign_rails(gpus, nics)
+    numa_nodes = [NUMANodeFact(index=n.index, cpus=n.cpus or None, memory_mib=n.memory_mib) for n in sysfs.numa]
+    if not numa_nodes:
+        # No node list (a container hiding /sys/devices/system/node): the nodes the devices report
+        # are nodes too, so the graph links each device to its node (its CPUs and memory unknown).
+        reported = [g.numa_node for g in gpus] + [n.numa_node for n in nics] + [b.numa_node for b in bridges.values()]
+        numa_nodes = [NUMANodeFact(index=n) for n in sorted({n for n in reported if n is not None})]
     driver = f" nvidia-driver/{nvml.driver_version}" if nvml and nvml.driver_version else ""
     return HostFacts(
         hostname=hostname,
@@ -152,7 +158,7 @@ def build_host_facts(
         collected_at=collected_at or datetime.now(UTC),
         collector_version=f"topo-collector/{__version__}{driver}",
         cpu_model=sysfs.cpu_model,
-        numa_nodes=[NUMANodeFact(index=n.index, cpus=n.cpus or None, memory_mib=n.memory_mib) for n in sysfs.numa],
+        numa_nodes=numa_nodes,
         gpus=gpus,
         nvswitches=nvml.nvswitches if nvml else [],
         pcie_switches=sorted(bridges.values(), key=lambda s: s.bus_id),

@@ -125,3 +125,5 @@ def test_without_a_node_list_devices_keep_the_node_their_function_reports() -> N
     assert [n.numa_node for n in facts.nics] == [1]
     assert [(s.bus_id, s.numa_node) for s in facts.pcie_switches] == [(bridge, 1)]
     assert [a.via for a in facts.gpu_nic_affinity] == ["numa"]
+    # The reported node is a node of the host too, so the graph links the devices to it.
+    assert [(n.index, n.cpus) for n in facts.numa_nodes] == [(1, None)]

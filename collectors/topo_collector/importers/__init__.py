@@ -37,10 +37,12 @@ def import_hosts(path: Path, opts: ImportOptions, fmt: str | None = None) -> Imp
     kind = fmt or detect_format(text)
     if kind == "nccl":
         return parse_nccl_hosts(text, opts)
+    warnings: list[str] = []
     if kind == "hwloc":
-        return ImportResult([parse_hwloc_xml(text, opts)])
+        return ImportResult([parse_hwloc_xml(text, opts, warnings)], warnings)
     if kind == "nvidia-smi-topo":
-        return ImportResult([parse_smi_topo(text, opts)])
+        facts = parse_smi_topo(text, opts, warnings=warnings)
+        return ImportResult([facts], [f"{opts.host}: {w}" for w in warnings])
     if kind == "amd-topo":
         return parse_amd_topo(text, opts)
     raise ValueError(f"unknown format {kind!r}")

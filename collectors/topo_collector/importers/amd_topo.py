@@ -41,6 +41,10 @@ def _tables(text: str) -> dict[str, list[list[str]]]:
 
 
 def parse_amd_topo(text: str, opts: ImportOptions) -> ImportResult:
+    if "ROCm System Management Interface" in text and "End of ROCm SMI Log" not in text:
+        # rocm-smi ends its output with this line: without it the tables after the cut (the NUMA
+        # nodes, last) would be missing without a word.
+        raise ValueError("the rocm-smi output has no 'End of ROCm SMI Log' line: is it truncated?")
     tables = _tables(text)
     link_rows = next((rows for title, rows in tables.items() if "link type" in title), None)
     if not link_rows or len(link_rows) < 2:
@@ -54,6 +58,15 @@ def parse_amd_topo(text: str, opts: ImportOptions) -> ImportResult:
         m = _NUMA.match(line.strip())
         if m:
             numa[m.group(1)] = int(m.group(2))
+    # A Numa Nodes table that lists some of the GPUs but not all is a cut file (rocm-smi prints
+    # every GPU): refused, not imported with the rest on no node.
+    indices = [str(i) for i in range(len(header))]
+    if numa and set(numa) != set(indices):
+        missing = [i for i in indices if i not in numa]
+        raise ValueError(
+            f"the Numa Nodes table lists {len(numa)} of {len(header)} GPUs "
+            f"(not GPU[{'], GPU['.join(missing[:4])}]{', ...' if len(missing) > 4 else ''}): is the output truncated?"
+        )
     row = by_model(opts.gpu_model) if opts.gpu_model else None
     per_link = row.link_gbps if row is not None else None
     buses = {label: label for label in header if _BDF.match(label)}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 
 import defusedxml
 import defusedxml.ElementTree as SafeET
+from pydantic import ValidationError
 from topo_facts import HostFacts
 
 from topo_collector import __version__
@@ -119,16 +121,29 @@ class ImportOptions:
         return f"topo-collector/{__version__} import"
 
     def host_facts(self, hostname: str | None = None, **parts: Any) -> HostFacts:
-        """HostFacts for this host and location, from the parts an importer found."""
-        return HostFacts(
-            hostname=hostname or self.host,
-            cluster=self.cluster,
-            rack=self.rack,
-            scalable_unit=self.scalable_unit,
-            collected_at=self.collected_at,
-            collector_version=self.collector_version,
-            **parts,
-        )
+        """HostFacts for this host and location, from the parts an importer found. Facts that do
+        not validate (a name twice, a link to nothing) are a ValueError of one line per problem,
+        not pydantic's dump of the whole input."""
+        try:
+            return HostFacts(
+                hostname=hostname or self.host,
+                cluster=self.cluster,
+                rack=self.rack,
+                scalable_unit=self.scalable_unit,
+                collected_at=self.collected_at,
+                collector_version=self.collector_version,
+                **parts,
+            )
+        except ValidationError as err:
+            problems = "; ".join(_problem(e) for e in err.errors(include_url=False, include_input=False)[:5])
+            raise ValueError(f"{hostname or self.host}: the file's facts are inconsistent: {problems}") from None
+
+
+def _problem(error: Mapping[str, Any]) -> str:
+    """One validation problem as a short phrase: where (unless a model check names it) and what."""
+    message = str(error.get("msg", "")).removeprefix("Value error, ")
+    where = ".".join(str(part) for part in error.get("loc", ()))
+    return f"{where}: {message}" if where else message
 
 
 def imported_uuid(host: str, key: str) -> str:

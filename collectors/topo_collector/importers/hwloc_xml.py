@@ -53,7 +53,8 @@ def _mask_cpus(mask: str) -> str:
     return compress_cpus([i for i in range(value.bit_length()) if value >> i & 1])
 
 
-def parse_hwloc_xml(text: str, opts: ImportOptions) -> HostFacts:
+def parse_hwloc_xml(text: str, opts: ImportOptions, warnings: list[str] | None = None) -> HostFacts:
+    """One host's facts from hwloc XML; what the file could not say is added to `warnings`."""
     root = parse_xml(text)
     if root.tag != "topology":
         raise ValueError("not an hwloc XML file: the root element is not <topology>")
@@ -94,6 +95,14 @@ def parse_hwloc_xml(text: str, opts: ImportOptions) -> HostFacts:
 
     walk(root, None, [])
     links = _nvlink_matrix(root, st)
+    recorded = any(d.get("name") == "NVLinkBandwidth" for d in root.findall("distances2hetero"))
+    if warnings is not None and len(st.gpus) > 1 and not recorded:
+        # hwloc writes the matrix only when built with NVML, and skips NVLink versions it does not
+        # know (hwloc's topology-nvml.c: NVLink 5, B200/GB200): the file cannot say the GPUs have none.
+        warnings.append(
+            f"{opts.host}: no NVLinkBandwidth matrix (hwloc without NVML, or an NVLink version it cannot "
+            "read): the GPUs import as PCIe-only"
+        )
     return _facts(opts, st, links)
 
 
