@@ -16,7 +16,8 @@ if [ -f lib/.stamp ] && [ "$(cat lib/.stamp)" = "$stamp" ] && [ -f classes/Neo4j
 fi
 echo "== fetching Neo4j 5.26 jars from Maven Central (mvn dependency:copy-dependencies)"
 rm -rf lib classes
-mvn -q -B org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies \
+# jansi.noreset: Debian's Maven 3.8 prints bare colour resets (ESC[0m) even in batch mode.
+MAVEN_OPTS="${MAVEN_OPTS:-} -Djansi.noreset=true" mvn -q -B org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies \
     -DoutputDirectory=lib -DincludeScope=runtime
 mkdir -p classes
 javac -nowarn -cp 'lib/*' -d classes Neo4jLocal.java

@@ -44,7 +44,10 @@ STATUS: dict[ErrorKind, int] = {
 }
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    400: {"model": ErrorBody, "description": "Not JSON as RFC 8259 defines it (NaN, a lone surrogate, deep nesting)"},
+    400: {
+        "model": ErrorBody,
+        "description": "Not JSON, or not JSON as RFC 8259 defines it (NaN, a lone surrogate, deep nesting)",
+    },
     401: {"model": ErrorBody, "description": "No or unknown bearer token"},
     403: {"model": ErrorBody, "description": "The token's role may not do this"},
     404: {"model": ErrorBody, "description": "Not found"},
@@ -92,6 +95,10 @@ def install_error_handlers(app: FastAPI) -> None:
                     fields.append({"field": prefix + path, "message": problem or part, "input": None})
                 continue
             fields.append({"field": where, "message": msg, "input": _input(err.get("input"))})
+        if any(err.get("type") == "json_invalid" for err in exc.errors()):
+            # A body that is not JSON at all is a 400, as strict JSON's refusals are (the answer
+            # table says so): 422 is for JSON whose fields are wrong.
+            return JSONResponse(status_code=400, content={"error": "invalid JSON", "fields": fields})
         return JSONResponse(status_code=422, content={"error": "invalid request", "fields": fields})
 
     @app.exception_handler(StarletteHTTPException)

@@ -331,6 +331,12 @@ class PlacementEngine:
         await search.search_each_model(each_model)
         if extra_hosts:
             await search.search_extra(list(extra_hosts))
+        if req.prefer_hosts:
+            # "Preferred hosts first" (the ranking's first key) holds only for hosts the search
+            # read: its pages read by free count and stop once enough is found, so a preferred host
+            # further down was never a candidate (a demo user's `8xH100 prefer=h100-su4-n21` got
+            # other hosts, and the preferred one not even at limit=20).
+            await search.search_extra([h for h in req.prefer_hosts if h not in req.exclude_hosts])
         candidates = await search.finish()
         if req.cross_site:
             await locality.annotate(self.gw, candidates)  # the inter-site link as the bottleneck
@@ -731,8 +737,9 @@ class _Search:
             loaded = min(len(names), loaded * 2)
 
     async def search_extra(self, names: list[str]) -> None:
-        """Hosts the counters cannot see as free (GPUs a preemption would free): each host,
-        each NVLink domain across them, each leaf group across them."""
+        """Named hosts searched whatever their counters say (GPUs a preemption would free, or
+        the request's preferred hosts): each host, each NVLink domain across them, each leaf
+        group across them."""
         req = self.req
         hosts = await self.loader.load(names)
         if not req.needs_one_domain and (req.gpus_per_host in (None, req.gpus)):

@@ -323,6 +323,11 @@ def _bandwidth(shape: JobShape, grid: dict[tuple[int, int], _Group]) -> tuple[li
     return out, (aligned / rings if rings else 1.0)
 
 
+def _counted(n: int, noun: str) -> str:
+    """'1 host', '2 hosts'."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _reason(shape: JobShape, p: ShapedPlacement, leftover: int) -> str:
     hosts = {r.host for r in p.ranks}
     bw = ", ".join(f"{b.level} {b.bottleneck_gbps:g} GB/s" for b in p.bandwidth if b.bottleneck_gbps is not None)
@@ -330,7 +335,7 @@ def _reason(shape: JobShape, p: ShapedPlacement, leftover: int) -> str:
         "one NVLink domain" if shape.group_level.tier is Tier.NVLINK_DOMAIN else f"one {shape.group_level.tier.value}"
     )
     text = (
-        f"{shape.ranks} GPUs on {len(hosts)} hosts: {shape.groups} TP groups of {shape.tp}, "
+        f"{shape.ranks} GPUs on {_counted(len(hosts), 'host')}: {_counted(shape.groups, 'TP group')} of {shape.tp}, "
         f"{sum(1 for g in p.groups if not shape.group_level.widened(g.tier))} inside {inside}; "
         f"the job inside {p.job_tier.value} {p.job_unit} ({leftover} eligible GPUs left there)"
     )

@@ -54,10 +54,12 @@ def test_operation_cost_table(query: str, variables: dict[str, Any] | None, cost
 
 def test_field_cost_survives_hostile_arguments() -> None:
     assert field_cost("placement", {"request": {"gpus": float("inf")}}) == 2 + 1
-    assert field_cost("placement", {"request": {"gpus": 10**30}}) == 2 + 10**9 // 8
+    # More GPUs than a request may ask for is refused before any search: the base cost only.
+    assert field_cost("placement", {"request": {"gpus": 10**30}}) == 2
+    assert field_cost("placement", {"request": {"gpus": 4097}}) == 2
     assert field_cost("placement", {"request": None}) == 3
     assert field_cost("hosts", {"first": -5}) == 1
-    assert field_cost("placementText", {"text": "9" * 50}) == 2 + 999_999_999 // 8 + 1
+    assert field_cost("placementText", {"text": "9" * 50}) == 2
     assert field_cost("somethingNew", {}) == 1
 
 
@@ -113,6 +115,17 @@ async def test_fifteen_huge_placements_are_refused_before_any_runs(gateway: Gate
     assert error["extensions"]["limit"] == 1000
     assert "too expensive" in error["message"]
     assert spy.calls == 0
+
+
+async def test_more_gpus_than_any_request_may_ask_hears_the_requests_own_error(gateway: Gateway) -> None:
+    """Before, `graphsvc place "100000xH100"` was told the query costs 12502 (no smaller page or
+    fewer aliases could help); REST and `graphsvc reserve` said the GPU count's range."""
+    app = app_with(gateway)
+    body = await post(app, A_TOKEN, '{ placementText(text: "100000xH100") { infeasible { constraint message } } }')
+    assert "errors" not in body, body
+    assert body["data"]["placementText"]["infeasible"] == [
+        {"constraint": "gpus", "message": "must be between 1 and 4096"}
+    ]
 
 
 async def test_one_huge_placement_is_allowed(gateway: Gateway) -> None:

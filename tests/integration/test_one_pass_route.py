@@ -112,7 +112,7 @@ CASES: list[tuple[str, str, Callable[[int], dict[str, Any] | bytes], str | None,
     ("from the future", "/v1/hosts/route-b/facts", lambda i: doc("route-b", at(86_400)), OPS, 422, True),
     ("invalid facts", "/v1/hosts/route-b/facts", lambda i: doc("route-b", at(-60), gpus="x"), OPS, 422, False),
     ("NaN", "/v1/hosts/route-b/facts", lambda i: b'{"hostname": NaN}', OPS, 400, False),
-    ("not JSON", "/v1/hosts/route-b/facts", lambda i: b"{", OPS, 422, False),
+    ("not JSON", "/v1/hosts/route-b/facts", lambda i: b"{", OPS, 400, False),
     ("bad host name", "/v1/hosts/-route/facts", lambda i: doc("route-b", at(-60)), OPS, 422, False),
 ]
 

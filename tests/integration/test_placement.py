@@ -189,3 +189,25 @@ async def test_an_infeasible_placement_reads_each_host_once(gateway: Gateway) ->
     assert "gpusPerHost" in by
     read = gateway.stats.get("placement_host_gpus")  # none at all when the counters answer
     assert read is None or read.rows <= cluster.gpu_count
+
+
+@pytest.mark.parametrize(
+    ("text", "preferred"),
+    [
+        ("8xH100 prefer=h100-su1-n21", ["h100-su1-n21"]),
+        ("8xH100 nvlink=full-mesh prefer=h100-su1-n21", ["h100-su1-n21"]),
+        ("16xH100 per-host=8 prefer=h100-su1-n21,h100-su1-n22", ["h100-su1-n21", "h100-su1-n22"]),
+    ],
+)
+async def test_preferred_hosts_come_first_wherever_the_pages_would_reach(
+    gateway: Gateway, text: str, preferred: list[str]
+) -> None:
+    """Every host is as free as the next, so the pages (by free count, then name) read the first
+    hosts and stop: the preferred ones, far down by name, were never candidates before."""
+    await load(gateway, "superpod-h100:sus=1")
+    _, r = await place(gateway, text)
+    assert hosts_of(r) == preferred
+    _, r = await place(gateway, text.replace("prefer=", "exclude="))
+    assert not set(hosts_of(r)) & set(preferred)
+    _, r = await place(gateway, f"{text} exclude={preferred[0]}")
+    assert preferred[0] not in hosts_of(r)  # a preferred host that is also excluded is never offered

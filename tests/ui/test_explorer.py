@@ -87,6 +87,10 @@ def test_overview_counts_labels_filters_zoom(service: ServiceProcess, page: Any,
     page.wait_for_function("location.hash.includes('health=bad')")
     page.wait_for_selector('#view[data-ready="true"]')
     assert int(page.inner_text("#shown").split()[0]) < 72
+    # a family in the URL, as placement reads one (it showed "0 GPUs match" and a blank select)
+    open_view(page, f"{service.url}/ui/#/overview?model=GB200")
+    assert page.inner_text("#shown") == "72 GPUs match"
+    assert page.eval_on_selector('#filters select[name="model"]', "s => s.value") == "GB200"
     open_view(page, f"{service.url}/ui/#/overview?color=utilization")
     assert "GPU utilization" in page.inner_text(".legend")
 

@@ -173,3 +173,15 @@ def test_uneven_hosts_need_the_rankfile() -> None:
 )
 def test_the_cli_tells_a_shaped_job_by_its_first_key(text: str, shaped: bool) -> None:
     assert is_shaped(text) is shaped
+
+
+@pytest.mark.parametrize(
+    ("shape", "says"),
+    [
+        (JobShape(tp=3), "3 GPUs on 1 host: 1 TP group of 3,"),
+        (JobShape(tp=8, dp=2), "16 GPUs on 2 hosts: 2 TP groups of 8,"),
+    ],
+)
+def test_the_reason_counts_in_words(shape: JobShape, says: str) -> None:
+    """A demo user read "3 GPUs on 1 hosts: 1 TP groups of 3"."""
+    assert placed(shape, cluster({f"su1-n{j}": 8 for j in range(4)})).reason.startswith(says)

@@ -33,6 +33,7 @@ from graphql.utilities import value_from_ast_untyped
 from strawberry.extensions import SchemaExtension
 
 from graphsvc.api.graphql.context import QueryBudgetExceeded, QueryTooExpensive
+from graphsvc.placement.request import MAX_GPUS
 
 PER_GPU = 1 / 8  # a placement's work grows with the GPUs it must find: one unit per 8 GPUs
 PLACEMENT_BASE = 2
@@ -65,7 +66,11 @@ def field_cost(name: str, args: Mapping[str, Any]) -> int:
         first = _int(args.get("first"), PAGED[name])
         return 1 + math.ceil(max(first, 0) / PAGE_UNIT)
     if name in PLACEMENT_LIKE:
-        return PLACEMENT_BASE + math.ceil(max(_gpus(name, args), 0) * PER_GPU)
+        gpus = _gpus(name, args)
+        # More GPUs than any request may ask for is refused before any search: it costs the base,
+        # so the caller hears the request's own error ("gpus: must be between 1 and 4096") as REST
+        # and `graphsvc reserve` say it, not a cost it could never bring under the limit.
+        return PLACEMENT_BASE + (0 if gpus > MAX_GPUS else math.ceil(max(gpus, 0) * PER_GPU))
     return 1
 
 

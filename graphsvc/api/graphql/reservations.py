@@ -31,7 +31,10 @@ class Reservation:
     labels: list[str]
     idempotency_key: str
     request: str | None = strawberry.field(description="The placement request in text form, if any")
-    gpus: list[GPU]
+    gpus: list[GPU] = strawberry.field(
+        description="The GPUs it holds or held: each one's state is reserved while it holds them, null once it "
+        "has ended (the GPU's state now is another reservation's business: ask the host or gpus)"
+    )
     hosts: list[HostRef]
     mig_slices: list[mig.MigSlice] = strawberry.field(
         default_factory=list, description="The MIG slices it holds (a reservation of slices holds no whole GPU)"

@@ -294,10 +294,16 @@ function paintLegend(metric) {
 const FILTERS = ["site", "model", "state", "health", "su", "rack"];
 function matcher(params) {
   const f = Object.fromEntries(FILTERS.map((k) => [k, params.get(k) || ""]));
-  return (g, h) => (!f.site || h.cluster === f.site) && (!f.model || g.model === f.model)
+  return (g, h) => (!f.site || h.cluster === f.site) && (!f.model || modelMatches(g.model, f.model))
     && (!f.state || (f.state === "usable" ? usable(g) : g.state === f.state))
     && (!f.health || (f.health === "ok" ? healthy(g) : !healthy(g)))
     && (!f.su || h.scalableUnit === f.su) && (!f.rack || h.rack === f.rack);
+}
+// A model as the select lists it, or a family as placement reads one (`?model=GB200`: every model
+// whose name holds it, any case); before, a family in the URL matched nothing and showed an empty page.
+const modelMatches = (model, wanted) => model === wanted || (model || "").toLowerCase().includes(wanted.toLowerCase());
+function withCurrent(values, current, note) {
+  return current && !values.some(([v]) => v === current) ? [[current, `${current} ${note}`], ...values] : values;
 }
 function select(name, label, values, current) {
   return `<label>${label} <select name="${name}"><option value="">all</option>${values.map(([v, t]) => `<option value="${esc(v)}"${v === current ? " selected" : ""}>${esc(t)}</option>`).join("")}</select></label>`;
@@ -326,7 +332,7 @@ async function overview(params) {
       ${total.reserved} reserved, ${total.bad} unhealthy${total.freeBad ? ` (${total.freeBad} of them idle)` : ""}, ${total.stale} stale hosts</h2>
     <form class="toolbar" id="filters">
       ${select("site", "site", uniq(hosts.map((h) => h.cluster)), params.get("site"))}
-      ${select("model", "model", uniq(gpus.map((g) => g.model)), params.get("model"))}
+      ${select("model", "model", withCurrent(uniq(gpus.map((g) => g.model)), params.get("model"), "(every model naming it)"), params.get("model"))}
       ${select("state", "state", [["usable", "free and healthy"], ["free", "free"], ["reserved", "reserved"]], params.get("state"))}
       ${select("health", "health", [["ok", "healthy"], ["bad", "degraded or failed"]], params.get("health"))}
       ${select("su", "scalable unit", uniq(hosts.map((h) => h.scalableUnit)), params.get("su"))}
