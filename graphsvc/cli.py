@@ -12,9 +12,12 @@ import contextlib
 import json
 import logging
 import os
+import select
+import signal
 import sys
+import threading
 import time
-from collections.abc import Coroutine, Iterator, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +32,9 @@ if TYPE_CHECKING:
 
     import httpx
     import uvicorn
+    from topo_facts.models import HostFacts
 
+    from graphsvc.security.auth import TokenStore
     from graphsvc.settings import Settings
     from graphsvc.synthetic.clusters import SyntheticCluster
 
@@ -42,6 +47,10 @@ SERVER_HELP = (
 
 class CLIError(Exception):
     """An expected failure: printed as one line, naming what went wrong and the fix."""
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised where the main thread is so that every `finally` on the way out runs."""
 
 
 def _client_options(p: argparse.ArgumentParser, *, output: bool = True) -> None:
@@ -291,9 +300,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "json", False):
         args.output = "json"
     try:
-        return _run(args)
+        status = _run(args)
+        sys.stdout.flush()  # a reader that closed the pipe is met here, not in the interpreter's exit
+        return status
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError as exc:
+        return _broken_pipe(exc)
     except CLIError as exc:
         print(f"graphsvc: error: {exc}", file=sys.stderr)
         return 1
@@ -301,6 +314,54 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.debug("failed", exc_info=True)
         print(f"graphsvc: error: {exc}", file=sys.stderr)
         return 1
+
+
+def _broken_pipe(exc: BrokenPipeError) -> int:
+    """`graphsvc place … | head`: the reader has what it wanted, so end quietly, as a filter
+    killed by SIGPIPE would (status 141). Any later write to stdout, the interpreter's own flush
+    at exit included, goes to /dev/null (the Python docs' recipe for SIGPIPE). A broken pipe
+    elsewhere (a socket) is an error like any other."""
+    if not _stdout_closed():
+        print(f"graphsvc: error: {exc}", file=sys.stderr)
+        return 1
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return 128 + signal.SIGPIPE
+
+
+def _stdout_closed() -> bool:
+    """Whether stdout is a pipe with no reader left (the kernel reports POLLERR for it)."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll() here, or no stdout to ask about
+        return True
+
+
+@contextlib.contextmanager
+def _stopping_on_sigterm() -> Iterator[None]:
+    """SIGTERM runs our `finally` blocks (the demo's local Neo4j is stopped in one), then the
+    process dies by it. Why: uvicorn catches SIGTERM, shuts down, then raises it again to die by
+    it; with the default disposition that killed us at once, before those blocks ran, and the
+    local Neo4j (its own session, so no signal reached it) lived on with its port and data."""
+    if threading.current_thread() is not threading.main_thread():  # only it may set handlers
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    except Terminated:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.raise_signal(signal.SIGTERM)  # dies here, as a service stopped by SIGTERM is expected to
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated(signum)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -336,9 +397,10 @@ def _run(args: argparse.Namespace) -> int:
     import asyncio  # only from here on: the client commands above need no event loop
 
     if args.command == "serve":
-        _run_service(_serve(_settings(args)))
+        with _stopping_on_sigterm():
+            _run_service(_serve(_settings(args)))
     elif args.command == "demo":
-        with _local_neo4j_if_asked(args):
+        with _stopping_on_sigterm(), _local_neo4j_if_asked(args):
             _run_service(_demo(_settings(args), args.profile))
     elif args.command == "load":
         from graphsvc.synthetic.clusters import build
@@ -554,42 +616,96 @@ def _local_neo4j_if_asked(args: argparse.Namespace) -> Iterator[None]:
         server.stop()
 
 
-async def _demo(settings: Settings, profile: str) -> None:
+def _demo_clusters(profile: str) -> list[SyntheticCluster]:
     from graphsvc.synthetic.clusters import Profile, build
 
     if profile == "multisite":  # on-prem + two cloud regions, with sites and example prices (docs/sites.md)
         from graphsvc.synthetic import multisite
 
-        clusters = multisite.clusters()
-    else:
-        clusters = [build(Profile.parse(profile))]
+        return multisite.clusters()
+    return [build(Profile.parse(profile))]
+
+
+@contextlib.contextmanager
+def _demo_token(
+    tokens: TokenStore, settings: Settings, name: str, role: str, hosts: list[str] | None = None
+) -> Iterator[str | None]:
+    """A token of the demo's own, in memory only (never printed), revoked on the way out;
+    None where there is no authentication (insecure dev mode)."""
+    if settings.insecure_dev:
+        yield None
+        return
+    from graphsvc.security.auth import Role, new_token
+
+    token, entry = new_token(name, Role(role), hosts)
+    sha = tokens.add(entry)
+    try:
+        yield token
+    finally:
+        tokens.revoke(sha)
+
+
+async def _demo(settings: Settings, profile: str) -> None:
+    import asyncio
+
+    clusters = _demo_clusters(profile)
     from fastapi import FastAPI
 
     server, task = await _start(settings)
     url = f"http://{settings.host}:{settings.port}"
-    loader: str | None = None
     app = server.config.app
     assert isinstance(app, FastAPI)
     tokens = app.state.tokens
-    if not settings.insecure_dev:
-        from graphsvc.security.auth import Role, new_token
-
-        loader, entry = new_token("demo-loader", Role.OPERATOR)  # in memory only, never printed
-        loader_sha = tokens.add(entry)
     try:
-        for cluster in clusters:
-            await push_cluster(url, cluster, token=loader)
-        if profile == "multisite":
-            await multisite.push_sites(url, loader)
+        with _demo_token(tokens, settings, "demo-loader", "operator") as loader:
+            for cluster in clusters:
+                await push_cluster(url, cluster, token=loader)
+            if profile == "multisite":
+                from graphsvc.synthetic import multisite
+
+                await multisite.push_sites(url, loader)
         print(f"graphsvc demo: {ready_line(settings)}; Ctrl-C to stop", file=sys.stderr)
     except BaseException:
         server.should_exit = True
         await task
         raise
-    finally:
-        if loader is not None:
-            tokens.revoke(loader_sha)
-    await task
+    hosts = [h for c in clusters for h in c.hosts]
+    with _demo_token(tokens, settings, "demo-collector", "collector", [h.hostname for h in hosts]) as collector:
+        every_s = settings.stale_after_s / 3
+        refresher = asyncio.create_task(_keep_fresh(url, hosts, collector, every_s, lambda: server.should_exit))
+        try:
+            await task
+        finally:
+            refresher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await refresher
+
+
+async def _keep_fresh(
+    url: str, hosts: list[HostFacts], token: str | None, every_s: float, stopping: Callable[[], bool]
+) -> None:
+    """Send the demo hosts' facts again every `every_s`, with a new collected_at, as their
+    collectors would. Why: the demo has no collectors, so after stale_after_s (5 min) every host
+    was stale and nothing could be placed. Cheap: the service applies facts whose topology it
+    already holds with one small statement."""
+    import asyncio
+    from datetime import UTC, datetime
+
+    import httpx
+
+    log.info("demo: refreshing the facts of its %d hosts every %.0f s, as collectors would", len(hosts), every_s)
+    headers = {"authorization": f"Bearer {token}"} if token else {}
+    notice = _BusyNotice()
+    async with httpx.AsyncClient(base_url=url, timeout=120, headers=headers) as client:
+        while True:
+            await asyncio.sleep(every_s)
+            fresh = [h.model_copy(update={"collected_at": datetime.now(UTC)}) for h in hosts]
+            try:
+                await _put_hosts(client, fresh, concurrency=2, notice=notice)
+            except (CLIError, httpx.HTTPError) as exc:
+                if stopping():
+                    return  # the service is shutting down: nothing to keep fresh
+                log.warning("demo: refreshing host facts failed (%s); trying again in %.0f s", exc, every_s)
 
 
 PUT_ATTEMPTS = 3
@@ -614,10 +730,78 @@ async def _put_again_if_dropped(client: httpx.AsyncClient, path: str, body: str)
     raise AssertionError("unreachable")
 
 
-async def push_cluster(url: str, cluster: SyntheticCluster, *, concurrency: int = 8, token: str | None = None) -> None:
-    """Send every host's facts, then the fabric, through the public ingest API, with progress."""
+BUSY_STATUSES = frozenset({429, 503})
+BUSY_ATTEMPTS = 6
+BUSY_BACKOFF_S = 1.0  # doubled each time: 1 + 2 + 4 + 8 + 16 s at most between six attempts
+BUSY_MAX_PAUSE_S = 30.0
+
+
+class _BusyNotice:
+    """Says once, on stderr, that the service is busy and PUTs are being sent again."""
+
+    def __init__(self) -> None:
+        self.said = False
+
+    def say(self, resp: httpx.Response) -> None:
+        if not self.said:
+            self.said = True
+            print(
+                f"graphsvc: the service is busy (HTTP {resp.status_code}: {resp.text[:200]}); "
+                f"retrying, up to {BUSY_ATTEMPTS} times a request",
+                file=sys.stderr,
+            )
+
+
+async def _put_again_if_busy(client: httpx.AsyncClient, path: str, body: str, notice: _BusyNotice) -> httpx.Response:
+    """PUT, sent again (at most BUSY_ATTEMPTS times, pausing longer each time) while the service
+    answers 503 or 429. Why: on a busy 2-core machine a cold Neo4j's first writes ran past the
+    service's 10 s query timeout (503 "timed out") and the demo gave up. Safe: a PUT of facts is
+    idempotent. Any other status is returned at once: a 4xx is the request's fault, a 500 a bug."""
     import asyncio
 
+    for attempt in range(1, BUSY_ATTEMPTS + 1):
+        resp = await _put_again_if_dropped(client, path, body)
+        if resp.status_code not in BUSY_STATUSES or attempt == BUSY_ATTEMPTS:
+            return resp
+        notice.say(resp)
+        await asyncio.sleep(_busy_pause(resp, attempt))
+    raise AssertionError("unreachable")
+
+
+def _busy_pause(resp: httpx.Response, attempt: int) -> float:
+    """The service's Retry-After (seconds) where it gives one, else a doubling backoff; capped."""
+    after = resp.headers.get("retry-after", "").strip()
+    pause = float(after) if after.isdigit() else BUSY_BACKOFF_S * 2 ** (attempt - 1)
+    return min(pause, BUSY_MAX_PAUSE_S)
+
+
+async def _put_hosts(
+    client: httpx.AsyncClient,
+    hosts: list[HostFacts],
+    *,
+    concurrency: int,
+    notice: _BusyNotice,
+    progress: Callable[[HostFacts], None] | None = None,
+) -> None:
+    """PUT every host's facts, `concurrency` at a time; a refusal is one CLIError line."""
+    import asyncio
+
+    pending = iter(hosts)  # shared by the workers: each takes the next host
+
+    async def worker() -> None:
+        for host in pending:
+            path = f"/v1/hosts/{host.hostname}/facts"
+            resp = await _put_again_if_busy(client, path, host.model_dump_json(), notice)
+            if resp.status_code != 200:
+                raise CLIError(f"host {host.hostname}: HTTP {resp.status_code}: {resp.text[:500]}")
+            if progress is not None:
+                progress(host)
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+
+
+async def push_cluster(url: str, cluster: SyntheticCluster, *, concurrency: int = 8, token: str | None = None) -> None:
+    """Send every host's facts, then the fabric, through the public ingest API, with progress."""
     import httpx
 
     total = len(cluster.hosts)
@@ -629,32 +813,23 @@ async def push_cluster(url: str, cluster: SyntheticCluster, *, concurrency: int 
     started = time.monotonic()
     done = gpus = 0
     last = 0.0
-    queue: asyncio.Queue[int] = asyncio.Queue()
-    for i in range(total):
-        queue.put_nowait(i)
 
+    def progress(host: HostFacts) -> None:
+        nonlocal done, gpus, last
+        done += 1
+        gpus += len(host.gpus)
+        now = time.monotonic()
+        if now - last > 1.0 or done == total:
+            last = now
+            print(f"  hosts {done}/{total}  GPUs {gpus}  {now - started:.1f}s", file=sys.stderr)
+
+    notice = _BusyNotice()
     with _reaching(url):
         headers = {"authorization": f"Bearer {token}"} if token else _auth_headers()
         async with httpx.AsyncClient(base_url=url, timeout=120, headers=headers) as client:
-
-            async def worker() -> None:
-                nonlocal done, gpus, last
-                while not queue.empty():
-                    host = cluster.hosts[queue.get_nowait()]
-                    resp = await _put_again_if_dropped(
-                        client, f"/v1/hosts/{host.hostname}/facts", host.model_dump_json()
-                    )
-                    if resp.status_code != 200:
-                        raise CLIError(f"host {host.hostname}: HTTP {resp.status_code}: {resp.text[:500]}")
-                    done += 1
-                    gpus += len(host.gpus)
-                    now = time.monotonic()
-                    if now - last > 1.0 or done == total:
-                        last = now
-                        print(f"  hosts {done}/{total}  GPUs {gpus}  {now - started:.1f}s", file=sys.stderr)
-
-            await asyncio.gather(*(worker() for _ in range(concurrency)))
-            resp = await _put_again_if_dropped(client, "/v1/fabric", cluster.fabric().model_dump_json())
+            await _put_hosts(client, cluster.hosts, concurrency=concurrency, notice=notice, progress=progress)
+            fabric_json = cluster.fabric().model_dump_json()
+            resp = await _put_again_if_busy(client, "/v1/fabric", fabric_json, notice)
     if resp.status_code != 200:
         raise CLIError(f"fabric: HTTP {resp.status_code}: {resp.text[:500]}")
     fabric = resp.json()

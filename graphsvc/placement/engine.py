@@ -12,6 +12,7 @@ The search pages on until it has enough candidates or has read every unit that c
 from __future__ import annotations
 
 import time
+import zlib
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from operator import attrgetter
@@ -271,6 +272,11 @@ class PlacementEngine:
         self.scan_blocks_up_to = SCAN_BLOCKS_UP_TO
         self.block_tops = BlockTops()
         self.topology = TopologyCache()  # each host's topology between requests; free state never
+        # Ends lapsed leases now (True: some ended). The candidate statements seek by free
+        # counters, which give a lapsed lease's GPUs back only once its reservation has ended; the
+        # reservation service sets this, so placement offers them as `reserve` would take them,
+        # not only after the lease reaper's next run (up to 5 s later).
+        self.reap_lapsed: Callable[[], Awaitable[bool]] | None = None
 
     async def models(self) -> list[str]:
         """The GPU models in the graph (graph_facts: kept for a minute, they change with hardware)."""
@@ -310,9 +316,15 @@ class PlacementEngine:
         virtual_free: frozenset[str] = frozenset(),
         extra_hosts: tuple[str, ...] = (),
         loader: HostLoader | None = None,
+        reap: bool = True,
+        tie_seed: int | None = None,
     ) -> PlacementResult:
         """Ranked candidates; `virtual_free` GPUs (on `extra_hosts`) count as free, for preemption plans.
-        `loader`: hosts already read for this request (the diagnosis's searches reuse the first's)."""
+        `loader`: hosts already read for this request (the diagnosis's searches reuse the first's).
+        Fewer candidates than asked for: lapsed leases are ended (`reap_lapsed`) and the search runs
+        once more, unless `reap` is False. `tie_seed`: hosts equally good for a multi-host choice
+        are taken in an order of this seed's, not by name (a reserve that collided with concurrent
+        ones looks again elsewhere than they do)."""
         started = time.perf_counter()
         req = req.validated()
         if req.mig_profile is not None:
@@ -321,7 +333,7 @@ class PlacementEngine:
         if unknown:  # answered without a search
             elapsed = (time.perf_counter() - started) * 1000
             return PlacementResult([], unknown if explain_infeasible else [], 0, elapsed)
-        search = _Search(self, req, virtual_free)
+        search = _Search(self, req, virtual_free, tie_seed)
         if loader is not None and loader.sites == req.site_set and not virtual_free:
             search.loader = loader
         each_model = await self.models() if req.model is None and not virtual_free else []
@@ -338,6 +350,10 @@ class PlacementEngine:
             # other hosts, and the preferred one not even at limit=20).
             await search.search_extra([h for h in req.prefer_hosts if h not in req.exclude_hosts])
         candidates = await search.finish()
+        if len(candidates) < req.limit and reap and not virtual_free and self.reap_lapsed and await self.reap_lapsed():
+            return await self.place(
+                req, explain_infeasible=explain_infeasible, extra_hosts=extra_hosts, reap=False, tie_seed=tie_seed
+            )
         if req.cross_site:
             await locality.annotate(self.gw, candidates)  # the inter-site link as the bottleneck
         infeasible = []
@@ -357,8 +373,11 @@ class PlacementEngine:
 
 
 class _Search:
-    def __init__(self, engine: PlacementEngine, req: PlacementRequest, virtual_free: frozenset[str]) -> None:
+    def __init__(
+        self, engine: PlacementEngine, req: PlacementRequest, virtual_free: frozenset[str], tie_seed: int | None = None
+    ) -> None:
         self.engine = engine
+        self.tie_seed = tie_seed
         self.req = req
         self.gw = engine.gw
         now = engine.clock()
@@ -383,6 +402,11 @@ class _Search:
         # The first page of a candidate statement read for it with other models' (read_first_pages):
         # the statement, the page size it was read with, and its row.
         self.first_page: tuple[str, int, FitRow] | None = None
+
+    def tie(self, name: str) -> tuple[int, str]:
+        """How hosts equally good for a multi-host choice are ordered: by name, or with a seed in
+        the seed's order (then by name)."""
+        return (0, name) if self.tie_seed is None else (zlib.crc32(f"{self.tie_seed}/{name}".encode()), name)
 
     def enough(self) -> bool:
         return len(self.found) >= self.want or self.units_read >= self.engine.budget.units
@@ -720,10 +744,10 @@ class _Search:
         spread = req.packing is Packing.SPREAD
         names = sorted(
             (h for h, free in free_by_host.items() if free >= per_host and h not in req.exclude_hosts),
-            key=lambda h: (-free_by_host[h] if spread else free_by_host[h], h),
+            key=lambda h: (-free_by_host[h] if spread else free_by_host[h], self.tie(h)),
         )
         if req.gpus_per_host is None:
-            names.sort(key=lambda h: (-free_by_host[h], h))  # fewest hosts: fullest first
+            names.sort(key=lambda h: (-free_by_host[h], self.tie(h)))  # fewest hosts: fullest first
             need = cover([free_by_host[h] for h in names], req.gpus)
         else:
             need = -(-req.gpus // per_host)
@@ -805,11 +829,11 @@ class _Search:
     def _fill(self, pools: list[tuple[Host, list[Gpu]]], n: int) -> list[Gpu] | None:
         """Fewest hosts: take the fullest first; finish on the host that fits the rest best."""
         chosen: list[Gpu] = []
-        remaining = sorted(pools, key=lambda p: (-len(p[1]), p[0].name))
+        remaining = sorted(pools, key=lambda p: (-len(p[1]), self.tie(p[0].name)))
         while remaining and len(chosen) < n:
             need = n - len(chosen)
             fits = [p for p in remaining if len(p[1]) >= need]
-            pick = min(fits, key=lambda p: (len(p[1]), p[0].name)) if fits else remaining[0]
+            pick = min(fits, key=lambda p: (len(p[1]), self.tie(p[0].name))) if fits else remaining[0]
             remaining.remove(pick)
             take = sorted(pick[1], key=lambda g: g.index)[: min(need, len(pick[1]))]
             chosen.extend(take)
@@ -846,7 +870,7 @@ class _Search:
         if len(options) < count:
             return None
         spread = req.packing is Packing.SPREAD
-        options.sort(key=lambda o: (-(len(o[1]) - p) if spread else len(o[1]) - p, o[0].name))
+        options.sort(key=lambda o: (-(len(o[1]) - p) if spread else len(o[1]) - p, self.tie(o[0].name)))
         if req.rail_aligned:
             return self._rail_aligned_pick(options, p, count)
         chosen: list[Gpu] = []

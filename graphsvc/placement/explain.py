@@ -8,14 +8,19 @@ request is shrunk to the largest GPU count that fits with every constraint kept.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 from graphsvc.placement.counting import Counts, free_bounds
 from graphsvc.placement.model import Candidate, InfeasibleReason
-from graphsvc.placement.request import NVLinkRequirement, PlacementRequest, format_request
+from graphsvc.placement.request import MAX_LIMIT, NVLinkRequirement, PlacementRequest, format_request
+from graphsvc.sites.store import list_sites
 
 if TYPE_CHECKING:
     from graphsvc.placement.engine import HostLoader, PlacementEngine
+
+Feasible = Callable[[PlacementRequest], Awaitable[bool]]  # does a request fit (diagnose's probe)
 
 
 def describe(req: PlacementRequest, c: Candidate, leftover: int) -> str:
@@ -66,6 +71,7 @@ _RELAXATIONS: list[tuple[str, str, dict[str, object]]] = [
     ("minMemoryGiB", "the memory minimum", {"min_memory_gib": None}),
     ("excludeUnhealthy", "excluding unhealthy GPUs", {"exclude_unhealthy": False}),
     ("excludeHosts", "the excluded hosts", {"exclude_hosts": ()}),
+    ("sites", "the site filter", {"sites": ()}),
 ]
 
 
@@ -96,6 +102,13 @@ async def diagnose(
         return bool((await engine.place(r.with_(limit=1), explain_infeasible=False, loader=loader)).candidates)
 
     reasons: list[InfeasibleReason] = []
+    if req.sites:
+        known = [site.name for site in await list_sites(engine.gw)]
+        missing = [name for name in req.sites if name not in known]
+        if missing:
+            reasons.append(await _unknown_sites(req, missing, known, feasible))
+            if len(missing) == len(req.sites):  # no GPU is in a site the graph does not know
+                return await _with_stale(engine, reasons)
     if req.nvlink is NVLinkRequirement.FULL_MESH:
         softer = req.with_(nvlink=NVLinkRequirement.ANY)
         if await feasible(softer):
@@ -114,17 +127,15 @@ async def diagnose(
         if any(r.constraint == field for r in reasons):
             continue
         if await feasible(relaxed):
-            reasons.append(
-                InfeasibleReason(field, f"nothing fits with {words} ({_value(req, field)}); without it it does",
-                                 format_request(relaxed))
-            )  # fmt: skip
+            reasons.append(await _relaxed_reason(engine, req, field, words, relaxed, loader))
     largest = await _largest_feasible(req, feasible, bounds.most(req))
     model = req.model or "matching"
     if largest == 0 and not reasons:
         reasons.append(
             InfeasibleReason(
                 "model" if req.model else "gpus",
-                f"no free {model} GPU meets the per-GPU constraints (model, memory, health, temperature)",
+                f"no free {model} GPU{_in_sites(req)} meets the per-GPU constraints (model, memory, health, "
+                "temperature)",
                 None,
             )
         )
@@ -139,6 +150,11 @@ async def diagnose(
         )
     if not reasons:
         reasons.append(InfeasibleReason("gpus", f"no placement for {req.gpus} GPUs was found within the search budget"))
+    return await _with_stale(engine, reasons)
+
+
+async def _with_stale(engine: PlacementEngine, reasons: list[InfeasibleReason]) -> list[InfeasibleReason]:
+    """The reasons, and how many silent hosts were not offered: a reason of its own, whatever else failed."""
     stale = await _stale_hosts(engine)
     if stale:
         reasons.append(
@@ -150,6 +166,107 @@ async def diagnose(
             )
         )
     return reasons
+
+
+def _in_sites(req: PlacementRequest) -> str:
+    """` in site a` / ` in sites a, b`: where a request naming sites looked."""
+    if not req.sites:
+        return ""
+    return f" in site{'s' if len(req.sites) > 1 else ''} {', '.join(req.sites)}"
+
+
+_LISTED_SITES = 10  # more known sites than this are counted, not listed
+
+
+def unknown_sites_message(missing: Sequence[str], known: Sequence[str]) -> str:
+    """Which asked sites the graph does not know, and which it does. Without this the answer was
+    the per-GPU one (constraint `model`: "no free H100 GPU meets the per-GPU constraints"), which
+    sent the caller looking at the model for a typo in a site name."""
+    names = ", ".join(repr(name) for name in missing)
+    said = f"no site named {names} is known" if len(missing) == 1 else f"no sites named {names} are known"
+    if not known:
+        return f"{said}: the graph has no sites (docs/sites.md)"
+    if len(known) <= _LISTED_SITES:
+        return f"{said}; known sites: {', '.join(known)}"
+    return f"{said}; {len(known)} sites are known (`graphsvc sites` lists them)"
+
+
+async def _unknown_sites(
+    req: PlacementRequest, missing: Sequence[str], known: Sequence[str], feasible: Feasible
+) -> InfeasibleReason:
+    """The reason `sites` for names no site has, nearest the request with only the known ones,
+    or with none when it names no known site (either only when it fits)."""
+    nearer = req.with_(sites=tuple(name for name in req.sites if name not in missing))
+    return InfeasibleReason(
+        "sites", unknown_sites_message(missing, known), format_request(nearer) if await feasible(nearer) else None
+    )
+
+
+async def _relaxed_reason(
+    engine: PlacementEngine,
+    req: PlacementRequest,
+    field: str,
+    words: str,
+    relaxed: PlacementRequest,
+    loader: HostLoader | None,
+) -> InfeasibleReason:
+    """Why a constraint that alone blocks the request does: in its own words where the generic
+    ones ("nothing fits with X; without it it does") leave the caller guessing what to ask."""
+    if field == "sites":
+        return InfeasibleReason(field, f"nothing fits{_in_sites(req)}; without the site filter it does",
+                                format_request(relaxed))  # fmt: skip
+    if field == "minMemoryGiB":
+        return await _memory_reason(engine, req, relaxed, loader)
+    return InfeasibleReason(field, f"nothing fits with {words} ({_value(req, field)}); without it it does",
+                            format_request(relaxed))  # fmt: skip
+
+
+_MEMORY_ROUNDS = 8  # more distinct GPU memory sizes than a request's other constraints leave is unheard of
+
+
+async def _most_memory(
+    engine: PlacementEngine, relaxed: PlacementRequest, loader: HostLoader | None
+) -> tuple[int, str] | None:
+    """The most memory per GPU a placement meeting every other constraint offers, as (MiB, model)
+    of the candidate whose smallest GPU is largest. Each round asks for more than the last found,
+    so the last round that finds a candidate found the largest (a round per memory size the
+    candidates show, usually two searches: one finds, one finds nothing)."""
+    best: tuple[int, str] | None = None
+    ask = relaxed.with_(limit=MAX_LIMIT)
+    for _ in range(_MEMORY_ROUNDS):
+        found = (await engine.place(ask, explain_infeasible=False, loader=loader)).candidates
+        offers = [(min(g.memory_mib or 0 for g in c.gpus), c.gpus[0].model) for c in found if c.gpus]
+        if not offers:
+            break
+        best = max(offers)
+        ask = ask.with_(min_memory_gib=(best[0] + 1) / 1024)
+    return best
+
+
+def memory_message(req: PlacementRequest, most_mib: int, model: str) -> tuple[str, float]:
+    """The memory reason's words and the largest minimum that fits (GiB, one decimal, rounded
+    down so that the GPUs named meet it). `mem>=80` ruled out the "80 GB" H100 (81,559 MiB, 79.6
+    GiB), and "nothing fits with the memory minimum (80.0)" did not say what there was."""
+    gib = math.floor(most_mib / 1024 * 10) / 10
+    which = req.model or "GPU"
+    words = (
+        f"nothing fits with the memory minimum ({req.min_memory_gib:g} GiB): the largest {which} that meets the "
+        f"other constraints has {gib:g} GiB ({model}, {most_mib} MiB)"
+    )
+    return words, gib
+
+
+async def _memory_reason(
+    engine: PlacementEngine, req: PlacementRequest, relaxed: PlacementRequest, loader: HostLoader | None
+) -> InfeasibleReason:
+    """The memory minimum blocks the request alone: the reason names the most memory a placement
+    offers, nearest the request with that as its minimum (a candidate found has it)."""
+    most = await _most_memory(engine, relaxed, loader)
+    if most is None:  # the relaxed request fitted by its counts but no search found it (budget)
+        return InfeasibleReason("minMemoryGiB", f"nothing fits with the memory minimum ({req.min_memory_gib:g} GiB); "
+                                "without it it does", format_request(relaxed))  # fmt: skip
+    words, gib = memory_message(req, *most)
+    return InfeasibleReason("minMemoryGiB", words, format_request(req.with_(min_memory_gib=gib)))
 
 
 async def _stale_hosts(engine: PlacementEngine) -> int:

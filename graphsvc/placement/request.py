@@ -4,7 +4,7 @@ Text form (one function parses it for the CLI and for GraphQL)::
 
     8xH100 nvlink=full-mesh ib-hops<=1
     16xGB200 nvlink=full-mesh
-    32xH100 per-host=8 rail-aligned ib-hops<=1 mem>=80 temp<=85
+    32xH100 per-host=8 rail-aligned ib-hops<=1 mem>=79 temp<=85   (an "80 GB" H100 has 79.6 GiB)
     4 nvlink=any exclude=node-a,node-b limit=5 packing=spread allow-unhealthy
     2x 3g.40gb model=H100 exclude=node-a          (MIG slices: a count, then a profile)
 
@@ -29,6 +29,7 @@ from functools import cached_property
 
 from topo_facts.gpu_models import ModelMatch, model_match
 from topo_facts.mig import is_profile
+from topo_facts.models import UNPRINTABLE
 
 from graphsvc.placement.capabilities import CapabilityNeeds, parse_cc
 from graphsvc.placement.options import OPTIONS
@@ -56,6 +57,24 @@ class RequestError(ValueError):
         super().__init__(f"{field}: {message}")
         self.field = field
         self.message = message
+
+
+def _check_names(name_field: str, names: tuple[str, ...]) -> None:
+    """Host and site names as the graph can hold them, so both stores answer alike.
+
+    A comma: no host or site name holds one (topo_facts HostName, the site catalog), so such an
+    entry matches nothing, and its text form (format_request, the idempotency fingerprint) would
+    read as the list it looks like. An unprintable character (topo_facts.models.UNPRINTABLE, the
+    rule fact documents and reservation labels follow): no stored name holds one either, and a NUL
+    reached the store, where Neo4j matched nothing and reserved while FalkorDB refused the
+    statement (an untyped 422 and a failed query in the log)."""
+    if any("," in name for name in names):
+        raise RequestError(name_field, "a name holds no comma: give each one as its own list entry")
+    bad = next((name for name in names if UNPRINTABLE.search(name)), None)
+    if bad is not None:
+        raise RequestError(
+            name_field, f"{bad!r} holds a control character, line break or bidi control; no host or site name does"
+        )
 
 
 @dataclass(frozen=True)
@@ -109,13 +128,9 @@ class PlacementRequest:
             raise RequestError("model", "must be 1 to 128 characters")
         if len(self.exclude_hosts) > 10_000 or len(self.prefer_hosts) > 1000:
             raise RequestError("excludeHosts", "too many hosts listed")
-        # No host or site name holds a comma (topo_facts HostName, the site catalog): an entry
-        # with one matches nothing, and its text form (format_request, the idempotency
-        # fingerprint) would read as the list it looks like.
         for name_field, names in (("excludeHosts", self.exclude_hosts), ("preferences.hosts", self.prefer_hosts),
                                   ("sites", self.sites)):  # fmt: skip
-            if any("," in name for name in names):
-                raise RequestError(name_field, "a name holds no comma: give each one as its own list entry")
+            _check_names(name_field, names)
         caps = self.capabilities
         if caps.min_memory_bandwidth_gbps is not None and not 0 <= caps.min_memory_bandwidth_gbps <= 100_000:
             raise RequestError("minMemoryBandwidthGBps", "must be between 0 and 100000 GB/s")
@@ -199,11 +214,14 @@ def parse_request(text: str) -> PlacementRequest:
     if not m:
         raise RequestError("text", f"{tokens[0]!r}: start with a GPU count such as 8 or 8xH100")
     values: dict[str, object] = {"gpus": int(m.group(1))}
+    given: set[str] = set()
     if m.group(2) and _LOOKS_MIG.match(m.group(2)):
         values["mig_profile"] = m.group(2).lower()
     elif m.group(2):
         values["model"] = m.group(2)
+        given.add("model")
     for token in tokens[1:]:
+        _once(token, given)
         _apply(token, values)
     try:
         return PlacementRequest(**values).validated()  # type: ignore[arg-type]
@@ -229,6 +247,35 @@ _KEYS = ["nvlink", "scale-up", "xgmi", "ib-hops", "max-ib-hops", "hops", "per-ho
          "min-mem", "memory", "temp", "max-temp", "temperature", "model", "exclude", "exclude-hosts", "prefer",
          "prefer-hosts", "limit", "packing", "cc", "compute-capability", "mem-bw", "memory-bandwidth", "link-gen",
          "nvlink-gen", "site", "sites"]  # fmt: skip
+
+
+# Each option with a value under the name the request echo writes: its other spellings set the
+# same field, so `nvlink=full-mesh xgmi=none` is nvlink given twice.
+_CANONICAL = {
+    "scale-up": "nvlink", "xgmi": "nvlink", "max-ib-hops": "ib-hops", "hops": "ib-hops", "gpus-per-host": "per-host",
+    "min-mem": "mem", "memory": "mem", "max-temp": "temp", "temperature": "temp", "exclude-hosts": "exclude",
+    "prefer-hosts": "prefer", "sites": "site", "compute-capability": "cc", "memory-bandwidth": "mem-bw",
+    "nvlink-gen": "link-gen",
+}  # fmt: skip
+
+
+def _once(token: str, given: set[str]) -> None:
+    """An option with a value is given once: twice, the last silently won (`8xH100 nvlink=full-mesh
+    nvlink=none` asked for no NVLink, and the echo showed only `8xH100`), so a request assembled
+    from two sources asked for what neither meant. Lists are one comma-separated value
+    (`exclude=a,b`), so no option repeats; a flag twice is the flag, and the model may come
+    after the count or as `model=`, not both."""
+    m = _OPTION.match(token)
+    if not m:
+        return
+    key = m.group(1).lower()
+    name = _CANONICAL.get(key, key)
+    if name not in _KEYS:
+        return  # an unknown option: _apply names it
+    if name in given:
+        spelled = f" (as {key})" if key != name else ""
+        raise RequestError("text", f"{token!r}: {name} given twice{spelled}; give each option once")
+    given.add(name)
 
 
 def _unknown(token: str, word: str, known: list[str]) -> RequestError:

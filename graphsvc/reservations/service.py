@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import random
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -61,6 +62,8 @@ log = logging.getLogger(__name__)
 MAX_GPUS = 4096
 MAX_PREEMPTION_HOSTS = 1024  # hosts a preemption plan searches beyond the free ones (victims and neighbours)
 MAX_LABELS = 32
+_DEFAULT_LIMIT = PlacementRequest(gpus=1).limit  # what a request that names no limit has
+PLACED_ROUNDS = 4  # fresh placements a placed reserve looks at before it answers Conflict
 
 
 @dataclass
@@ -104,7 +107,8 @@ class Reservation:
 @dataclass(frozen=True)
 class KeyUse:
     """A reserve's idempotency key and the request digests a reservation stored under it may
-    hold for this request (the one stored now, the one stored before stop 46). Carried to the
+    hold for this request (the one stored now, those stored before: request_fingerprint's
+    forms). Carried to the
     write, so a key that raced in is answered as the first look at the key is."""
 
     key: str
@@ -203,19 +207,26 @@ def request_fingerprint(
     preemptible: bool,
     labels: Sequence[str],
     allow_preemption: bool,
-    legacy: bool = False,
+    form: str = "now",
 ) -> str:
     """A digest of everything a reserve asks for, stored with an idempotency key.
 
     A retry (same key, same request) gets the reservation it made; the same key with a
     different request is a client bug that used to get the old reservation silently. Two
     spellings of one request are one request: the model as `model_match` reads it (`2xH100`
-    and `2xh100`), the excluded hosts as a set. `legacy`: the digest stored until stop 46 (the
-    request's text as given), which a retry across that deploy still matches.
+    and `2xh100`), the excluded hosts as a set, the lease as it takes effect (no ttl and the
+    default's value are one), and `limit` left out (how many candidates placement lists does not
+    change what is held; a retry with `limit=5` was a mismatch). `form`: "now", or a digest
+    stored before, which a retry across that deploy still matches: "stop46" (limit and ttl as
+    given) or "legacy" (the request's text as given, until stop 46).
     """
     text = None
     if request is not None:
-        text = format_request(request if legacy else _canonical(request))
+        if form == "legacy":
+            text = format_request(request)
+        else:
+            canonical = _canonical(request)
+            text = format_request(canonical if form == "stop46" else canonical.with_(limit=_DEFAULT_LIMIT))
     body = {
         "holder": holder,
         "request": text,
@@ -271,6 +282,7 @@ class ReservationService:
         self.max_attempts = max_attempts
         self.events = events or EventBus()
         self.engine = PlacementEngine(gateway, clock=clock)
+        self.engine.reap_lapsed = self._reap_for_placement
         self.fast_attempts = 3  # one-statement tries (next candidate each) before the general search
         # Single-host reserves arriving while one is in the store go together (group_commit.py);
         # two batches of each kind in flight where the store runs writes one at a time.
@@ -360,13 +372,14 @@ class ReservationService:
             return ValidationError(err.field, err.message)
 
         fingerprint_of = partial(
-            request_fingerprint, holder=holder, request=request, gpus=gpus, ttl_s=ttl_s, priority=priority,
+            request_fingerprint, holder=holder, request=request, gpus=gpus, priority=priority,
             preemptible=preemptible, labels=labels, allow_preemption=allow_preemption,
         )  # fmt: skip
-        fingerprint = fingerprint_of()
+        fingerprint = fingerprint_of(ttl_s=ttl)  # the lease as it takes effect
         key_use = None
         if idempotency_key is not None:
-            key_use = KeyUse(idempotency_key, (fingerprint, fingerprint_of(legacy=True)))
+            earlier_forms = (fingerprint_of(ttl_s=ttl_s, form="stop46"), fingerprint_of(ttl_s=ttl_s, form="legacy"))
+            key_use = KeyUse(idempotency_key, (fingerprint, *earlier_forms))
             if self.key_group is not None:
                 earlier = await self.key_group.submit(idempotency_key)
                 existing = [earlier] if earlier is not None else []
@@ -727,19 +740,33 @@ class ReservationService:
         explain: bool = True,
     ) -> ReserveOutcome:
         tried = 0
+        seen: set[tuple[str, ...]] = set()
         last: list[str] = []
-        for _round in range(2):  # a second look if every candidate was taken under us
-            ask = request.with_(limit=min(20, max(request.limit, self.max_attempts)))
-            result = await self.engine.place(ask, explain_infeasible=explain)
+        # Concurrent reserves of one shape rank the same candidates: trying them all in rank order,
+        # 16-32 of them collided down the same list and most answered Conflict while the cluster
+        # had room (an adversarial trial: 21 of 30 `16xH100 per-host=8`; a leaf group yields one
+        # candidate, the same for all). The first attempt is the best candidate (a lone reserve
+        # gets it); after a collision this request tries the rest in its own random order and
+        # looks again with equally good hosts in its own order (`tie_seed`), until PLACED_ROUNDS
+        # rounds or max_attempts per round are spent.
+        spread = random.Random(str(props.get("id", "")))
+        for round_ in range(PLACED_ROUNDS):
+            ask = request.with_(limit=min(20, max(request.limit, self.max_attempts * (round_ + 1))))
+            # After a collision: equally good hosts in this request's own order (a fresh seed a round).
+            seed = spread.randrange(2**31) if tried else None
+            result = await self.engine.place(ask, explain_infeasible=explain, reap=False, tie_seed=seed)
             if not result.candidates:
                 if tried:
                     break
                 return Infeasible(result.infeasible if explain else await self._cheap_reasons(request))
-            for candidate in result.candidates:
-                if tried >= self.max_attempts * 2:
-                    break
+            fresh = [c for c in result.candidates if tuple(sorted(g.uuid for g in c.gpus)) not in seen]
+            order = fresh if not tried else spread.sample(fresh, len(fresh))
+            if not tried and len(order) > 1:
+                order = order[:1] + spread.sample(order[1:], len(order) - 1)
+            for candidate in order[: self.max_attempts]:
                 tried += 1
                 last = sorted(g.uuid for g in candidate.gpus)
+                seen.add(tuple(last))
                 done = await self._attempt(last, props, ttl, key)
                 if done is not None:
                     return done
@@ -780,25 +807,30 @@ class ReservationService:
             rows = await self.gw.write(
                 "reservations/renew_reservation", {"id": reservation_id, "now": now, "expires_at": now + ttl}
             )
+            if rows:  # the reservation as renewed: a release after it is the release's answer, not this one's
+                renewed = _reservation(
+                    _written_row(cast(ReservationProps, rows[0]["reservation"]), rows[0]["taken"], held=True)
+                )
+                await self.events.publish(Event("reservation.renewed", renewed.id, renewed.holder, now))
+                return renewed
             current = await self.get(reservation_id)
             if current is None:
                 return NotFound(reservation_id, f"no reservation {reservation_id!r}")
-            if not rows and current.slice_count and await mig_slices.renew(self.gw, reservation_id, now, now + ttl):
-                rows, current = [{"id": reservation_id}], await self.get(reservation_id)
-                assert current is not None
-            if rows or current.state != "active" or current.expires_at < now:
+            if current.slice_count and await mig_slices.renew(self.gw, reservation_id, now, now + ttl):
+                sliced = await self.get(reservation_id)
+                assert sliced is not None
+                await self.events.publish(Event("reservation.renewed", sliced.id, sliced.holder, now))
+                return sliced
+            if current.state != "active" or current.expires_at < now:
                 break
             # Live and unexpired, yet not renewed: a resize committed between the statement's read
             # of the GPUs and its locks (Neo4j), so the GPUs it locked were not all it owns. Again.
         assert current is not None  # the loop runs at least once and returns on None
-        if not rows:
-            if current.state == "active" or current.state == "expired":
-                return LeaseExpired(reservation_id, current.expires_at, "the lease ran out; reserve again")
-            return LeaseExpired(
-                reservation_id, current.ended_at or current.expires_at, f"the reservation was {current.state}"
-            )
-        await self.events.publish(Event("reservation.renewed", current.id, current.holder, now))
-        return current
+        if current.state == "active" or current.state == "expired":
+            return LeaseExpired(reservation_id, current.expires_at, "the lease ran out; reserve again")
+        return LeaseExpired(
+            reservation_id, current.ended_at or current.expires_at, f"the reservation was {current.state}"
+        )
 
     async def release(self, reservation_id: str, *, state: str = "released") -> Reservation | NotFound:
         """Idempotent: releasing an ended reservation returns it as it is."""
@@ -839,6 +871,11 @@ class ReservationService:
             kind = "reservation.preempted" if state == "preempted" else "reservation.released"
             await self.events.publish(Event(kind, current.id, current.holder, self.clock()))
         return current
+
+    async def _reap_for_placement(self) -> bool:
+        """Placement found fewer candidates than asked: end lapsed leases now (one cheap read when
+        there are none), so it offers their GPUs as a reserve would take them."""
+        return bool(await self.expire_due())
 
     async def expire_due(self, batch: int = 200) -> list[str]:
         """End every reservation whose lease ran out; the lease job calls this on a schedule."""

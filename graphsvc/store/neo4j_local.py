@@ -15,6 +15,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections import deque
@@ -33,6 +34,45 @@ def launcher_dir() -> Path:
     if configured:
         return Path(configured)
     return Path(__file__).resolve().parents[2] / "tools" / "neo4j-local"
+
+
+# Run in front of the launcher (then replaced by it, same pid): ask the kernel to SIGTERM it when
+# the thread that started it exits, however that happens. A SIGKILL of the service, or a signal
+# that kills it before its `finally` blocks run, would otherwise orphan the JVM, which keeps its
+# port and its data directory's lock. SIGTERM: the launcher's shutdown hook closes the database.
+_DIE_WITH_PARENT = """
+import ctypes, os, signal, sys
+ctypes.CDLL(None, use_errno=True).prctl(1, ctypes.c_ulong(signal.SIGTERM))  # PR_SET_PDEATHSIG
+if os.getppid() != int(sys.argv[1]):
+    sys.exit("local Neo4j: the process that started it is gone")
+os.execv(sys.argv[2], sys.argv[2:])
+"""
+
+
+def die_with_this_thread(command: list[str]) -> list[str]:
+    """`command` behind the parent-death wrapper, where it applies: Linux, and the main thread.
+
+    Why the main thread only: the kernel signals when the starting *thread* exits, so a server
+    started from a short-lived worker thread would be stopped with that thread."""
+    if not sys.platform.startswith("linux") or not sys.executable:
+        return command
+    if threading.current_thread() is not threading.main_thread():
+        return command
+    return [sys.executable, "-I", "-S", "-c", _DIE_WITH_PARENT, str(os.getpid()), *command]
+
+
+def last_words(lines: list[str]) -> str:
+    """A launcher's output as one line: the deepest cause of a Java stack trace (its last
+    `Caused by:` or exception line, not the `at ...` frames), else its last lines."""
+    said = [line.strip() for line in lines if line.strip()]
+    telling = [
+        line.removeprefix("Caused by: ")
+        for line in said
+        if not line.startswith(("at ", "...")) and ("Exception" in line or "Error" in line)
+    ]
+    if telling:
+        return telling[-1]
+    return " | ".join(said[-3:]) or "(no output)"
 
 
 def free_port() -> int:
@@ -54,6 +94,7 @@ class LocalNeo4j:
     page_cache: str = "256m"
     proc: subprocess.Popen[str] | None = None
     _output: deque[str] = field(default_factory=lambda: deque(maxlen=200))
+    _verdict: str | None = None  # the first READY or FAILED line
 
     @property
     def uri(self) -> str:
@@ -93,13 +134,17 @@ class LocalNeo4j:
         ]
 
     def start(self, timeout_s: float = 240.0) -> None:
-        """Start the server and return once Bolt answers; raise StoreUnavailableError otherwise."""
+        """Start the server and return once Bolt answers; raise StoreUnavailableError otherwise.
+
+        Whatever ends the wait early (a failure, a timeout, a Ctrl-C or SIGTERM raised as an
+        exception in the caller) stops the launcher: a half-started server must not outlive us."""
         if self.port == 0:
             self.port = free_port()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._output.clear()
+        self._verdict = None
         self.proc = subprocess.Popen(
-            self.command(),
+            die_with_this_thread(self.command()),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -107,23 +152,47 @@ class LocalNeo4j:
         )
         ready = threading.Event()
         threading.Thread(target=self._pump, args=(self.proc, ready), daemon=True).start()
+        try:
+            self._await_ready(self.proc, ready, timeout_s)
+        except StoreUnavailableError:
+            self.kill()
+            raise
+        except BaseException:
+            self.stop(timeout_s=30)
+            raise
+
+    def _await_ready(self, proc: subprocess.Popen[str], ready: threading.Event, timeout_s: float) -> None:
+        """Wait for the ready line. The end of the launcher's output is not readiness: on a data
+        directory another server holds it dies of an uncaught exception, with no FAILED line."""
         deadline = time.monotonic() + timeout_s
         while not ready.wait(0.2):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.kill()
-                tail = "\n".join(list(self._output)[-15:])
-                raise StoreUnavailableError(f"local Neo4j did not start on port {self.port}:\n{tail}")
-        if any(line.startswith(FAILED) for line in self._output):
-            self.kill()
-            raise StoreUnavailableError("local Neo4j failed: " + "\n".join(self._output))
+            if proc.poll() is not None:
+                ready.wait(5)  # its last lines, still in the pipe
+                break
+            if time.monotonic() > deadline:
+                raise StoreUnavailableError(
+                    f"local Neo4j did not start on port {self.port} in {timeout_s:.0f} s: {last_words(self.output())}"
+                )
+        verdict = self._verdict or ""
+        if verdict.startswith(FAILED):
+            raise StoreUnavailableError(f"local Neo4j failed: {verdict.removeprefix(FAILED).strip()}")
+        if not verdict.startswith(READY):
+            try:
+                status: int | str = proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                status = "none: still running"
+            raise StoreUnavailableError(
+                f"local Neo4j exited before it was ready (exit status {status}): {last_words(self.output())}"
+            )
 
     def _pump(self, proc: subprocess.Popen[str], ready: threading.Event) -> None:
         assert proc.stdout is not None
         for line in proc.stdout:
             self._output.append(line.rstrip())
-            if line.startswith(READY) or line.startswith(FAILED):
+            if self._verdict is None and (line.startswith(READY) or line.startswith(FAILED)):
+                self._verdict = line.rstrip()
                 ready.set()
-        ready.set()
+        ready.set()  # the end of output: the launcher exited (start() tells which way)
 
     def stop(self, timeout_s: float = 60.0) -> None:
         """SIGTERM: the launcher's shutdown hook closes the database cleanly."""

@@ -4,11 +4,14 @@
 // Locks its GPUs (uuid order) and then the reservation before reading, so a renew racing a
 // takeover either extends the lease before the takeover looks, or sees the GPU gone.
 // A reservation of MIG slices (slice_count) is renewed by renew_mig_slices instead.
+// The row is the reservation as renewed and the GPUs it holds, as reservation_get gives them: a
+// read back after the write could see a release that landed in between and answer a renewed
+// reservation as `released` (a renew racing a release, found by an adversarial trial).
 // @write
 // @param expires_at float
 // @param id string
 // @param now float
-// @row id string, gpus int
+// @row id string, gpus int, reservation map, taken any
 MATCH (r:Reservation {id: $id})-[:HOLDS]->(g:GPU)
 WITH g
 ORDER BY g.uuid
@@ -23,4 +26,8 @@ WHERE r.state = 'active' AND r.expires_at >= $now AND size(gpus) = r.gpu_count A
   AND coalesce(r.slice_count, 0) = 0
 SET r.expires_at = $expires_at, r.renewed_at = $now
 FOREACH (x IN gpus | SET x.lease_expires_at = $expires_at)
-RETURN r.id AS id, size(gpus) AS gpus
+WITH r, gpus
+UNWIND gpus AS x
+OPTIONAL MATCH (x)<-[:HAS_GPU]-(h:Host)
+WITH r, collect([x.uuid, x.index, x.model, h.name, h.rack, h.scalable_unit]) AS held
+RETURN r.id AS id, size(held) AS gpus, properties(r) AS reservation, held AS taken

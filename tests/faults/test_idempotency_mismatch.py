@@ -112,10 +112,10 @@ def test_spellings_of_one_request_share_a_fingerprint() -> None:
     for text, other in (("mem-bw>=3350", "mem-bw>=3350.001"), ("temp<=85", "temp<=85.0000004"),
                         ("mem>=70", "mem>=70.00000001")):  # fmt: skip
         assert of(f"1xH100 {text}") != of(f"1xH100 {other}"), other
-        assert of(f"1xH100 {text}", legacy=True) != of(f"1xH100 {other}", legacy=True), other
+        assert of(f"1xH100 {text}", form="legacy") != of(f"1xH100 {other}", form="legacy"), other
     # The digest stored until stop 46: the request's text as given.
-    assert of("2xH100", legacy=True) != of("2xh100", legacy=True)
-    assert of("2xh100", legacy=True) == of("2xh100") != of("2xH100", legacy=True)
+    assert of("2xH100", form="legacy") != of("2xh100", form="legacy")
+    assert of("2xh100", form="legacy") == of("2xh100") != of("2xH100", form="legacy")
 
 
 async def test_a_retry_spelled_otherwise_or_stored_before_the_canonical_digest_is_the_same_reservation(
@@ -126,12 +126,35 @@ async def test_a_retry_spelled_otherwise_or_stored_before_the_canonical_digest_i
     assert first["__typename"] == again["__typename"] == "Reservation" and again["id"] == first["id"]
     # A reservation made before stop 46 stored the digest of the text as given: its retry still matches.
     legacy = request_fingerprint(holder="job-5", request=parse_request("2xL40S"), gpus=None, ttl_s=None, priority=0,
-                                 preemptible=False, labels=[], allow_preemption=False, legacy=True)  # fmt: skip
+                                 preemptible=False, labels=[], allow_preemption=False, form="legacy")  # fmt: skip
     assert await with_test_queries(loaded).write("reservation_request_hash_set", {"key": "k-5", "hash": legacy})
     again = await reserve(client, holder="job-5", request={"gpus": 2, "model": "L40S"}, idempotencyKey="k-5")
     assert again["__typename"] == "Reservation" and again["id"] == first["id"]
     other = await reserve(client, holder="job-5", request={"gpus": 2, "model": "l40s"}, idempotencyKey="k-5")
     assert other["__typename"] == "IdempotencyKeyMismatch"  # the old digest knew the case it was given
+
+
+async def test_a_retry_with_another_limit_or_the_default_ttl_spelled_out_is_the_same_reservation(
+    loaded: Gateway,
+) -> None:
+    """`limit` changes how many candidates placement lists, not what is held, and no ttl is the
+    default's: both were a mismatch (an adversarial trial of a scheduler's retries). A digest
+    stored by the last deploy (limit and ttl as given) still matches its retry."""
+    svc = ReservationService(loaded)
+    first = await svc.reserve(holder="job-8", request=parse_request("2xL40S"), ttl_s=600, idempotency_key="k-8")
+    assert isinstance(first, Reservation)
+    for request, ttl in ((parse_request("2xL40S limit=5"), 600), (parse_request("2xL40S"), None)):
+        again = await svc.reserve(holder="job-8", request=request, ttl_s=ttl, idempotency_key="k-8")
+        assert isinstance(again, Reservation) and again.id == first.id, (request, ttl, again)
+    longer = await svc.reserve(holder="job-8", request=parse_request("2xL40S"), ttl_s=601, idempotency_key="k-8")
+    assert type(longer).__name__ == "IdempotencyKeyMismatch"
+    before = request_fingerprint(
+        holder="job-8", request=parse_request("2xL40S limit=4"), gpus=None, ttl_s=None, priority=0,
+        preemptible=False, labels=[], allow_preemption=False, form="stop46",
+    )  # fmt: skip
+    assert await with_test_queries(loaded).write("reservation_request_hash_set", {"key": "k-8", "hash": before})
+    again = await svc.reserve(holder="job-8", request=parse_request("2xL40S limit=4"), idempotency_key="k-8")
+    assert isinstance(again, Reservation) and again.id == first.id
 
 
 async def test_a_key_that_raced_in_is_compared_with_both_digests(loaded: Gateway, client: httpx.AsyncClient) -> None:
@@ -144,7 +167,7 @@ async def test_a_key_that_raced_in_is_compared_with_both_digests(loaded: Gateway
         """What reserve compares a stored digest with, for this request text."""
         of = partial(request_fingerprint, holder="job-6", request=parse_request(text), gpus=None, ttl_s=None,
                      priority=0, preemptible=False, labels=[], allow_preemption=False)  # fmt: skip
-        return of(), of(legacy=True)
+        return of(), of(form="legacy")  # (the stop-46 form, with no limit or ttl given, is the first)
 
     assert await with_test_queries(loaded).write("reservation_request_hash_set",
                                                  {"key": "k-6", "hash": digests("2xL40S")[1]})  # fmt: skip

@@ -41,6 +41,36 @@ async def test_renew_after_a_takeover_answers_lease_expired(gateway: Gateway) ->
     assert held is not None and sorted(g.uuid for g in held.gpus if g.held) == sorted(uuids)
 
 
+async def test_a_release_landing_right_after_a_renew_does_not_become_the_renews_answer(
+    gateway: Gateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The renew committed, then a release did, then the renew read the reservation back and
+    answered `Reservation` with state `released` and the new lease (1-8 of 30 racing pairs in an
+    adversarial trial). The renew now answers what it wrote."""
+    await load(gateway, "l40s:hosts=1")
+    clock = Clock()
+    svc = ReservationService(gateway, clock=clock)
+    held = await svc.reserve(holder="job", request=parse_request("2xL40S"), ttl_s=60)
+    assert isinstance(held, Reservation)
+    write = gateway.write
+
+    async def then_release(name: str, params: dict[str, object] | None = None) -> list[dict[str, object]]:
+        rows = await write(name, params)
+        if name == "reservations/renew_reservation":
+            assert isinstance(await svc.release(held.id), Reservation)  # lands between the write and any read
+        return rows
+
+    monkeypatch.setattr(gateway, "write", then_release)
+    renewed = await svc.renew(held.id, 120)
+    assert isinstance(renewed, Reservation), renewed
+    assert (renewed.state, renewed.expires_at) == ("active", clock.now + 120)
+    assert sorted(g.uuid for g in renewed.gpus) == sorted(g.uuid for g in held.gpus)
+    monkeypatch.undo()
+    ended = await svc.get(held.id)
+    assert ended is not None and ended.state == "released"
+    await invariants(gateway, clock.now)
+
+
 async def test_renew_racing_takeover_never_leaves_both_live(gateway: Gateway) -> None:
     """60 concurrent renew-vs-takeover pairs: whoever wins, the GPUs have exactly one live owner."""
     cluster = await load(gateway, "l40s:hosts=4")

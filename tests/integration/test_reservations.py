@@ -184,6 +184,23 @@ async def test_lapsed_holds_count_as_free_before_the_reaper_runs(gateway: Gatewa
     await invariants(gateway, clock.now)
 
 
+async def test_placement_offers_a_lapsed_leases_gpus_before_the_reaper_runs(gateway: Gateway) -> None:
+    """Place and reserve agree: a reserve took a lapsed lease's GPUs while placement, reading free
+    counters, said nothing fits until the reaper's next run (up to 5 s)."""
+    await load(gateway, "l40s:hosts=1")
+    clock = Clock()
+    svc = ReservationService(gateway, clock=clock)
+    held = await svc.reserve(holder="late-job", request=parse_request("4xL40S"), ttl_s=5)
+    assert isinstance(held, Reservation)
+    assert not (await svc.engine.place(parse_request("4xL40S"))).candidates
+    clock.now += 6  # lapsed; no reaper has run
+    found = await svc.engine.place(parse_request("4xL40S"))
+    assert len(found.candidates) == 1 and not found.infeasible
+    ended = await svc.get(held.id)
+    assert ended is not None and ended.state == "expired"
+    await invariants(gateway, clock.now)
+
+
 async def test_events_are_published(gateway: Gateway) -> None:
     cluster = await load(gateway, "l40s:hosts=1")
     svc = ReservationService(gateway)

@@ -55,6 +55,22 @@ def test_every_option() -> None:
         ('2x"Acme X1', "No closing quotation: close each quote"),
         ("8 exclude=", "'exclude=': give exclude a value"),
         ("8 limit=", "'limit=': give limit a value"),
+        # A repeated option took the last value silently: `nvlink=full-mesh nvlink=none` asked for none.
+        ("8xH100 nvlink=full-mesh nvlink=none", "'nvlink=none': nvlink given twice; give each option once"),
+        ("8 nvlink=any xgmi=none", r"'xgmi=none': nvlink given twice \(as xgmi\)"),
+        ("8xH100 model=A100", "model given twice"),
+        ("8 exclude=a exclude=b", "exclude given twice"),
+        ("8 prefer=a prefer-hosts=b", r"prefer given twice \(as prefer-hosts\)"),
+        ("8 site=a sites=b", "site given twice"),
+        ("8 mem>=40 memory>=80", "mem given twice"),
+        ("8 temp<=80 temp<=90", "temp given twice"),
+        ("8 ib-hops<=1 hops<=3", "ib-hops given twice"),
+        ("8 per-host=4 per-host=8", "per-host given twice"),
+        ("8 limit=2 limit=5", "limit given twice"),
+        ("8 packing=spread packing=best-fit", "packing given twice"),
+        ("8 cc>=9.0 cc>=8.0", "cc given twice"),
+        ("8 mem-bw>=1 memory-bandwidth>=2", "mem-bw given twice"),
+        ("8 link-gen>=4 nvlink-gen>=5", "link-gen given twice"),
     ],
 )  # fmt: skip
 def test_errors_say_what_is_wrong(text: str, needle: str) -> None:
@@ -142,3 +158,35 @@ def test_bounds_print_as_given() -> None:
     for text in ("1 mem-bw>=3350.001", "1 temp<=85.0000004", "1 mem>=70.00000001", "1 temp<=-0.5", "1 mem>=80"):
         req = parse_request(text)
         assert format_request(req) == text and parse_request(format_request(req)) == req
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["8xH100 rail-aligned rail-aligned", "2x 3g.40gb model=H100", "8 fp8 fp8", "8 same-domain nvlink=any",
+     "8xH100 mem>=79 cc>=9.0 exclude=a,b prefer=c site=s limit=4"],
+)  # fmt: skip
+def test_what_is_not_a_repeat(text: str) -> None:
+    """A flag twice is the flag, and a MIG count's profile is not its model."""
+    parse_request(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("8 exclude=a\x00b", "excludeHosts"),
+        ("8 exclude=ok,n\x1b[31m", "excludeHosts"),
+        ("8 prefer=h\u202e1", "preferences.hosts"),
+        ("8 site=s\x7f", "sites"),
+        ("8 site=s\u200f", "sites"),
+    ],
+)
+def test_an_unprintable_name_is_refused_naming_its_field(text: str, field: str) -> None:
+    """A NUL in an excluded host reached the store: Neo4j matched nothing and reserved, FalkorDB
+    refused the statement (an untyped 422). The rule is the facts' and the reservations'."""
+    with pytest.raises(RequestError) as err:
+        parse_request(text)
+    assert err.value.field == field and "control character" in err.value.message
+    with pytest.raises(RequestError) as err:
+        PlacementRequest(gpus=2, prefer_hosts=("h1", "h\x002")).validated()
+    assert err.value.field == "preferences.hosts"
+    assert parse_request("8 exclude=n\u00e9-1,\u30ce\u30fc\u30c9").exclude_hosts == ("n\u00e9-1", "\u30ce\u30fc\u30c9")
