@@ -274,8 +274,8 @@ class PlacementEngine:
         self.topology = TopologyCache()  # each host's topology between requests; free state never
         # Ends lapsed leases now (True: some ended). The candidate statements seek by free
         # counters, which give a lapsed lease's GPUs back only once its reservation has ended; the
-        # reservation service sets this, so placement offers them as `reserve` would take them,
-        # not only after the lease reaper's next run (up to 5 s later).
+        # reservation service sets this, so a placement that found nothing offers them as
+        # `reserve` would take them, not only after the lease reaper's next run (up to 5 s later).
         self.reap_lapsed: Callable[[], Awaitable[bool]] | None = None
 
     async def models(self) -> list[str]:
@@ -321,8 +321,9 @@ class PlacementEngine:
     ) -> PlacementResult:
         """Ranked candidates; `virtual_free` GPUs (on `extra_hosts`) count as free, for preemption plans.
         `loader`: hosts already read for this request (the diagnosis's searches reuse the first's).
-        Fewer candidates than asked for: lapsed leases are ended (`reap_lapsed`) and the search runs
-        once more, unless `reap` is False. `tie_seed`: hosts equally good for a multi-host choice
+        No candidate: lapsed leases are ended (`reap_lapsed`) and the search runs once more, unless
+        `reap` is False (a request that found candidates costs no extra round trip; an infeasible
+        one runs the diagnosis's searches anyway). `tie_seed`: hosts equally good for a multi-host choice
         are taken in an order of this seed's, not by name (a reserve that collided with concurrent
         ones looks again elsewhere than they do)."""
         started = time.perf_counter()
@@ -350,7 +351,7 @@ class PlacementEngine:
             # other hosts, and the preferred one not even at limit=20).
             await search.search_extra([h for h in req.prefer_hosts if h not in req.exclude_hosts])
         candidates = await search.finish()
-        if len(candidates) < req.limit and reap and not virtual_free and self.reap_lapsed and await self.reap_lapsed():
+        if not candidates and reap and not virtual_free and self.reap_lapsed and await self.reap_lapsed():
             return await self.place(
                 req, explain_infeasible=explain_infeasible, extra_hosts=extra_hosts, reap=False, tie_seed=tie_seed
             )

@@ -873,8 +873,8 @@ class ReservationService:
         return current
 
     async def _reap_for_placement(self) -> bool:
-        """Placement found fewer candidates than asked: end lapsed leases now (one cheap read when
-        there are none), so it offers their GPUs as a reserve would take them."""
+        """Placement found no candidate: end lapsed leases now (one cheap read when there are
+        none), so it offers their GPUs as a reserve would take them."""
         return bool(await self.expire_due())
 
     async def expire_due(self, batch: int = 200) -> list[str]:

@@ -103,7 +103,8 @@ async def test_only_operators_get_the_fabric_limit(secured_app: FastAPI, who: st
 async def test_operator_fabric_body_is_read_and_validated(secured_app: FastAPI) -> None:
     body = CountingBody(6)  # over the 4 MiB host limit, under the fabric limit: not a size problem
     resp = await put(secured_app, "/v1/fabric", body, "ops")
-    assert resp.status_code == 422, resp.text
+    assert resp.status_code == 400, resp.text  # read whole, then refused as what it is: not JSON
+    assert resp.json()["error"] == "invalid JSON"
     assert body.pulled == 6
 
 
