@@ -10,7 +10,14 @@ PY="${PYTHON:-python3}"
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 # shellcheck disable=SC1091
 . .venv/bin/activate
-python -m pip install -q --disable-pip-version-check -e ./collectors -e .
+# Installed once per dependency list (the code itself is installed editable): pip took seconds of
+# every start.
+stamp=.venv/.demo-installed
+want="$(cat pyproject.toml collectors/pyproject.toml | sha256sum | cut -d' ' -f1)"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    python -m pip install -q --disable-pip-version-check -e ./collectors -e .
+    echo "$want" > "$stamp"
+fi
 case " $* " in
     *" --store neo4j "*|*" --store=neo4j "*) ./scripts/neo4j-jars.sh ;;
 esac

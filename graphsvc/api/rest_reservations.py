@@ -88,6 +88,15 @@ class CandidateOut(BaseModel):
     reason: str
 
 
+class HolderOut(BaseModel):
+    """Who holds a GPU a reserve wanted (GraphQL's ReservationHolder), so a scheduler can tell
+    its own stale reservation from another job's without a second call."""
+
+    gpuUuid: str
+    reservation: str
+    holder: str
+
+
 class ReasonOut(BaseModel):
     constraint: str
     message: str
@@ -129,6 +138,7 @@ class Outcome(BaseModel):
     migSlices: list[SliceOut] | None = None
     lostSlices: list[str] | None = None
     conflictGpus: list[str] | None = None
+    holders: list[HolderOut] | None = None
     reasons: list[ReasonOut] | None = None
     field: str | None = None
     message: str | None = None
@@ -217,7 +227,8 @@ async def reserve(body: ReserveBody, request: Request, caller: Caller) -> Outcom
     if isinstance(out, svc.Reservation):
         return _reservation(out)
     if isinstance(out, svc.Conflict):
-        return Outcome(kind="Conflict", message=out.message, conflictGpus=out.gpus)
+        holders = [HolderOut(gpuUuid=h.gpu_uuid, reservation=h.reservation, holder=h.holder) for h in out.holders]
+        return Outcome(kind="Conflict", message=out.message, conflictGpus=out.gpus, holders=holders)
     if isinstance(out, svc.Infeasible):
         return Outcome(kind="Infeasible", reasons=_reasons(out.reasons))
     if isinstance(out, svc.IdempotencyKeyMismatch):

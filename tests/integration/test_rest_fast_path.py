@@ -27,6 +27,8 @@ async def test_place_reserve_release_round_trip(client: httpx.AsyncClient, gatew
     assert again["id"] == made["id"]  # idempotent, as through GraphQL
     taken = (await client.post("/v1/reservations", json={"holder": "job-2", "gpus": [made["gpus"][0]["uuid"]]})).json()
     assert taken["kind"] == "Conflict" and taken["conflictGpus"] == [made["gpus"][0]["uuid"]]
+    # Who holds it, as GraphQL's Conflict.holders says (REST said only which GPUs).
+    assert taken["holders"] == [{"gpuUuid": made["gpus"][0]["uuid"], "reservation": made["id"], "holder": "job-1"}]
     released = (await client.post(f"/v1/reservations/{made['id']}/release")).json()
     assert released["kind"] == "Reservation" and released["state"] == "released"
     missing = (await client.post("/v1/reservations/rsv-nope/release")).json()
