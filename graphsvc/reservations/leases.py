@@ -6,6 +6,7 @@ a GPU whose hold has lapsed counts as free to the reserve write even before this
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -46,6 +47,11 @@ class LeaseKeeper:
             STORE_OUTAGES.failure(f"lease job skipped, store unavailable: {exc}")
         except Exception:
             log.exception("lease job failed; the next run will try again")
+        except asyncio.CancelledError:
+            # The service is stopping (SIGTERM unwinds and cancels every task): each step is one
+            # statement the store commits or not, so nothing is half done. Ending quietly keeps
+            # apscheduler from logging the cancellation as a failed job with its traceback.
+            log.info("lease job stopped by the shutdown; the next start runs it again")
 
     async def check_hosts(self) -> None:
         now = self.clock()
