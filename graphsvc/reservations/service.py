@@ -248,6 +248,16 @@ def _canonical(request: PlacementRequest) -> PlacementRequest:
     )
 
 
+PRIORITIES = range(-1000, 1001)  # the priorities a reservation may have
+
+
+def check_priority(priority: int) -> None:
+    """One bound for `reserve` and the preemption plan that previews it: a plan for 99999999 was
+    made as if it outranked every holder, and the reserve it previewed refused it."""
+    if priority not in PRIORITIES:
+        raise RequestError("priority", f"must be between {PRIORITIES[0]} and {PRIORITIES[-1]}")
+
+
 def _unprintable(text: str) -> bool:
     """What may not be in a holder, label, key or id: the rule fact documents' text follows
     (topo_facts.models.UNPRINTABLE)."""
@@ -362,8 +372,7 @@ class ReservationService:
                 raise RequestError("labels", f"at most {MAX_LABELS} labels")
             for label in labels:
                 _check_text("labels", label, 128)
-            if not -1000 <= priority <= 1000:
-                raise RequestError("priority", "must be between -1000 and 1000")
+            check_priority(priority)
             if gpus is not None and not 1 <= len(set(gpus)) == len(gpus) <= MAX_GPUS:
                 raise RequestError("gpus", f"1 to {MAX_GPUS} distinct GPU uuids")
             if request is not None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from graphsvc.api.graphql.reservations import PRIORITIES, check_priority
 from graphsvc.placement.explain import memory_message, unknown_sites_message
 from graphsvc.placement.request import PlacementRequest, RequestError
+from graphsvc.reservations.service import PRIORITIES, check_priority
 
 MANY = [f"s{i:02}" for i in range(11)]
 

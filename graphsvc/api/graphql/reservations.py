@@ -267,19 +267,9 @@ class PreemptionPlan:
 PreemptionPlanResult = Annotated[PreemptionPlan | ValidationError, strawberry.union("PreemptionPlanResult")]
 
 
-PRIORITIES = range(-1000, 1001)  # the priorities `reserve` takes (ReservationService.reserve)
-
-
-def check_priority(priority: int) -> None:
-    """A plan for a priority no reservation can have answers nothing: 99999999 was planned as if it
-    outranked every holder, and the reserve it was to preview refused it."""
-    if priority not in PRIORITIES:
-        raise RequestError("priority", f"must be between {PRIORITIES[0]} and {PRIORITIES[-1]}")
-
-
 async def preemption_plan(info: Info, request: PlacementRequestInput, priority: int) -> PreemptionPlanResult:
     try:
-        check_priority(priority)
+        svc.check_priority(priority)
         req = request.to_request().validated()
     except RequestError as err:  # invalid input: the same answer reserve gives
         return ValidationError(field=err.field, message=err.message)
