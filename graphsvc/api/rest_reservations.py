@@ -1,8 +1,8 @@
-"""REST fast path for schedulers: place, reserve and release without GraphQL.
+"""REST fast path for schedulers: place, reserve, read, renew and release without GraphQL.
 
 The same service calls, roles, ownership and mutation rate limit as the GraphQL mutations,
 and the same typed outcomes (`kind` is the GraphQL type name: Reservation, Conflict,
-Infeasible, ValidationError, IdempotencyKeyMismatch, NotFound), always with status 200: a
+Infeasible, ValidationError, IdempotencyKeyMismatch, NotFound, LeaseExpired), always with status 200: a
 conflict is an answer, not a failure. It exists because GraphQL parsing, validation and
 result building cost a third of a reserve cycle's CPU; a scheduler calling per job can skip
 it. The request is the compact text form (docs/placement.md); a MIG request (`2x 3g.40gb`) is
@@ -75,6 +75,12 @@ class ReserveBody(BaseModel):
     explain: StrictBool = Field(default=False, description="on Infeasible, the full diagnosis (costs several searches)")
 
 
+class RenewBody(BaseModel):
+    model_config = STRICT_BODY
+
+    ttlSeconds: WholeNumber | None = Field(default=None, description="the new lease from now; the default's if absent")
+
+
 class GpuOut(BaseModel):
     uuid: str
     host: str
@@ -134,6 +140,7 @@ class Outcome(BaseModel):
     holder: str | None = None
     state: str | None = None
     expiresAt: float | None = None
+    endedAt: float | None = Field(default=None, description="a Reservation that ended: when; a LeaseExpired: when")
     gpus: list[GpuOut] | None = None
     migSlices: list[SliceOut] | None = None
     lostSlices: list[str] | None = None
@@ -150,6 +157,14 @@ def _limit(request: Request, caller: Principal) -> None:
         raise HTTPException(status_code=429, detail="rate limited: too many mutations from this token; slow down")
 
 
+async def _own(service: svc.ReservationService, reservation_id: str, caller: Principal) -> None:
+    """Schedulers renew and release only their own reservations; operators any."""
+    if caller.role is not Role.OPERATOR:
+        existing = await service.get(reservation_id)
+        if existing is not None and existing.owner != caller.name:
+            raise HTTPException(status_code=403, detail="forbidden: only its owner or an operator may change it")
+
+
 def _reservation(r: svc.Reservation) -> Outcome:
     gpus = [GpuOut(uuid=g.uuid, host=g.host, index=g.index) for g in r.gpus]
     slices = [SliceOut(uuid=x.uuid, profile=x.profile, gpu=x.gpu, host=x.host, held=x.held) for x in r.slices]
@@ -159,6 +174,7 @@ def _reservation(r: svc.Reservation) -> Outcome:
         holder=r.holder,
         state=r.state,
         expiresAt=r.expires_at,
+        endedAt=r.ended_at,
         gpus=gpus,
         migSlices=slices,
         lostSlices=r.lost_slices,
@@ -241,12 +257,36 @@ async def release(reservation_id: IdPath, request: Request, caller: Caller) -> O
     """Free the GPUs now; releasing twice is harmless. Schedulers release only their own."""
     require(caller, Role.SCHEDULER, Role.OPERATOR)
     service: svc.ReservationService = request.app.state.reservations
-    if caller.role is not Role.OPERATOR:
-        existing = await service.get(reservation_id)
-        if existing is not None and existing.owner != caller.name:
-            raise HTTPException(status_code=403, detail="forbidden: only its owner or an operator may release it")
+    await _own(service, reservation_id, caller)
     _limit(request, caller)
     out = await service.release(reservation_id)
     if isinstance(out, svc.NotFound):
         return Outcome(kind="NotFound", id=out.id, message=out.message)
     return _reservation(out)
+
+
+@router.get("/v1/reservations/{reservation_id}")
+async def read(reservation_id: IdPath, request: Request, caller: Caller) -> Outcome:
+    """One reservation as its holder sees it (GraphQL's `reservation`): `expired` once its lease ran out."""
+    require(caller, Role.SCHEDULER, Role.OPERATOR)
+    found = await request.app.state.reservations.read(reservation_id)
+    if found is None:
+        return Outcome(kind="NotFound", id=reservation_id, message=f"no reservation {reservation_id!r}")
+    return _reservation(found)
+
+
+@router.post("/v1/reservations/{reservation_id}/renew")
+async def renew(reservation_id: IdPath, body: RenewBody, request: Request, caller: Caller) -> Outcome:
+    """Extend a live lease (the GraphQL `renew` mutation). Schedulers renew only their own."""
+    require(caller, Role.SCHEDULER, Role.OPERATOR)
+    service: svc.ReservationService = request.app.state.reservations
+    await _own(service, reservation_id, caller)
+    _limit(request, caller)
+    out = await service.renew(reservation_id, body.ttlSeconds)
+    if isinstance(out, svc.Reservation):
+        return _reservation(out)
+    if isinstance(out, svc.LeaseExpired):
+        return Outcome(kind="LeaseExpired", id=out.id, endedAt=out.expired_at, message=out.message)
+    if isinstance(out, svc.NotFound):
+        return Outcome(kind="NotFound", id=out.id, message=out.message)
+    return Outcome(kind="ValidationError", field=out.field, message=out.message)

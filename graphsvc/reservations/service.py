@@ -17,7 +17,7 @@ import random
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, cast
 
@@ -129,6 +129,25 @@ class Holder:
     gpu_uuid: str
     reservation: str
     holder: str
+
+
+def as_seen(r: Reservation, now: float) -> Reservation:
+    """A live lease past its end, as its holder sees it: expired, its GPUs no longer held.
+
+    The store records the lapse when the reaper next runs (every few seconds) or when a reserve
+    takes the GPUs over; until then the stored state still says active. A reader shown `active`
+    would think it may still renew, which answers LeaseExpired: both say expired now. `ended_at`
+    is the lease's end; the reaper records its own run's time, within seconds of it.
+    """
+    if r.state != "active" or r.expires_at >= now:
+        return r
+    return replace(
+        r,
+        state="expired",
+        ended_at=r.expires_at,
+        gpus=[replace(g, held=False) for g in r.gpus],
+        slices=[replace(x, held=False) for x in r.slices],
+    )
 
 
 @dataclass
@@ -323,15 +342,29 @@ class ReservationService:
         return found
 
     async def get(self, reservation_id: str) -> Reservation | None:
+        """As stored (what the service's own decisions need); readers ask `read`."""
         found = await self.get_many(ids=[reservation_id])
         return found[0] if found else None
 
+    async def read(self, reservation_id: str) -> Reservation | None:
+        """As a lease holder should see it: `expired` from the moment its lease ran out."""
+        found = await self.get(reservation_id)
+        return as_seen(found, self.clock()) if found is not None else None
+
     async def page(self, holder: str | None, state: str | None, first: int, after: str | None) -> list[Reservation]:
+        """A page of reservations as `read` shows them: the state filter matches what it shows."""
+        now = self.clock()
         rows = await self.gw.read(
             "reservations/reservations_page",
-            {"holder": holder or "", "state": state or "", "after": after or "", "first": max(1, min(first, 500))},
+            {
+                "holder": holder or "",
+                "state": state or "",
+                "after": after or "",
+                "first": max(1, min(first, 500)),
+                "now": now,
+            },
         )
-        found = {r.id: r for r in await self.get_many(ids=[r["id"] for r in rows])}
+        found = {r.id: as_seen(r, now) for r in await self.get_many(ids=[r["id"] for r in rows])}
         return [found[r["id"]] for r in rows if r["id"] in found]
 
     # ---- reserving --------------------------------------------------------------------

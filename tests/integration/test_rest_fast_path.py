@@ -67,6 +67,11 @@ async def test_roles_ownership_and_the_rate_limit(gateway: Gateway) -> None:
         assert made.json()["kind"] == "Reservation"
         other = await c.post(f"/v1/reservations/{made.json()['id']}/release", headers=tokens["sched-2"])
         assert other.status_code == 403
+        renew = await c.post(f"/v1/reservations/{made.json()['id']}/renew", json={}, headers=tokens["sched-2"])
+        assert renew.status_code == 403  # renewing, like releasing, is its owner's (or an operator's)
+        read = await c.get(f"/v1/reservations/{made.json()['id']}", headers=tokens["sched-2"])
+        assert read.json()["kind"] == "Reservation"  # reading is any scheduler's, as GraphQL's reservation
+        assert (await c.get(f"/v1/reservations/{made.json()['id']}", headers=tokens["col"])).status_code == 403
         mine = await c.post(f"/v1/reservations/{made.json()['id']}/release", headers=tokens["sched-1"])
         assert mine.json()["kind"] == "Reservation"
         limited = await c.post("/v1/reservations", json={"holder": "j", "request": "1xL40S"}, headers=tokens["sched-1"])

@@ -26,7 +26,7 @@ class Context(BaseContext):
         self.settings = services.settings
         self.reservations = services.reservations
         self.engine = services.reservations.engine
-        self.loaders = Loaders(services.hosts)  # per request: a dataloader caches for its request only
+        self.loaders = Loaders(services.hosts, services.browse)  # per request: a dataloader caches for its request only
         self.metrics = metrics
         self.principal = principal
         self.limiter = limiter

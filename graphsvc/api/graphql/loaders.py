@@ -9,11 +9,16 @@ from __future__ import annotations
 
 from strawberry.dataloader import DataLoader
 
+from graphsvc.read.browse import Browse, LocatedGpu
 from graphsvc.read.hosts import HostHeader, HostLayout, HostReader, HostSlice, NicAffinity, NVLinkEdge
 
 
 class Loaders:
-    def __init__(self, reader: HostReader) -> None:
+    def __init__(self, reader: HostReader, browse: Browse) -> None:
+        async def gpus(uuids: list[str]) -> list[LocatedGpu | None]:
+            found = {n.gpu.uuid: n for n in await browse.gpus_by_uuid(uuids)}
+            return [found.get(u) for u in uuids]
+
         async def headers(names: list[str]) -> list[HostHeader | None]:
             found = await reader.headers(names)
             return [found.get(n) for n in names]
@@ -35,6 +40,7 @@ class Loaders:
             return [found[n] for n in names]
 
         self.header = DataLoader(load_fn=headers)
+        self.gpu = DataLoader(load_fn=gpus)  # a GPU's live readings, by uuid (a reservation's GPUs)
         self.mig_slices = DataLoader(load_fn=mig_slices)
         self.layout = DataLoader(load_fn=layouts)
         self.nvlinks = DataLoader(load_fn=nvlinks)

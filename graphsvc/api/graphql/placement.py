@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import cast
 
 from strawberry.scalars import JSON
-from strawberry.types.nodes import SelectedField, Selection
 
 from graphsvc.api.graphql import mig
 from graphsvc.api.graphql.context import Info
+from graphsvc.api.graphql.selection import selects
 from graphsvc.api.graphql.types import (
     GPU,
     CypherStatement,
@@ -100,14 +99,4 @@ async def place(
 
 def selects_infeasible(info: Info) -> bool:
     """Does the query read `infeasible` of this field's result (directly or through fragments)?"""
-    return any(_selects(f.selections, "infeasible") for f in info.selected_fields)
-
-
-def _selects(nodes: Sequence[Selection], name: str) -> bool:
-    for node in nodes:
-        if isinstance(node, SelectedField):
-            if node.name == name:
-                return True
-        elif _selects(node.selections, name):  # an inline fragment or a fragment spread
-            return True
-    return False
+    return any(selects(f.selections, {"infeasible"}) for f in info.selected_fields)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
+from dataclasses import replace
 from typing import Annotated
 
 import strawberry
@@ -11,11 +12,17 @@ from graphsvc.api.graphql import mig
 from graphsvc.api.graphql.context import READERS, Forbidden, Info
 from graphsvc.api.graphql.errors import Error, NotFound, ValidationError
 from graphsvc.api.graphql.inputs import PlacementRequestInput
+from graphsvc.api.graphql.selection import selects
 from graphsvc.api.graphql.types import GPU, HostRef, InfeasibleReason
 from graphsvc.placement.request import RequestError
 from graphsvc.reservations import service as svc
 from graphsvc.reservations.elastic import elastic_for
 from graphsvc.security.auth import Role
+
+# GPU fields the reservation's own read does not carry: asking for any of them costs one read of the GPUs.
+_LIVE_FIELDS = frozenset(
+    {"memoryMiB", "health", "temperatureC", "utilizationPct", "numaNode", "pciBusId", "nvlinkDomain", "scaleUpDomain"}
+)
 
 
 @strawberry.type
@@ -31,10 +38,7 @@ class Reservation:
     labels: list[str]
     idempotency_key: str
     request: str | None = strawberry.field(description="The placement request in text form, if any")
-    gpus: list[GPU] = strawberry.field(
-        description="The GPUs it holds or held: each one's state is reserved while it holds them, null once it "
-        "has ended (the GPU's state now is another reservation's business: ask the host or gpus)"
-    )
+    held_gpus: strawberry.Private[list[GPU]]
     hosts: list[HostRef]
     mig_slices: list[mig.MigSlice] = strawberry.field(
         default_factory=list, description="The MIG slices it holds (a reservation of slices holds no whole GPU)"
@@ -51,6 +55,19 @@ class Reservation:
     grace_ends_at: float | None = strawberry.field(
         default=None, description="A pending preemption: when the victims' grace period ends and the GPUs move"
     )
+
+    @strawberry.field(
+        description="The GPUs it holds or held: each one's state is reserved while it holds them, null once it "
+        "has ended (the GPU's state now is another reservation's business: ask the host or gpus). Their live "
+        "readings (health, temperatureC, memoryMiB...) are read when asked for, one query for every reservation "
+        "in the answer"
+    )
+    async def gpus(self, info: Info) -> list[GPU]:
+        if not self.held_gpus or not any(selects(f.selections, _LIVE_FIELDS) for f in info.selected_fields):
+            return self.held_gpus  # what the reservation's own read returned: no second query
+        found = await info.context.loaders.gpu.load_many([g.uuid for g in self.held_gpus])
+        pairs = zip(self.held_gpus, found, strict=True)
+        return [g if n is None else replace(GPU.of(n.gpu, g.host), state=g.state) for g, n in pairs]
 
 
 @strawberry.type
@@ -147,7 +164,7 @@ def to_graphql(r: svc.Reservation) -> Reservation:
         labels=r.labels,
         idempotency_key=r.idempotency_key,
         request=r.request,
-        gpus=gpus,
+        held_gpus=gpus,
         hosts=list(hosts.values()) or [HostRef(name=h) for h in sorted({s.host for s in r.slices})],
         mig_slices=mig.reserved(r.slices),
         lost_slices=r.lost_slices,
@@ -289,7 +306,7 @@ async def preemption_plan(info: Info, request: PlacementRequestInput, priority: 
 
 
 async def reservation(info: Info, id: str) -> Reservation | None:
-    found = await info.context.reservations.get(id)
+    found = await info.context.reservations.read(id)
     return to_graphql(found) if found is not None else None
 
 
