@@ -139,8 +139,14 @@ class Outcome(BaseModel):
     id: str | None = None
     holder: str | None = None
     state: str | None = None
+    createdAt: float | None = None
     expiresAt: float | None = None
     endedAt: float | None = Field(default=None, description="a Reservation that ended: when; a LeaseExpired: when")
+    priority: int | None = None
+    labels: list[str] | None = None
+    preemptBy: str | None = Field(default=None, description="a live victim: the pending reservation taking its GPUs")
+    preemptAt: float | None = Field(default=None, description="a live victim: when its GPUs move")
+    graceEndsAt: float | None = Field(default=None, description="a pending preemption: when the GPUs move")
     gpus: list[GpuOut] | None = None
     migSlices: list[SliceOut] | None = None
     lostSlices: list[str] | None = None
@@ -173,8 +179,14 @@ def _reservation(r: svc.Reservation) -> Outcome:
         id=r.id,
         holder=r.holder,
         state=r.state,
+        createdAt=r.created_at,
         expiresAt=r.expires_at,
         endedAt=r.ended_at,
+        priority=r.priority,
+        labels=r.labels,
+        preemptBy=r.preempt_by,
+        preemptAt=r.preempt_at,
+        graceEndsAt=r.grace_ends_at,
         gpus=gpus,
         migSlices=slices,
         lostSlices=r.lost_slices,
@@ -276,13 +288,14 @@ async def read(reservation_id: IdPath, request: Request, caller: Caller) -> Outc
 
 
 @router.post("/v1/reservations/{reservation_id}/renew")
-async def renew(reservation_id: IdPath, body: RenewBody, request: Request, caller: Caller) -> Outcome:
-    """Extend a live lease (the GraphQL `renew` mutation). Schedulers renew only their own."""
+async def renew(reservation_id: IdPath, request: Request, caller: Caller, body: RenewBody | None = None) -> Outcome:
+    """Extend a live lease (the GraphQL `renew` mutation); no body or `{}`: for the default lease.
+    Schedulers renew only their own."""
     require(caller, Role.SCHEDULER, Role.OPERATOR)
     service: svc.ReservationService = request.app.state.reservations
     await _own(service, reservation_id, caller)
     _limit(request, caller)
-    out = await service.renew(reservation_id, body.ttlSeconds)
+    out = await service.renew(reservation_id, body.ttlSeconds if body is not None else None)
     if isinstance(out, svc.Reservation):
         return _reservation(out)
     if isinstance(out, svc.LeaseExpired):

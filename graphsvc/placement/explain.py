@@ -216,7 +216,13 @@ async def _relaxed_reason(
         return InfeasibleReason(field, f"nothing fits{_in_sites(req)}; without the site filter it does",
                                 format_request(relaxed))  # fmt: skip
     if field == "minMemoryGiB":
-        return await _memory_reason(engine, req, relaxed, loader)
+        # The most memory a placement offers, nearest the request with that as its minimum (a
+        # candidate found has it); none when the relaxed request fitted by its counts but no search
+        # found it (the budget): then the generic words.
+        most = await _most_memory(engine, relaxed, loader)
+        if most is not None:
+            said, gib = memory_message(req, *most)
+            return InfeasibleReason(field, said, format_request(req.with_(min_memory_gib=gib)))
     return InfeasibleReason(field, f"nothing fits with {words} ({_value(req, field)}); without it it does",
                             format_request(relaxed))  # fmt: skip
 
@@ -256,19 +262,6 @@ def memory_message(req: PlacementRequest, most_mib: int, model: str) -> tuple[st
     return words, gib
 
 
-async def _memory_reason(
-    engine: PlacementEngine, req: PlacementRequest, relaxed: PlacementRequest, loader: HostLoader | None
-) -> InfeasibleReason:
-    """The memory minimum blocks the request alone: the reason names the most memory a placement
-    offers, nearest the request with that as its minimum (a candidate found has it)."""
-    most = await _most_memory(engine, relaxed, loader)
-    if most is None:  # the relaxed request fitted by its counts but no search found it (budget)
-        return InfeasibleReason("minMemoryGiB", f"nothing fits with the memory minimum ({req.min_memory_gib:g} GiB); "
-                                "without it it does", format_request(relaxed))  # fmt: skip
-    words, gib = memory_message(req, *most)
-    return InfeasibleReason("minMemoryGiB", words, format_request(req.with_(min_memory_gib=gib)))
-
-
 async def _stale_hosts(engine: PlacementEngine) -> int:
     if engine.stale_after_s is None:
         return 0
@@ -284,6 +277,8 @@ def _value(req: PlacementRequest, field: str) -> str:
         "excludeUnhealthy": "exclude_unhealthy", "excludeHosts": "exclude_hosts",
     }[field]  # fmt: skip
     value = getattr(req, attr)
+    if field == "minMemoryGiB":
+        return f"{value:g} GiB"
     return value.value if isinstance(value, NVLinkRequirement) else str(value)
 
 

@@ -134,10 +134,10 @@ class Holder:
 def as_seen(r: Reservation, now: float) -> Reservation:
     """A live lease past its end, as its holder sees it: expired, its GPUs no longer held.
 
-    The store records the lapse when the reaper next runs (every few seconds) or when a reserve
-    takes the GPUs over; until then the stored state still says active. A reader shown `active`
-    would think it may still renew, which answers LeaseExpired: both say expired now. `ended_at`
-    is the lease's end; the reaper records its own run's time, within seconds of it.
+    The store records the lapse when the reaper next runs (every few seconds), or a late release
+    does; until then the stored state still says active. A reader shown `active` would think it
+    may still renew, which answers LeaseExpired: both say expired now, and the store records the
+    same: `expired`, ended at the lease's end (the reaper's and the release statements' words).
     """
     if r.state != "active" or r.expires_at >= now:
         return r
@@ -147,7 +147,15 @@ def as_seen(r: Reservation, now: float) -> Reservation:
         ended_at=r.expires_at,
         gpus=[replace(g, held=False) for g in r.gpus],
         slices=[replace(x, held=False) for x in r.slices],
+        preempt_by=None,  # a warning for a live victim, as `_reservation` shows it only while active
+        preempt_at=None,
     )
+
+
+def _ended(state: str) -> str:
+    """The event a release that ended a reservation in this state publishes: a lease that ran out
+    before the release came is ended as expired (the release statements), and says so."""
+    return {"preempted": "reservation.preempted", "expired": "reservation.expired"}.get(state, "reservation.released")
 
 
 @dataclass
@@ -592,7 +600,7 @@ class ReservationService:
                 f"idempotency key {existing.idempotency_key!r} was used for reservation {existing.id} with a "
                 "different request; use a new key for a new request",
             )
-        return existing
+        return as_seen(existing, self.clock())  # a retry after the lease ran out hears it expired
 
     async def _write(self, uuids: list[str], props: ReservationProps, ttl: int) -> Reservation | None:
         """The reservation as the write stored it (nothing read back), or None: nothing taken."""
@@ -802,9 +810,8 @@ class ReservationService:
                     break
                 return Infeasible(result.infeasible if explain else await self._cheap_reasons(request))
             fresh = [c for c in result.candidates if tuple(sorted(g.uuid for g in c.gpus)) not in seen]
-            order = fresh if not tried else spread.sample(fresh, len(fresh))
-            if not tried and len(order) > 1:
-                order = order[:1] + spread.sample(order[1:], len(order) - 1)
+            best = fresh[:1] if not tried else []  # before any collision, the best candidate first
+            order = best + spread.sample(fresh[len(best) :], len(fresh) - len(best))
             for candidate in order[: self.max_attempts]:
                 tried += 1
                 last = sorted(g.uuid for g in candidate.gpus)
@@ -868,6 +875,15 @@ class ReservationService:
             # Live and unexpired, yet not renewed: a resize committed between the statement's read
             # of the GPUs and its locks (Neo4j), so the GPUs it locked were not all it owns. Again.
         assert current is not None  # the loop runs at least once and returns on None
+        if current.state == "active" and current.expires_at >= now:
+            # Live, but the statement renews only a reservation that still owns every GPU it was
+            # given: one is gone (its host stopped reporting it). This said the lease ran out.
+            return LeaseExpired(
+                reservation_id,
+                now,
+                "it no longer holds every GPU (or MIG slice) it was given: its host stopped reporting one; "
+                "release it and reserve again",
+            )
         if current.state == "active" or current.state == "expired":
             return LeaseExpired(reservation_id, current.expires_at, "the lease ran out; reserve again")
         return LeaseExpired(
@@ -883,7 +899,7 @@ class ReservationService:
             if outcome is not None:
                 released = outcome.reservation
                 await self.events.publish(
-                    Event("reservation.released", released.id, released.holder, self.clock(), awaited=outcome.awaited)
+                    Event(_ended(released.state), released.id, released.holder, self.clock(), awaited=outcome.awaited)
                 )
                 return released
         for _ in range(self.max_attempts):
@@ -892,7 +908,7 @@ class ReservationService:
             )
             if not rows:
                 # Holds nothing (all taken over) or already ended: end it without GPU changes if still live.
-                await self.gw.write(
+                rows = await self.gw.write(
                     "reservations/end_empty_reservation", {"id": reservation_id, "now": self.clock(), "state": state}
                 )
             current = await self.get(reservation_id)
@@ -910,8 +926,7 @@ class ReservationService:
             current = await self.get(reservation_id)
             assert current is not None
         if rows:
-            kind = "reservation.preempted" if state == "preempted" else "reservation.released"
-            await self.events.publish(Event(kind, current.id, current.holder, self.clock()))
+            await self.events.publish(Event(_ended(current.state), current.id, current.holder, self.clock()))
         return current
 
     async def _reap_for_placement(self) -> bool:

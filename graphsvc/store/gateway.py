@@ -92,8 +92,10 @@ class Gateway:
             for observe in self.observers:
                 observe(name, elapsed)
         stat.rows += len(rows)
-        level = logging.INFO if elapsed >= self.slow_query_s else logging.DEBUG
-        log.log(level, "query=%s rows=%d %.1f ms", name, len(rows), elapsed * 1000)
+        if elapsed >= self.slow_query_s:  # said as slow: a cold Neo4j's first statements take ~0.5 s each
+            log.info("slow query=%s rows=%d %.1f ms (over %g s)", name, len(rows), elapsed * 1000, self.slow_query_s)
+        else:
+            log.debug("query=%s rows=%d %.1f ms", name, len(rows), elapsed * 1000)
         return rows
 
 

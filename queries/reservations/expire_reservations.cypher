@@ -5,6 +5,7 @@
 // and the lapse is checked again, so a renew or release that committed meanwhile wins. Each
 // reservation's GPUs are read again after its lock: one that a grow gave GPUs this statement
 // did not lock is left for the next run (it stays lapsed), never ended with GPUs still marked.
+// `ended_at` is the lease's end, not this run's time: what readers saw from that moment on.
 // @write
 // @param limit int
 // @param now float
@@ -31,7 +32,7 @@ OPTIONAL MATCH (r)-[:HOLDS]->(now:GPU)
 WITH gpus, r, collect(CASE WHEN now.reservation = r.id THEN now.uuid END) AS held
 WITH gpus, r, size([u IN held WHERE NOT u IN [x IN gpus | x.uuid]]) AS unlocked
 WHERE r.state = 'active' AND r.expires_at < $now AND unlocked = 0
-SET r.state = 'expired', r.ended_at = $now
+SET r.state = 'expired', r.ended_at = r.expires_at
 WITH gpus, collect(r) AS ended
 WITH ended, [x IN gpus WHERE x.reservation IN [e IN ended | e.id]] AS freed
 FOREACH (x IN freed | SET x.state = 'free', x.reservation = NULL, x.lease_expires_at = NULL)

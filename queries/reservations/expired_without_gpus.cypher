@@ -1,6 +1,7 @@
 // Ends lapsed reservations that no longer own any GPU (all taken over); nothing to free.
 // Locks each candidate before checking it again (a renew cannot succeed without GPUs, but a
 // release may have ended it meanwhile).
+// `ended_at` is the lease's end, not this run's time: what readers saw from that moment on.
 // @write
 // @param limit int
 // @param now float
@@ -18,5 +19,5 @@ WHERE held = 0
 WITH r
 ORDER BY r.id
 LIMIT $limit
-SET r.state = 'expired', r.ended_at = $now
+SET r.state = 'expired', r.ended_at = r.expires_at
 RETURN collect(r.id) AS ids

@@ -7,6 +7,8 @@
 // trip); an id not among them (already ended, unknown, holding nothing any more, or grown after
 // the first read: GPUs read again after its lock that were not locked here) is answered by
 // release_reservation and end_empty_reservation on their own.
+// A reservation whose lease ran out before it ends is ended as `expired` at its lease's end (as the
+// reaper would, and as readers already see it: service.as_seen), whatever $state asks.
 // @write
 // @param ids list<string>
 // @param now float
@@ -30,7 +32,8 @@ WITH r, gpus, collect(CASE WHEN now.reservation = r.id THEN now.uuid END) AS hel
 WITH r, gpus, size([u IN held WHERE NOT u IN [x IN gpus | x.uuid]]) AS unlocked
 WITH r, [x IN gpus WHERE x.reservation = r.id] AS owned, unlocked
 WHERE r.state = 'active' AND size(owned) > 0 AND unlocked = 0
-SET r.state = $state, r.ended_at = $now
+SET r.state = CASE WHEN r.expires_at < $now THEN 'expired' ELSE $state END,
+    r.ended_at = CASE WHEN r.expires_at < $now THEN r.expires_at ELSE $now END
 WITH r, owned, [x IN owned WHERE x.state <> 'free'] AS moved
 FOREACH (x IN owned | SET x.state = 'free', x.reservation = NULL, x.lease_expires_at = NULL)
 WITH collect(r) AS carry, collect(moved) AS freed

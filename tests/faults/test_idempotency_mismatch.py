@@ -66,7 +66,7 @@ async def test_same_key_different_request_is_a_mismatch(
     assert "different request" in out["message"]
     # Nothing changed: the first reservation holds what it held, and no second one exists.
     rows = await loaded.read("reservations/reservations_page", {"holder": "job-1", "state": "", "after": "",
-                                                                 "first": 10})  # fmt: skip
+                                                                 "first": 10, "now": 0.0})  # fmt: skip
     assert [r["id"] for r in rows] == [first["id"]]
 
 

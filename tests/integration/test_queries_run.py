@@ -362,7 +362,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "reservations/set_phases": {"id": "rsv-example", "phase": "warmup", "phases": ["warmup=8xH100"]},
     "reservations/renew_reservation": {"id": "rsv-example", "now": 1.0, "expires_at": 5.0},
     "reservations/reservation_get": {"ids": ["rsv-example"], "keys": []},
-    "reservations/reservations_page": {"holder": "", "state": "", "after": "", "first": 5},
+    "reservations/reservations_page": {"holder": "", "state": "", "after": "", "first": 5, "now": 2.0},
     "reservations/gpu_holders": {"uuids": [FIRST.gpus[1].uuid], "now": 0.0},
     "reservations/double_holds": {"now": 0.0},
     "reservations/double_held_slices": {"now": 0.0},

@@ -3,15 +3,22 @@ GPUs' live readings, and `expired` from the moment its lease ran out (before the
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import httpx
+import pytest
 from fastapi import FastAPI
+from topo_facts.models import HostFacts
 
+from graphsvc.ingest.service import ingest_host
+from graphsvc.placement.request import parse_request
 from graphsvc.read.browse import Browse, LocatedGpu
+from graphsvc.reservations.events import Event
+from graphsvc.reservations.service import LeaseExpired, Reservation, ReservationService
 from graphsvc.store.gateway import Gateway
 from tests.cluster_helpers import load
-from tests.integration.test_reservations import Clock, gql
+from tests.integration.test_reservations import Clock, free_of, gql, invariants
 
 GPUS = "gpus { uuid state health memoryMiB temperatureC scaleUpDomain host { name } }"
 
@@ -105,8 +112,14 @@ async def test_rest_renew_and_read(client: httpx.AsyncClient, gateway: Gateway) 
     assert renewed["gpus"] == made["gpus"]
     default = (await client.post(f"/v1/reservations/{made['id']}/renew", json={})).json()
     assert default["kind"] == "Reservation"
+    bodiless = (await client.post(f"/v1/reservations/{made['id']}/renew")).json()  # as release takes none
+    assert bodiless["kind"] == "Reservation" and bodiless["expiresAt"] >= default["expiresAt"]
+    default = bodiless
     read = (await client.get(f"/v1/reservations/{made['id']}")).json()
     assert read["state"] == "active" and read["expiresAt"] == default["expiresAt"] and read["gpus"] == made["gpus"]
+    # What GraphQL's Reservation shows a scheduler, the preemption warning fields included.
+    assert read["createdAt"] == made["createdAt"] and read["priority"] == 0 and read["labels"] == []
+    assert {"preemptBy", "preemptAt", "graceEndsAt"} <= set(read) and read["preemptBy"] is None
     bad = (await client.post(f"/v1/reservations/{made['id']}/renew", json={"ttlSeconds": 0})).json()
     assert bad["kind"] == "ValidationError" and bad["field"] == "ttlSeconds"
     unknown = await client.post(f"/v1/reservations/{made['id']}/renew", json={"ttl": 5})
@@ -118,3 +131,74 @@ async def test_rest_renew_and_read(client: httpx.AsyncClient, gateway: Gateway) 
     assert released["state"] == "released" and released["endedAt"] is not None
     after = (await client.post(f"/v1/reservations/{made['id']}/renew", json={})).json()
     assert after["kind"] == "LeaseExpired" and "released" in after["message"]
+
+
+@pytest.mark.parametrize("group_commit", [True, False], ids=["batch", "alone"])
+async def test_a_late_release_ends_it_as_it_read_expired(gateway: Gateway, group_commit: bool) -> None:
+    """A release after the lease ran out (and before the reaper) turned `expired` into `released`
+    with a later end; a retried reserve with its key still answered `active`."""
+    host = (await load(gateway, "l40s:hosts=1")).hosts[0]
+    clock = Clock()
+    svc = ReservationService(gateway, clock=clock, group_commit=group_commit)
+    kinds: list[str] = []
+    publish = svc.events.publish
+
+    async def record(event: Event) -> None:
+        kinds.append(event.kind)
+        await publish(event)
+
+    svc.events.publish = record  # type: ignore[method-assign]
+    made = await svc.reserve(holder="j", request=parse_request("2xL40S"), ttl_s=10, idempotency_key="k1")
+    taken_over = await svc.reserve(holder="j", request=parse_request("1xL40S"), ttl_s=10)
+    assert isinstance(made, Reservation) and isinstance(taken_over, Reservation)
+    clock.now += 11
+    retried = await svc.reserve(holder="j", request=parse_request("2xL40S"), ttl_s=10, idempotency_key="k1")
+    assert isinstance(retried, Reservation) and retried.id == made.id
+    assert retried.state == "expired" and not any(g.held for g in retried.gpus)
+    # Its GPU taken by another reserve after the lapse: the late release ends it holding nothing.
+    other = await svc.reserve(holder="next", gpus=[g.uuid for g in taken_over.gpus], ttl_s=60)
+    assert isinstance(other, Reservation)
+    for late in (made, taken_over):
+        ended = await svc.release(late.id)
+        assert isinstance(ended, Reservation)
+        assert (ended.state, ended.ended_at) == ("expired", late.expires_at), ended
+        assert await svc.read(late.id) == ended
+    assert kinds.count("reservation.expired") == 2 and "reservation.released" not in kinds
+    assert await free_of(gateway, host.hostname) == len(host.gpus) - 1  # only the new holder's GPU is held
+    await invariants(gateway, clock.now)
+
+
+async def test_the_reaper_ends_a_lease_when_it_ran_out(gateway: Gateway) -> None:
+    """`endedAt` read before the reaper (the lease's end) and after it are the same."""
+    await load(gateway, "l40s:hosts=1")
+    clock = Clock()
+    svc = ReservationService(gateway, clock=clock)
+    made = await svc.reserve(holder="j", request=parse_request("2xL40S"), ttl_s=10)
+    assert isinstance(made, Reservation)
+    clock.now += 11
+    before = await svc.read(made.id)
+    clock.now += 30  # the reaper runs late
+    assert await svc.expire_due() == [made.id]
+    after = await svc.read(made.id)
+    assert before is not None and after is not None
+    assert (before.state, before.ended_at) == (after.state, after.ended_at) == ("expired", made.expires_at)
+
+
+async def test_a_renew_says_why_when_a_gpu_is_gone(gateway: Gateway) -> None:
+    """A live lease whose GPU its host stopped reporting cannot be renewed; it was told the lease
+    ran out, with an end in the future."""
+    cluster = await load(gateway, "l40s:hosts=1")
+    clock = Clock()
+    svc = ReservationService(gateway, clock=clock)
+    made = await svc.reserve(holder="j", request=parse_request("2xL40S"), ttl_s=60)
+    assert isinstance(made, Reservation)
+    facts = cluster.hosts[0]
+    gone = made.gpus[0].uuid
+    doc = facts.model_dump()
+    doc["gpus"] = [g for g in doc["gpus"] if g["uuid"] != gone]
+    doc["gpu_nic_affinity"] = [a for a in doc["gpu_nic_affinity"] if a["gpu_uuid"] != gone]
+    doc["collected_at"] = facts.collected_at + timedelta(seconds=1)
+    fewer = HostFacts.model_validate(doc)
+    assert (await ingest_host(gateway, fewer)).applied
+    out = await svc.renew(made.id, 60)
+    assert isinstance(out, LeaseExpired) and "no longer holds every GPU" in out.message and out.expired_at == clock.now
