@@ -235,6 +235,15 @@ def _parser() -> argparse.ArgumentParser:
     release.add_argument("id", help="the reservation id (rsv-...)")
     _client_options(release)
 
+    renew = sub.add_parser("renew", help="extend a reservation's lease from now, e.g. renew rsv-... --ttl 30m")
+    renew.add_argument("id", help="the reservation id (rsv-...)")
+    renew.add_argument("--ttl", type=_ttl, help="the new lease, e.g. 90s, 10m, 2h (default: the service's)")
+    _client_options(renew)
+
+    show = sub.add_parser("reservation", help="one reservation: its state, lease and GPUs with their health")
+    show.add_argument("id", help="the reservation id (rsv-...)")
+    _client_options(show)
+
     reset_host = sub.add_parser(
         "reset-host", help="operators: forget a host's collection times so its next update applies (bad clock)"
     )
@@ -390,6 +399,10 @@ def _run(args: argparse.Namespace) -> int:
         return _reserve(args)
     if args.command == "release":
         return _release(args.server, args.id, as_json=args.output == "json")
+    if args.command == "renew":
+        return _renew(args.server, args.id, args.ttl, as_json=args.output == "json")
+    if args.command == "reservation":
+        return _show_reservation(args.server, args.id, as_json=args.output == "json")
     if args.command in ("sites", "prices", "compare-sites"):
         return sites_cli.run(args)
     if args.command in elastic_cli.COMMANDS:
@@ -1014,6 +1027,54 @@ def _release(server: str, reservation_id: str, *, as_json: bool = False) -> int:
     else:
         print(f"{out['id']}: {out['state']}")
     return 2 if out["__typename"] == "NotFound" else 0
+
+
+def _renew(server: str, reservation_id: str, ttl_s: int | None, *, as_json: bool = False) -> int:
+    query = (
+        "mutation($id: String!, $ttl: Int) { renew(id: $id, ttlSeconds: $ttl) { __typename "
+        "... on Reservation { id expiresAt } ... on Error { message } } }"
+    )
+    out = (_graphql(server, query, {"id": reservation_id, "ttl": ttl_s}))["renew"]
+    if as_json:
+        print(json.dumps(out, indent=2))
+    elif out["__typename"] == "Reservation":
+        print(f"{out['id']}: expires {human_time(out['expiresAt'])}")
+    else:
+        print(f"{out['__typename']}: {out['message']}")
+    return 0 if out["__typename"] == "Reservation" else 2
+
+
+RESERVATION_QUERY = """query($id: String!) { reservation(id: $id) {
+  id holder state createdAt expiresAt endedAt priority preemptible labels request preemptBy preemptAt graceEndsAt
+  gpus { uuid index model state health temperatureC host { name } }
+  migSlices { uuid profile host gpuIndex held }
+} }"""
+
+
+def _show_reservation(server: str, reservation_id: str, *, as_json: bool = False) -> int:
+    """What a job's owner asks when it wonders whether it still holds its GPUs: the state as
+    readers see it (expired from the moment the lease ran out) and each GPU's health now."""
+    out = (_graphql(server, RESERVATION_QUERY, {"id": reservation_id}))["reservation"]
+    if as_json:
+        print(json.dumps(out, indent=2))
+        return 0 if out is not None else 2
+    if out is None:
+        print(f"no reservation {reservation_id!r}")
+        return 2
+    lease = f"expires {human_time(out['expiresAt'])}" if out["state"] == "active" else ""
+    ended = f"ended {human_time(out['endedAt'])}" if out["endedAt"] is not None else ""
+    print(f"{out['id']}  {out['state']}  holder {out['holder']}  {lease or ended}".rstrip())
+    if out["request"]:
+        print(f"   request: {out['request']}")
+    if out["preemptBy"]:
+        print(f"   preempted by {out['preemptBy']} at {human_time(out['preemptAt'])}: checkpoint and release before")
+    if out["migSlices"]:
+        print(f"   MIG slices: {_slice_list(out['migSlices'])}")
+    for g in out["gpus"]:
+        temperature = f"  {g['temperatureC']:g} C" if g["temperatureC"] is not None else ""
+        print(f"   {g['host']['name']}/{g['index']} {g['model']} {g['uuid']}  {g['health'] or 'health unknown'}"
+              f"{temperature}")  # fmt: skip
+    return 0
 
 
 async def _reset_host(server: str, host: str) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -73,8 +74,21 @@ def test_demo_loads_the_declared_cluster(tmp_path: Path) -> None:
         assert held.returncode == 0, held.stderr + held.stdout
         rid = held.stdout.split()[0]
         assert rid.startswith("rsv-") and "cli-job" in held.stdout
+        shown = subprocess.run([exe, "reservation", rid, "--server", url], capture_output=True, text=True, timeout=60)
+        assert shown.returncode == 0 and shown.stdout.startswith(f"{rid}  active  holder cli-job  expires "), shown
+        gpu_lines = [line for line in shown.stdout.splitlines() if "NVIDIA H100" in line]
+        assert len(gpu_lines) == 8 and all("health unknown" not in line for line in gpu_lines), shown.stdout
+        renewed = subprocess.run(
+            [exe, "renew", rid, "--ttl", "20m", "--server", url], capture_output=True, text=True, timeout=60
+        )
+        assert renewed.returncode == 0 and renewed.stdout.startswith(f"{rid}: expires "), renewed
+        assert re.search(r"\(in (20m|19m \d+s)\)$", renewed.stdout.strip()), renewed.stdout  # the new lease
         freed = subprocess.run([exe, "release", rid, "--server", url], capture_output=True, text=True, timeout=60)
         assert freed.returncode == 0 and f"{rid}: released" in freed.stdout
+        late = subprocess.run([exe, "renew", rid, "--server", url], capture_output=True, text=True, timeout=60)
+        assert late.returncode == 2 and late.stdout.startswith("LeaseExpired: the reservation was released"), late
+        gone = subprocess.run([exe, "reservation", "rsv-nope", "--server", url], capture_output=True, text=True)
+        assert gone.returncode == 2 and gone.stdout == "no reservation 'rsv-nope'\n"
         second = subprocess.run(
             [exe, "demo", "--port", str(free_port()), "--data-dir", str(tmp_path / "data")],
             capture_output=True, text=True, timeout=120, check=False,
