@@ -79,6 +79,8 @@ def _ttl(text: str) -> int:
         ) from None
     if seconds <= 0:
         raise argparse.ArgumentTypeError(f"{text!r}: a lease must last at least one second")
+    if seconds > 2**31 - 1:  # GraphQL's Int: the service would refuse the query, not the lease
+        raise argparse.ArgumentTypeError(f"{text!r} is longer than any lease the service grants")
     return seconds
 
 

@@ -202,7 +202,11 @@ class GracefulPreemption:
         found = {r.id: r for r in await self.rs.get_many(ids=[pending_id, *preempted])}
         for vid in sorted(preempted):
             holder = found[vid].holder if vid in found else ""
-            await self.rs.events.publish(Event("reservation.preempted", vid, holder, now, pending_id))
+            # A victim whose lease had run out is ended as expired (complete_preemption), and says so.
+            # Not awaited: its GPUs went to this preemption, and the observer (on_event) would wait
+            # for a tick from inside the tick that is running this.
+            kind = "reservation.expired" if vid in found and found[vid].state == "expired" else "reservation.preempted"
+            await self.rs.events.publish(Event(kind, vid, holder, now, pending_id, awaited=False))
         created = found[pending_id]
         await self.rs.events.publish(Event("reservation.created", created.id, created.holder, now))
         return created

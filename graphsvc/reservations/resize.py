@@ -32,6 +32,7 @@ from graphsvc.reservations.service import (
     ValidationError,
     _printable,
     _reservation,
+    as_seen,
 )
 
 MAX_NEIGHBOUR_HOSTS = 512
@@ -95,7 +96,8 @@ class ElasticService:
         props = row["reservation"]
         now = self.rs.clock()
         if res.state != "active" or res.expires_at < now:
-            return LeaseExpired(res.id, res.ended_at or res.expires_at, f"the reservation is {res.state}")
+            seen = as_seen(res, now)  # a lapsed lease is expired, as every reader says, reaped or not
+            return LeaseExpired(res.id, seen.ended_at or seen.expires_at, f"the reservation is {seen.state}")
         held = [g for g in res.gpus if g.held]
         loader = self.loader(now)
         hosts = await loader.load(sorted({g.host for g in held}))

@@ -920,9 +920,9 @@ class ReservationService:
             # GPUs and its locks (Neo4j), so it freed nothing; read them again.
         assert current is not None  # the loop runs at least once and returns on None
         if current.slice_count and current.state != "active" and any(s.held for s in current.slices):
-            # A reservation of MIG slices holds no GPU: the statements above ended it; free its slices.
+            # A reservation of MIG slices holds no GPU: end_empty_reservation ended it (and `rows`
+            # says so), or the reaper did, which says so itself; either way free its slices here.
             await mig_slices.free_ended(self.gw, [reservation_id])
-            rows = rows or [{"id": reservation_id}]
             current = await self.get(reservation_id)
             assert current is not None
         if rows:

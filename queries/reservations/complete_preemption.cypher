@@ -5,6 +5,8 @@
 // held by anyone but a live victim, or a victim holds GPUs this statement did not lock (it
 // grew after the read). Lock order as in preempt_and_reserve: GPUs by uuid, counters, then
 // the reservations (victims and the pending one) by id; reads only after.
+// A victim whose lease ran out before this ends it is ended as `expired` at its lease's end, as a
+// release or the reaper would (and as readers already see it: service.as_seen), not preempted now.
 // @write
 // @param expires_at any
 // @param id string
@@ -39,7 +41,9 @@ WITH gpus, mine, live_victims, live_ids, wanted,
      reduce(n = 0, x IN live_victims | n + x.gpu_count) AS victim_granted
 WHERE size(mine) = 1 AND size(wanted) = size($uuids) AND takeable = size(wanted) AND victim_held = victim_granted
 UNWIND mine AS p
-FOREACH (x IN live_victims | SET x.state = 'preempted', x.ended_at = $now)
+FOREACH (x IN live_victims |
+  SET x.state = CASE WHEN x.expires_at < $now THEN 'expired' ELSE 'preempted' END,
+      x.ended_at = CASE WHEN x.expires_at < $now THEN x.expires_at ELSE $now END)
 WITH p, wanted, live_ids, [x IN gpus WHERE x.reservation IN live_ids] AS freed
 FOREACH (x IN freed | SET x.state = 'free', x.reservation = NULL, x.lease_expires_at = NULL)
 SET p.state = 'active', p.gpu_count = size(wanted), p.expires_at = $expires_at, p.started_at = $now

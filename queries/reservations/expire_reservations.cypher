@@ -6,6 +6,9 @@
 // reservation's GPUs are read again after its lock: one that a grow gave GPUs this statement
 // did not lock is left for the next run (it stays lapsed), never ended with GPUs still marked.
 // `ended_at` is the lease's end, not this run's time: what readers saw from that moment on.
+// Counters move by deltas (delta_tail, as a release's), which keeps the row when the GPUs of the
+// reservations it ended were all taken over between its first read and its locks (Neo4j): the
+// recount tail it used unwound no host then, and the ids it ended were lost with their events.
 // @write
 // @param limit int
 // @param now float
@@ -35,10 +38,8 @@ WHERE r.state = 'active' AND r.expires_at < $now AND unlocked = 0
 SET r.state = 'expired', r.ended_at = r.expires_at
 WITH gpus, collect(r) AS ended
 WITH ended, [x IN gpus WHERE x.reservation IN [e IN ended | e.id]] AS freed
+WITH ended, freed, [x IN freed WHERE x.state <> 'free'] AS moved
 FOREACH (x IN freed | SET x.state = 'free', x.reservation = NULL, x.lease_expires_at = NULL)
-WITH ended, freed
-UNWIND (CASE WHEN size(freed) = 0 THEN [null] ELSE freed END) AS g
-OPTIONAL MATCH (h:Host)-[:HAS_GPU]->(g)
-WITH [x IN ended | x.id] AS carry, collect(DISTINCT h) AS hosts
-//@include recount_tail
+WITH [x IN ended | x.id] AS carry, moved, 1 AS sign
+//@include delta_tail
 RETURN carry AS ids

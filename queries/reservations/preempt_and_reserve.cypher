@@ -6,6 +6,8 @@
 // and only then reads what it decides on (see reserve_gpus). The victims' GPUs are read again
 // after their locks: a grow that committed in between gave a victim GPUs not locked here, and
 // then nothing is written (the caller plans again).
+// A victim whose lease ran out before this ends it is ended as `expired` at its lease's end, as a
+// release or the reaper would (and as readers already see it: service.as_seen), not preempted now.
 // @write
 // @param now float
 // @param props map
@@ -40,7 +42,9 @@ WITH gpus, victims, [v IN victims | v.id] AS victim_ids, [x IN gpus WHERE x.uuid
 WITH gpus, victims, victim_ids, wanted,
      size([x IN wanted WHERE x.state = 'free' OR coalesce(x.lease_expires_at, 0.0) < $now OR x.reservation IN victim_ids]) AS takeable
 WHERE size(wanted) = size($uuids) AND size(victims) = size($victims) AND takeable = size(wanted)
-FOREACH (v IN victims | SET v.state = 'preempted', v.ended_at = $now)
+FOREACH (v IN victims |
+  SET v.state = CASE WHEN v.expires_at < $now THEN 'expired' ELSE 'preempted' END,
+      v.ended_at = CASE WHEN v.expires_at < $now THEN v.expires_at ELSE $now END)
 WITH gpus, wanted, [x IN gpus WHERE x.reservation IN victim_ids] AS freed
 FOREACH (x IN freed | SET x.state = 'free', x.reservation = NULL, x.lease_expires_at = NULL)
 CREATE (r:Reservation)

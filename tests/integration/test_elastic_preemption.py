@@ -14,7 +14,7 @@ from graphsvc.store.gateway import Gateway
 from graphsvc.synthetic.clusters import SyntheticCluster, add_spines, add_superpod_h100
 from tests.cluster_helpers import load
 from tests.integration.test_elastic_resize import consistent
-from tests.integration.test_reservations import Clock
+from tests.integration.test_reservations import Clock, invariants
 
 HOUR = 3600.0
 BIG = parse_request("64xGB200 nvlink=full-mesh")
@@ -261,3 +261,26 @@ async def test_a_plan_spans_leaves_when_each_leaf_frees_too_little(gateway: Gate
     assert isinstance(taken, Reservation) and len(taken.gpus) == 16, taken
     assert await states(svc, victims) == {v: "preempted" for v in victims}
     await consistent(gateway, time.time())
+
+
+async def test_a_victim_whose_lease_ran_out_ends_expired_not_preempted(gateway: Gateway) -> None:
+    """The preemption ended a victim whose lease had lapsed as preempted at its own time, where
+    every reader already said expired at the lease's end (a helper's trial)."""
+    clock, svc, small, pending = await pending_on_rack2(gateway)
+    events: list[Event] = []
+
+    async def record(e: Event) -> None:
+        events.append(e)
+
+    svc.events.observers.append(record)
+    victim = await svc.get(small[0])
+    assert victim is not None
+    clock.now = victim.expires_at + 1  # its lease ran out first; the grace ran out too
+    before = await svc.read(victim.id)
+    assert await elastic_for(svc).preemption.tick() == [pending.reservation.id]
+    after = await svc.read(victim.id)
+    assert before is not None and after is not None
+    assert (after.state, after.ended_at) == (before.state, before.ended_at) == ("expired", victim.expires_at)
+    ends = {e.subject: e.kind for e in events if e.subject in small}
+    assert ends[victim.id] == "reservation.expired" and len(ends) == len(small)
+    await invariants(gateway, clock.now)

@@ -115,6 +115,19 @@ async def test_resize_of_an_ended_reservation_is_lease_expired(gateway: Gateway)
     assert isinstance(await elastic.resize(made.id, gpus=2), LeaseExpired)
 
 
+async def test_resize_of_a_lapsed_lease_says_it_expired(gateway: Gateway) -> None:
+    """It said "the reservation is active" (the store's state before the reaper runs)."""
+    await load(gateway, "l40s:hosts=1")
+    clock = Clock()
+    svc = ReservationService(gateway, clock=clock)
+    made = await svc.reserve(holder="job", request=parse_request("1xL40S"), ttl_s=60)
+    assert isinstance(made, Reservation)
+    clock.now += 61
+    out = await ElasticService(svc).resize(made.id, gpus=2)
+    assert isinstance(out, LeaseExpired) and out.message == "the reservation is expired"
+    assert out.expired_at == made.expires_at
+
+
 async def test_resize_racing_reserve_and_preemption(gateway: Gateway) -> None:
     """Grows and shrinks race new reservations and preempting ones on one NVL72 domain and its
     leaves: whatever wins, no GPU is held twice, nothing is orphaned, the counters are right."""

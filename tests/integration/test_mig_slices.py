@@ -24,6 +24,7 @@ from graphsvc.reservations.service import (
 from graphsvc.store.gateway import Gateway
 from graphsvc.synthetic.clusters import SyntheticCluster, add_spines, add_superpod_h100
 from tests.cluster_helpers import load
+from tests.integration.test_reservation_reads import ended_reservations
 from tests.queries import with_test_queries
 from tests.stores import adhoc
 
@@ -339,3 +340,38 @@ SLICE_HOSTS = adhoc(
     "MATCH (s:MigSlice {uuid: $u})<-[:HAS_SLICE]-(:GPU)<-[:HAS_GPU]-(h:Host) "
     "RETURN s.host AS host, collect(DISTINCT h.name) AS gpu_hosts",
 )
+
+
+@pytest.mark.parametrize("group_commit", [True, False], ids=["batch", "alone"])
+async def test_a_late_release_racing_the_reaper_ends_slices_once(
+    gateway: Gateway, mig: SyntheticCluster, group_commit: bool
+) -> None:
+    """A release that came after the reaper had ended a reservation of slices (and before it freed
+    them) published a second end event for it (a helper's trial)."""
+    clock = Clock()
+    svc = ReservationService(gateway, clock=clock, group_commit=group_commit)
+    ends = ended_reservations(svc)
+    made = [await svc.reserve(holder=f"m{i}", request=parse_request("2x 1g.10gb"), ttl_s=60) for i in range(3)]
+    assert all(isinstance(r, Reservation) for r in made)
+    held = [r for r in made if isinstance(r, Reservation)]
+    clock.now += 100
+    write = gateway.write
+    late = held[0].id
+
+    async def release_right_after_the_reaper_ends_it(name: str, params: dict[str, Any] | None = None) -> Any:
+        rows = await write(name, params)
+        if name == "reservations/expired_without_gpus" and any(late in r["ids"] for r in rows):
+            await svc.release(late)  # before the reaper frees the slices
+        return rows
+
+    gateway.write = release_right_after_the_reaper_ends_it  # type: ignore[method-assign,assignment]
+    try:
+        await asyncio.gather(*(svc.release(r.id) for r in held[1:]), svc.expire_due())
+    finally:
+        gateway.write = write  # type: ignore[method-assign]
+    assert sorted(ends) == sorted(r.id for r in held)  # each exactly once
+    for r in held:
+        ended = await svc.read(r.id)
+        assert ended is not None and (ended.state, ended.ended_at) == ("expired", r.expires_at)
+        assert not any(s.held for s in ended.slices)
+    await invariants(gateway, clock.now)

@@ -65,10 +65,11 @@ def test_typo_in_the_request_is_caught_before_calling(capsys: pytest.CaptureFixt
     assert "did you mean 'nvlink'?" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("ttl", ["forever", "-5m", "0"])
-def test_bad_ttl_says_what_a_duration_is(ttl: str, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("command", [["reserve", "8xH100", "--holder", "j"], ["renew", "rsv-1"]])
+@pytest.mark.parametrize("ttl", ["forever", "-5m", "0", "99999d"])
+def test_bad_ttl_says_what_a_duration_is(ttl: str, command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as stop:
-        main(["reserve", "8xH100", "--holder", "j", "--ttl", ttl])
+        main([*command, "--ttl", ttl])
     assert stop.value.code == 2
     err = capsys.readouterr().err
     assert "argument --ttl" in err and "Traceback" not in err and "could not convert" not in err
