@@ -165,10 +165,8 @@ def _limit(request: Request, caller: Principal) -> None:
 
 async def _own(service: svc.ReservationService, reservation_id: str, caller: Principal) -> None:
     """Schedulers renew and release only their own reservations; operators any."""
-    if caller.role is not Role.OPERATOR:
-        existing = await service.get(reservation_id)
-        if existing is not None and existing.owner != caller.name:
-            raise HTTPException(status_code=403, detail="forbidden: only its owner or an operator may change it")
+    if not await service.may_change(reservation_id, caller.name, operator=caller.role is Role.OPERATOR):
+        raise HTTPException(status_code=403, detail="forbidden: only its owner or an operator may change it")
 
 
 def _reservation(r: svc.Reservation) -> Outcome:

@@ -354,6 +354,14 @@ class ReservationService:
         found = await self.get_many(ids=[reservation_id])
         return found[0] if found else None
 
+    async def may_change(self, reservation_id: str, caller: str, *, operator: bool) -> bool:
+        """Schedulers renew, release and resize only their own reservations; operators any. An
+        unknown id may be asked about: the call itself answers NotFound."""
+        if operator:
+            return True
+        existing = await self.get(reservation_id)
+        return existing is None or existing.owner == caller
+
     async def read(self, reservation_id: str) -> Reservation | None:
         """As a lease holder should see it: `expired` from the moment its lease ran out."""
         found = await self.get(reservation_id)

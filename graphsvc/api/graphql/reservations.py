@@ -184,10 +184,9 @@ async def _conflict(info: Info, c: svc.Conflict) -> Conflict:
 async def _own(info: Info, reservation_id: str) -> None:
     """Schedulers renew and release only their own reservations; operators any."""
     principal = info.context.require(Role.SCHEDULER, Role.OPERATOR)
-    if principal.role is Role.OPERATOR:
-        return
-    existing = await info.context.reservations.get(reservation_id)
-    if existing is not None and existing.owner != principal.name:
+    if not await info.context.reservations.may_change(
+        reservation_id, principal.name, operator=principal.role is Role.OPERATOR
+    ):
         raise Forbidden("forbidden: only its owner or an operator may change this reservation")
 
 
