@@ -14,6 +14,7 @@ on purpose (it is never the default, and CI never sets it).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import os
@@ -122,18 +123,8 @@ def store(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 async def gateway(store: str, request: pytest.FixtureRequest) -> AsyncIterator[Gateway]:
     if store == "neo4j":
-        server: Neo4jServer = request.getfixturevalue("neo4j_server")
-        neo = Neo4jBackend(server.uri, user=server.user, password=server.password)
-        await neo.open()
-        # A longer budget than production's 10 s: the first run of a big statement includes
-        # Neo4j's query planning on a cold JVM, and CI machines are small and shared.
-        gw = Gateway(neo, timeout_s=NEO4J_TEST_TIMEOUT_S)
-        await reset_neo4j(neo)
-        await migrate(gw)
-        try:
+        async with neo4j_gateway(request.getfixturevalue("neo4j_server")) as gw:
             yield gw
-        finally:
-            await neo.close()
         return
     embedded_server: EmbeddedFalkorDB = request.getfixturevalue("embedded_server")
     backend = FalkorBackend(
@@ -169,3 +160,26 @@ def free_port() -> int:
 
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+@contextlib.asynccontextmanager
+async def neo4j_gateway(server: Neo4jServer) -> AsyncIterator[Gateway]:
+    """A gateway on `server`, its database emptied and migrated."""
+    backend = Neo4jBackend(server.uri, user=server.user, password=server.password)
+    await backend.open()
+    # A longer budget than production's 10 s: the first run of a big statement includes
+    # Neo4j's query planning on a cold JVM, and CI machines are small and shared.
+    gw = Gateway(backend, timeout_s=NEO4J_TEST_TIMEOUT_S)
+    await reset_neo4j(backend)
+    await migrate(gw)
+    try:
+        yield gw
+    finally:
+        await backend.close()
+
+
+@pytest.fixture
+async def neo(neo4j_server: Neo4jServer) -> AsyncIterator[tuple[Gateway, Neo4jServer]]:
+    """A Neo4j gateway with its server, for tests that hold a transaction open (tests/neo4j_held.py)."""
+    async with neo4j_gateway(neo4j_server) as gw:
+        yield gw, neo4j_server

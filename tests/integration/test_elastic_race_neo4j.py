@@ -12,76 +12,29 @@ runs writes one at a time, so the interleaving cannot happen there: Neo4j only.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Awaitable
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
-from neo4j import AsyncGraphDatabase
 
 from graphsvc.reservations.service import Reservation, ReservationService
 from graphsvc.store.gateway import Gateway
-from graphsvc.store.migrate import migrate
-from graphsvc.store.neo4j_backend import Neo4jBackend
-from graphsvc.store.queries import default_registry
 from tests.cluster_helpers import load
 from tests.integration.test_elastic_resize import consistent
 from tests.integration.test_reservations import Clock
-from tests.stores import NEO4J_TEST_TIMEOUT_S, STORES, Neo4jServer, reset_neo4j
+from tests.neo4j_held import HeldStatement
+from tests.stores import STORES, Neo4jServer
 
 pytestmark = pytest.mark.skipif("neo4j" not in STORES, reason="GRAPHSVC_TEST_STORES leaves Neo4j out on purpose")
 
-T = TypeVar("T")
-BLOCKED = "SHOW TRANSACTIONS YIELD status WHERE status STARTS WITH 'Blocked' RETURN count(*) AS n"
 
-
-@pytest.fixture
-async def neo(neo4j_server: Neo4jServer) -> AsyncIterator[tuple[Gateway, Neo4jServer]]:
-    backend = Neo4jBackend(neo4j_server.uri, user=neo4j_server.user, password=neo4j_server.password)
-    await backend.open()
-    gw = Gateway(backend, timeout_s=NEO4J_TEST_TIMEOUT_S)
-    await reset_neo4j(backend)
-    await migrate(gw)
-    try:
-        yield gw, neo4j_server
-    finally:
-        await backend.close()
-
-
-class HeldGrow:
+class HeldGrow(HeldStatement):
     """resize_reservation in an open transaction: written, locks held, not committed."""
 
-    def __init__(self, server: Neo4jServer) -> None:
-        self.driver = AsyncGraphDatabase.driver(server.uri, auth=(server.user, server.password))
-        self.session: Any = None
-        self.tx: Any = None
-
-    async def start(self, rid: str, have: list[str], add: list[str], now: float) -> None:
-        self.session = self.driver.session()
-        self.tx = await self.session.begin_transaction()
-        text = default_registry()["reservations/resize_reservation"].text
+    async def grow(self, rid: str, have: list[str], add: list[str], now: float) -> None:
         params = {"id": rid, "add": sorted(add), "remove": [], "now": now, "gpu_count": len(have) + len(add),
                   "rank_order": have + add}  # fmt: skip
-        rows = await (await self.tx.run(text, params)).data()
+        rows = await self.start("reservations/resize_reservation", params)
         assert rows == [{"id": rid}], "the grow must have written (uncommitted) for the test to mean anything"
-
-    async def commit_when_blocked(self, other: Awaitable[T]) -> T:
-        """Start `other`, wait until Neo4j reports it blocked on a lock, commit the grow, finish `other`."""
-        task = asyncio.ensure_future(other)
-        async with self.driver.session() as watch:
-            while True:
-                assert not task.done(), f"the other statement finished without waiting for the grow: {task.result()}"
-                rows = await (await watch.run(BLOCKED)).single()
-                if rows is not None and rows["n"] > 0:
-                    break
-                await asyncio.sleep(0.05)
-        await self.tx.commit()
-        return await task
-
-    async def close(self) -> None:
-        if self.session is not None:
-            await self.session.close()
-        await self.driver.close()
 
 
 async def _setup(gw: Gateway, clock: Clock, **kw: Any) -> tuple[ReservationService, Reservation, list[str], list[str]]:
@@ -102,7 +55,7 @@ async def test_a_release_racing_a_grow_frees_every_gpu(neo: tuple[Gateway, Neo4j
     svc, made, have, add = await _setup(gw, clock, group_commit=group_commit)
     grow = HeldGrow(server)
     try:
-        await grow.start(made.id, have, add, clock.now)
+        await grow.grow(made.id, have, add, clock.now)
         released = await grow.commit_when_blocked(svc.release(made.id))
     finally:
         await grow.close()
@@ -119,7 +72,7 @@ async def test_an_expiry_racing_a_grow_frees_every_gpu(neo: tuple[Gateway, Neo4j
     svc, made, have, add = await _setup(gw, clock)
     grow = HeldGrow(server)
     try:
-        await grow.start(made.id, have, add, clock.now)  # the grow decided while the lease was live
+        await grow.grow(made.id, have, add, clock.now)  # the grow decided while the lease was live
         clock.now += 1000
         first = await grow.commit_when_blocked(svc.expire_due())
     finally:
@@ -142,7 +95,7 @@ async def test_a_preemption_racing_a_grow_of_its_victim_writes_nothing(neo: tupl
              "created_at": clock.now, "expires_at": clock.now + 600}  # fmt: skip
     grow = HeldGrow(server)
     try:
-        await grow.start(victim.id, have, add, clock.now)
+        await grow.grow(victim.id, have, add, clock.now)
         params = {"now": clock.now, "props": props, "uuids": have, "victims": [victim.id]}
         rows = await grow.commit_when_blocked(gw.write("reservations/preempt_and_reserve", params))
     finally:
@@ -160,7 +113,7 @@ async def test_a_renew_racing_a_grow_is_not_told_its_lease_expired(neo: tuple[Ga
     svc, made, have, add = await _setup(gw, clock)
     grow = HeldGrow(server)
     try:
-        await grow.start(made.id, have, add, clock.now)
+        await grow.grow(made.id, have, add, clock.now)
         renewed = await grow.commit_when_blocked(svc.renew(made.id, 3600))
     finally:
         await grow.close()

@@ -59,14 +59,20 @@ def with_mig(host: HostFacts, layout: dict[int, list[str]], *, tick: int = 0) ->
     return host.model_copy(update={"gpus": gpus, "collected_at": host.collected_at + timedelta(seconds=tick)})
 
 
-@pytest.fixture
-async def mig(gateway: Gateway) -> SyntheticCluster:
+def mig_cluster() -> SyntheticCluster:
+    """One H100 scalable unit's first two hosts, with the MIG layout above."""
     c = SyntheticCluster("default")
     leaves = add_superpod_h100(c, 1, seed=4)
     add_spines(c, leaves, prefix="spine", sus=1)
     c.hosts = [with_mig(h, LAYOUT[i]) for i, h in enumerate(c.hosts[:2])]
     names = {h.hostname for h in c.hosts}
     c.nic_uplinks = [u for u in c.nic_uplinks if u.host in names]
+    return c
+
+
+@pytest.fixture
+async def mig(gateway: Gateway) -> SyntheticCluster:
+    c = mig_cluster()
     await load(gateway, c)
     return c
 
