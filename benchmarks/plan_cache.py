@@ -48,8 +48,7 @@ EXPLORER = [
 
 
 async def one_run(cache: str | None, rounds: int, profile: str) -> dict[str, Any]:
-    settings = {"store_plan_cache": cache} if cache is not None else {}
-    with Served(**settings) as service:
+    with Served(store_plan_cache=cache) if cache is not None else Served() as service:
         service.cli("load", profile)
         conn = await Connection.open(service.port)
         leaf = (await conn.post("/graphql", {"query": "query { leafLoad { leaf } }"}))["data"]["leafLoad"][0]["leaf"]

@@ -14,6 +14,7 @@ answered NoCapacity).
     python benchmarks/reservation_server.py --clients 1,16,64 --cycles 60
     python benchmarks/reservation_server.py --clients 16 --profile superpod-h100:sus=16 --busy 0.5   # a cluster in use
     python benchmarks/reservation_server.py --clients 16 --cycles 600 --rounds 3   # sustained: ~15 s a round
+    python benchmarks/reservation_server.py --clients 16 --cycles 600 --auth   # as schedulers, with tokens
 
 `--rounds` repeats each client count's run back to back on the same store: the embedded store
 re-indexes every node a write touches and collects the stale index entries only every 30 s, so
@@ -39,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 async def run(service: Served, clients: int, cycles: int) -> dict[str, Any]:
-    conns = [await Connection.open(service.port) for _ in range(clients)]
+    conns = [await Connection.open(service.port, service.tokens.get("scheduler")) for _ in range(clients)]
     latencies: list[float] = []
     releases: list[float] = []
     outcomes: dict[str, int] = {}
@@ -83,7 +84,7 @@ async def run(service: Served, clients: int, cycles: int) -> dict[str, Any]:
 async def occupy(service: Served, fraction: float) -> int:
     """Reserve about `fraction` of the cluster's GPUs, chosen at random per host (seed 42), so
     hosts hold every free count, as a cluster in use does; returns how many were reserved."""
-    conn = await Connection.open(service.port)
+    conn = await Connection.open(service.port, service.tokens.get("operator"))
     by_host: dict[str, list[str]] = {}
     after: str | None = None
     while True:
@@ -116,10 +117,13 @@ async def main() -> None:
     ap.add_argument("--profile", default="superpod-h100:sus=1", help="synthetic cluster (graphsvc load)")
     ap.add_argument("--busy", type=float, default=0.0, help="fraction of the GPUs reserved first, at random")
     ap.add_argument("--rounds", type=int, default=1, help="runs per client count, back to back")
+    ap.add_argument(
+        "--auth", action="store_true", help="tokens, as deployed: the clients are schedulers (default: --insecure-dev)"
+    )
     ap.add_argument("--out", default=str(ROOT / "docs" / "benchmarks" / "reservations_server.json"))
     args = ap.parse_args()
     results = []
-    with Served() as service:
+    with Served(auth=args.auth) as service:
         service.cli("load", args.profile)
         busy = await occupy(service, args.busy) if args.busy > 0 else 0
         await run(service, 2, 3)  # warm-up: plans the statements, fills caches
@@ -133,6 +137,7 @@ async def main() -> None:
         "cluster": f"{args.profile} through graphsvc load"
         + (f", {busy} GPUs reserved first at random" if busy else ""),
         "transport": "graphsvc serve (uvicorn) in its own process; clients in another, HTTP/1.1 keep-alive",
+        "callers": "scheduler tokens" if args.auth else "--insecure-dev (every caller an operator)",
         "workload": "REST: reserve 1/2/4/8 H100 full mesh (random per cycle), then release",
         "runs": results,
     }

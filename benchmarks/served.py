@@ -61,18 +61,20 @@ def cpu_s(pid: int | None) -> float:
 class Connection:
     """One keep-alive HTTP/1.1 connection; JSON bodies in and out."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, token: str | None = None) -> None:
         self.reader, self.writer = reader, writer
+        self.authorization = f"authorization: Bearer {token}\r\n" if token else ""
 
     @classmethod
-    async def open(cls, port: int) -> Connection:
+    async def open(cls, port: int, token: str | None = None) -> Connection:
+        """`token`: sent with every request (a service started with `Served(auth=True)`)."""
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        return cls(reader, writer)
+        return cls(reader, writer, token)
 
     async def send(self, method: str, path: str, body: bytes = b"") -> dict[str, Any]:
         head = (
             f"{method} {path} HTTP/1.1\r\nhost: bench\r\ncontent-type: application/json\r\n"
-            f"content-length: {len(body)}\r\n\r\n"
+            f"{self.authorization}content-length: {len(body)}\r\n\r\n"
         )
         self.writer.write(head.encode() + body)
         header = await self.reader.readuntil(b"\r\n\r\n")
@@ -94,9 +96,13 @@ class Connection:
 
 
 class Served:
-    """`graphsvc serve --insecure-dev` on a free port with a fresh data directory, rate limits opened."""
+    """`graphsvc serve --insecure-dev` on a free port with a fresh data directory, rate limits opened.
 
-    def __init__(self, **settings: str) -> None:
+    `auth=True`: with tokens instead, as deployed for schedulers: `tokens["scheduler"]` for the
+    clients (a scheduler's renew and release check that it owns the reservation), and the CLI
+    (`cli`) as an operator."""
+
+    def __init__(self, *, auth: bool = False, **settings: str) -> None:
         self.data = Path(tempfile.mkdtemp(prefix="bench-served-"))
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
@@ -111,12 +117,23 @@ class Served:
             "GRAPHSVC_LOG_LEVEL": "warning",
             **{f"GRAPHSVC_{k.upper()}": v for k, v in settings.items()},
         }
+        self.tokens: dict[str, str] = {}
+        if auth:
+            from graphsvc.security.auth import Role, new_token
+
+            entries = []
+            for role in (Role.SCHEDULER, Role.OPERATOR):
+                self.tokens[role.value], entry = new_token(f"bench-{role.value}", role)
+                entries.append(entry)
+            self.env["GRAPHSVC_TOKENS"] = json.dumps(entries)
+            self.env["GRAPHSVC_TOKEN"] = self.tokens[Role.OPERATOR.value]  # the CLI's (load)
         self.process: subprocess.Popen[bytes] | None = None
         self.store_pid: int | None = None
 
     def __enter__(self) -> Served:
+        dev = [] if self.tokens else ["--insecure-dev"]
         self.process = subprocess.Popen(
-            [sys.executable, "-c", CLI, "serve", "--insecure-dev", "--port", str(self.port)],
+            [sys.executable, "-c", CLI, "serve", *dev, "--port", str(self.port)],
             env=self.env,
             cwd=TREE,
         )

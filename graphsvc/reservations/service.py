@@ -16,10 +16,10 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import partial
-from typing import Any, cast
+from functools import partial, wraps
+from typing import Any, Concatenate, ParamSpec, cast
 
 from topo_facts.gpu_models import normalised
 from topo_facts.models import UNPRINTABLE
@@ -44,6 +44,7 @@ from graphsvc.reservations.fastpath import (
     fast_path_mode,
     in_host_params,
 )
+from graphsvc.reservations.owners import Owners
 from graphsvc.reservations.rows import (
     HeldGpuRow,
     HoldingRow,
@@ -298,6 +299,25 @@ def _check_text(name: str, value: str, limit: int) -> None:
         )
 
 
+P = ParamSpec("P")
+
+
+def _remembers_owner(
+    reserve: Callable[Concatenate[ReservationService, P], Coroutine[Any, Any, ReserveOutcome]],
+) -> Callable[Concatenate[ReservationService, P], Coroutine[Any, Any, ReserveOutcome]]:
+    """Keep the owner of every reservation a reserve answers with (made now or replayed), so
+    the owner's release or renew that follows needs no read to check it (`may_change`)."""
+
+    @wraps(reserve)
+    async def remembering(service: ReservationService, /, *args: P.args, **kwargs: P.kwargs) -> ReserveOutcome:
+        outcome = await reserve(service, *args, **kwargs)
+        if isinstance(outcome, Reservation):
+            service.owners.remember(outcome.id, outcome.owner)
+        return outcome
+
+    return remembering
+
+
 class ReservationService:
     def __init__(
         self,
@@ -320,6 +340,7 @@ class ReservationService:
         self.events = events or EventBus()
         self.engine = PlacementEngine(gateway, clock=clock)
         self.engine.reap_lapsed = self._reap_for_placement
+        self.owners = Owners()  # for may_change: filled by every reserve's answer and every read
         self.fast_attempts = 3  # one-statement tries (next candidate each) before the general search
         # Single-host reserves arriving while one is in the store go together (group_commit.py);
         # two batches of each kind in flight where the store runs writes one at a time.
@@ -339,7 +360,10 @@ class ReservationService:
 
     async def get_many(self, ids: Sequence[str] = (), keys: Sequence[str] = ()) -> list[Reservation]:
         rows = await self.gw.read("reservations/reservation_get", {"ids": list(ids), "keys": list(keys)})
-        return await self._with_slices([_reservation(r) for r in as_reservation_rows(rows)])
+        found = [_reservation(r) for r in as_reservation_rows(rows)]
+        for r in found:
+            self.owners.remember(r.id, r.owner)
+        return await self._with_slices(found)
 
     async def _with_slices(self, found: list[Reservation]) -> list[Reservation]:
         with_slices = [r.id for r in found if r.slice_count]
@@ -356,11 +380,17 @@ class ReservationService:
 
     async def may_change(self, reservation_id: str, caller: str, *, operator: bool) -> bool:
         """Schedulers renew, release and resize only their own reservations; operators any. An
-        unknown id may be asked about: the call itself answers NotFound."""
+        unknown id may be asked about: the call itself answers NotFound. The owner of a
+        reservation this process made or read comes from `owners`, without a read."""
         if operator:
             return True
-        existing = await self.get(reservation_id)
-        return existing is None or existing.owner == caller
+        known, owner = self.owners.lookup(reservation_id)
+        if not known:
+            existing = await self.get(reservation_id)
+            if existing is None:
+                return True
+            owner = existing.owner
+        return owner == caller
 
     async def read(self, reservation_id: str) -> Reservation | None:
         """As a lease holder should see it: `expired` from the moment its lease ran out."""
@@ -391,6 +421,7 @@ class ReservationService:
             raise RequestError("ttlSeconds", f"must be between 1 and {self.max_ttl_s}")
         return ttl
 
+    @_remembers_owner
     async def reserve(
         self,
         *,

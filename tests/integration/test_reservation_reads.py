@@ -247,3 +247,30 @@ async def test_each_lapsed_lease_ends_once_when_releases_takeovers_and_the_reape
         ended = await svc.read(r.id)
         assert ended is not None and (ended.state, ended.ended_at) == ("expired", r.expires_at)
     await invariants(gateway, clock.now)
+
+
+async def test_the_owner_check_reads_only_what_this_process_has_not_seen(gateway: Gateway) -> None:
+    """A scheduler's release or renew checks the owner; of a reservation this process made (or
+    read) it is kept, so the check costs no read. Another replica reads it once."""
+    await load(gateway, "l40s:hosts=2")
+    here, replica = ReservationService(gateway), ReservationService(gateway)
+    made = await here.reserve(holder="job", owner="sched-1", request=parse_request("1"), ttl_s=60)
+    assert isinstance(made, Reservation)
+    reads: list[str] = []
+    real = gateway.read
+
+    async def counted(name: str, params: dict[str, Any] | None = None) -> Any:
+        reads.append(name)
+        return await real(name, params)
+
+    gateway.read = counted  # type: ignore[method-assign,assignment]
+    try:
+        assert await here.may_change(made.id, "sched-1", operator=False)
+        assert not await here.may_change(made.id, "sched-2", operator=False)
+        assert reads == []
+        assert not await replica.may_change(made.id, "sched-2", operator=False)
+        assert await replica.may_change(made.id, "sched-1", operator=False)
+        assert reads == ["reservations/reservation_get"]  # once, then kept
+        assert await replica.may_change("rsv-nobody-made", "sched-2", operator=False)  # the call answers NotFound
+    finally:
+        gateway.read = real  # type: ignore[method-assign]
