@@ -1074,8 +1074,9 @@ def _show_reservation(server: str, reservation_id: str, *, as_json: bool = False
         print(f"   MIG slices: {_slice_list(out['migSlices'])}")
     for g in out["gpus"]:
         temperature = f"  {g['temperatureC']:g} C" if g["temperatureC"] is not None else ""
+        held = "" if g["state"] is not None else "  (not held)"  # the reservation ended: the GPU is not its
         print(f"   {g['host']['name']}/{g['index']} {g['model']} {g['uuid']}  {g['health'] or 'health unknown'}"
-              f"{temperature}")  # fmt: skip
+              f"{temperature}{held}")  # fmt: skip
     return 0
 
 

@@ -78,6 +78,7 @@ def test_demo_loads_the_declared_cluster(tmp_path: Path) -> None:
         assert shown.returncode == 0 and shown.stdout.startswith(f"{rid}  active  holder cli-job  expires "), shown
         gpu_lines = [line for line in shown.stdout.splitlines() if "NVIDIA H100" in line]
         assert len(gpu_lines) == 8 and all("health unknown" not in line for line in gpu_lines), shown.stdout
+        assert not any("not held" in line for line in gpu_lines), shown.stdout
         renewed = subprocess.run(
             [exe, "renew", rid, "--ttl", "20m", "--server", url], capture_output=True, text=True, timeout=60
         )
@@ -85,6 +86,10 @@ def test_demo_loads_the_declared_cluster(tmp_path: Path) -> None:
         assert re.search(r"\(in (20m|19m \d+s)\)$", renewed.stdout.strip()), renewed.stdout  # the new lease
         freed = subprocess.run([exe, "release", rid, "--server", url], capture_output=True, text=True, timeout=60)
         assert freed.returncode == 0 and f"{rid}: released" in freed.stdout
+        after = subprocess.run([exe, "reservation", rid, "--server", url], capture_output=True, text=True, timeout=60)
+        assert after.returncode == 0 and after.stdout.startswith(f"{rid}  released  holder cli-job  ended "), after
+        gpu_lines = [line for line in after.stdout.splitlines() if "NVIDIA H100" in line]
+        assert len(gpu_lines) == 8 and all(line.endswith("(not held)") for line in gpu_lines), after.stdout
         late = subprocess.run([exe, "renew", rid, "--server", url], capture_output=True, text=True, timeout=60)
         assert late.returncode == 2 and late.stdout.startswith("LeaseExpired: the reservation was released"), late
         gone = subprocess.run([exe, "reservation", "rsv-nope", "--server", url], capture_output=True, text=True)
