@@ -1,10 +1,12 @@
 // Applies a host document whose topology is unchanged since its last full ingest ($fingerprint
 // equals the stored facts_fingerprint: same nodes, edges and properties but for the timestamps
 // and the GPUs' health and load): the host's properties and its GPUs' health and load, in one
-// small statement instead of rewriting the host (#15). A health change into or out of `failed`
-// moves the free-GPU counters as update_gpu_metrics does (the flipping GPUs locked in uuid
-// order, then their counters; newly failed free GPUs leave the counters before the SET,
-// recovered ones join after it). Returns no row, and writes nothing, when the fingerprint
+// small statement instead of rewriting the host (#15). Locks as update_gpu_metrics does: every GPU
+// of the host (uuid order), then the host, then decides on the stored fingerprint and freshness
+// read after the locks (and, to take no lock for a stale document, before them too). A health
+// change into or out of `failed` moves the free-GPU counters as update_gpu_metrics does (the flips
+// decided on the locked GPUs, then their counters locked; newly failed free GPUs leave the
+// counters before the SET, recovered ones join after it). Returns no row, and writes nothing, when the fingerprint
 // differs, the host is unknown or newer facts or metrics are stored: the caller then sends the document
 // through ingest_host, which decides (and explains a refusal).
 // @write
@@ -18,18 +20,24 @@ WITH h, coalesce(h.facts_fingerprint, '') AS stored_fingerprint, coalesce(h.coll
      coalesce(h.metrics_at, 0.0) AS metrics_at
 WHERE stored_fingerprint = $fingerprint AND stored_at <= $props.collected_at AND metrics_at <= $props.collected_at
 OPTIONAL MATCH (h)-[:HAS_GPU]->(c:GPU)
-WHERE c.uuid IN keys($gpus) AND $gpus[c.uuid].health IS NOT NULL
-  AND (coalesce(c.health, 'ok') = 'failed') <> ($gpus[c.uuid].health = 'failed')
 WITH h, c
 ORDER BY c.uuid
-WITH h, collect(c) AS gpus
-FOREACH (x IN gpus | SET x:GPU) //@lock
-WITH gpus, h AS keep
+WITH h, collect(c) AS reported
+FOREACH (x IN reported | SET x:GPU) //@lock
+SET h:Host //@lock
+WITH reported, collect(h) AS hosts
+UNWIND hosts AS host
+WITH reported, host
+WHERE coalesce(host.facts_fingerprint, '') = $fingerprint AND coalesce(host.collected_at, 0.0) <= $props.collected_at
+  AND coalesce(host.metrics_at, 0.0) <= $props.collected_at
+WITH host AS keep,
+     [x IN reported WHERE x.uuid IN keys($gpus) AND $gpus[x.uuid].health IS NOT NULL
+        AND (coalesce(x.health, 'ok') = 'failed') <> ($gpus[x.uuid].health = 'failed')] AS gpus
 //@include lock_counters
-WITH keep AS h,
+WITH keep.name AS host_name,
      [x IN gpus WHERE x.state = 'free' AND coalesce(x.health, 'ok') <> 'failed' AND $gpus[x.uuid].health = 'failed'] AS down,
      [x IN gpus WHERE x.state = 'free' AND coalesce(x.health, 'ok') = 'failed' AND $gpus[x.uuid].health <> 'failed'] AS up
-WITH {host: h.name, up: [x IN up | x.uuid]} AS carry, down AS moved, -1 AS sign
+WITH {host: host_name, up: [x IN up | x.uuid]} AS carry, down AS moved, -1 AS sign
 //@include delta_tail
 MATCH (h:Host {name: carry.host})
 SET h += $props

@@ -4,9 +4,10 @@
 // is applied only when its $docs entry's fingerprint equals the stored one, no newer facts or metrics are
 // stored and it changes no GPU's failed-ness (those move counters: the caller sends them through
 // ingest_host_unchanged, alone); the others write nothing and return no row. Locks every GPU of
-// the documents' hosts first, in uuid order across the batch (the global lock order), then
-// reads what it decides on; it writes no counter, so it locks none. The caller puts each host in
-// a batch at most once.
+// the documents' hosts first, in uuid order across the batch (the global lock order), then the
+// hosts (by name; a host without GPUs has no other lock), then reads what it decides on, the
+// hosts through a variable bound after the locks; it writes no counter, so it locks none. The
+// caller puts each host in a batch at most once.
 // @write
 // @param docs list<map>
 // @row host string
@@ -16,7 +17,16 @@ WITH g
 ORDER BY g.uuid
 WITH collect(g) AS locked
 FOREACH (x IN locked | SET x:GPU) //@lock
+//@lock-begin
 WITH count(locked) AS one
+UNWIND $docs AS doc
+MATCH (lock_host:Host {name: doc.host})
+WITH lock_host
+ORDER BY lock_host.name
+WITH collect(lock_host) AS lock_hosts
+FOREACH (x IN lock_hosts | SET x:Host)
+//@lock-end
+WITH 1 AS one
 UNWIND $docs AS doc
 MATCH (h:Host {name: doc.host})
 WITH doc, h, coalesce(h.facts_fingerprint, '') AS stored_fingerprint, coalesce(h.collected_at, 0.0) AS stored_at,

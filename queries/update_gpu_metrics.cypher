@@ -1,12 +1,16 @@
 // Applies a host's fast-changing GPU metrics (temperature, load, health), keyed by uuid.
 // Writes nothing when facts or metrics newer than $collected_at are already stored;
 // uuids the host does not have are ignored (the next full facts will tell).
+// Locks first (Neo4j read committed), as ingest_host does: every GPU of the host (uuid order), then
+// the host, and only then reads the freshness it decides on, through a variable bound after the
+// locks (Neo4j serves a property read before a lock from its cache: docs/store.md). Checked before
+// the locks too, so a stale document takes none. (It checked only before them: an older document
+// that waited for an ingest of newer facts wrote its readings over them, as a helper's trial showed.)
 // A failed GPU is never counted free, so a health change into or out of `failed` moves the
-// free-GPU counters in this same statement: the GPUs whose failed-ness the metrics change are
-// locked (uuid order), then the counters they feed (fragments/lock_counters), the flips are
-// decided on the locked GPUs, the newly failed free GPUs leave the counters before the SET and
-// the recovered ones join after it (delta_tail counts only GPUs that are not failed).
-// Metrics that change no failed-ness lock nothing.
+// free-GPU counters in this same statement: the flips are decided on the locked GPUs, the
+// counters they feed are locked next (fragments/lock_counters), the newly failed free GPUs leave
+// the counters before the SET and the recovered ones join after it (delta_tail counts only GPUs
+// that are not failed).
 // @write
 // @param collected_at float
 // @param host string
@@ -18,18 +22,23 @@ WITH h, coalesce(h.metrics_at, 0.0) AS metrics_at, coalesce(h.collected_at, 0.0)
 WITH h, CASE WHEN metrics_at > collected_at THEN metrics_at ELSE collected_at END AS newest
 WHERE newest <= $collected_at
 OPTIONAL MATCH (h)-[:HAS_GPU]->(c:GPU)
-WHERE c.uuid IN keys($metrics) AND $metrics[c.uuid].health IS NOT NULL
-  AND (coalesce(c.health, 'ok') = 'failed') <> ($metrics[c.uuid].health = 'failed')
 WITH h, c
 ORDER BY c.uuid
-WITH h, collect(c) AS gpus
-FOREACH (x IN gpus | SET x:GPU) //@lock
-WITH gpus, h AS keep
+WITH h, collect(c) AS reported
+FOREACH (x IN reported | SET x:GPU) //@lock
+SET h:Host //@lock
+WITH reported, collect(h) AS hosts
+UNWIND hosts AS host
+WITH reported, host, coalesce(host.metrics_at, 0.0) AS metrics_at, coalesce(host.collected_at, 0.0) AS collected_at
+WHERE CASE WHEN metrics_at > collected_at THEN metrics_at ELSE collected_at END <= $collected_at
+WITH host AS keep,
+     [x IN reported WHERE x.uuid IN keys($metrics) AND $metrics[x.uuid].health IS NOT NULL
+        AND (coalesce(x.health, 'ok') = 'failed') <> ($metrics[x.uuid].health = 'failed')] AS gpus
 //@include lock_counters
-WITH keep AS h,
+WITH keep.name AS host_name,
      [x IN gpus WHERE x.state = 'free' AND coalesce(x.health, 'ok') <> 'failed' AND $metrics[x.uuid].health = 'failed'] AS down,
      [x IN gpus WHERE x.state = 'free' AND coalesce(x.health, 'ok') = 'failed' AND $metrics[x.uuid].health <> 'failed'] AS up
-WITH {host: h.name, up: [x IN up | x.uuid]} AS carry, down AS moved, -1 AS sign
+WITH {host: host_name, up: [x IN up | x.uuid]} AS carry, down AS moved, -1 AS sign
 //@include delta_tail
 MATCH (h:Host {name: carry.host})
 SET h.metrics_at = $collected_at, h.received_at = $received_at
