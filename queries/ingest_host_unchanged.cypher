@@ -19,14 +19,7 @@ MATCH (h:Host {name: $host})
 WITH h, coalesce(h.facts_fingerprint, '') AS stored_fingerprint, coalesce(h.collected_at, 0.0) AS stored_at,
      coalesce(h.metrics_at, 0.0) AS metrics_at
 WHERE stored_fingerprint = $fingerprint AND stored_at <= $props.collected_at AND metrics_at <= $props.collected_at
-OPTIONAL MATCH (h)-[:HAS_GPU]->(c:GPU)
-WITH h, c
-ORDER BY c.uuid
-WITH h, collect(c) AS reported
-FOREACH (x IN reported | SET x:GPU) //@lock
-SET h:Host //@lock
-WITH reported, collect(h) AS hosts
-UNWIND hosts AS host
+//@include lock_host_gpus
 WITH reported, host
 WHERE coalesce(host.facts_fingerprint, '') = $fingerprint AND coalesce(host.collected_at, 0.0) <= $props.collected_at
   AND coalesce(host.metrics_at, 0.0) <= $props.collected_at

@@ -21,14 +21,7 @@ MATCH (h:Host {name: $host})
 WITH h, coalesce(h.metrics_at, 0.0) AS metrics_at, coalesce(h.collected_at, 0.0) AS collected_at
 WITH h, CASE WHEN metrics_at > collected_at THEN metrics_at ELSE collected_at END AS newest
 WHERE newest <= $collected_at
-OPTIONAL MATCH (h)-[:HAS_GPU]->(c:GPU)
-WITH h, c
-ORDER BY c.uuid
-WITH h, collect(c) AS reported
-FOREACH (x IN reported | SET x:GPU) //@lock
-SET h:Host //@lock
-WITH reported, collect(h) AS hosts
-UNWIND hosts AS host
+//@include lock_host_gpus
 WITH reported, host, coalesce(host.metrics_at, 0.0) AS metrics_at, coalesce(host.collected_at, 0.0) AS collected_at
 WHERE CASE WHEN metrics_at > collected_at THEN metrics_at ELSE collected_at END <= $collected_at
 WITH host AS keep,

@@ -20,6 +20,7 @@ from graphsvc.reservations.service import (
 )
 from graphsvc.store.gateway import Gateway
 from tests.cluster_helpers import load
+from tests.integration.test_reservation_reads import lapsed
 from tests.integration.test_reservations import Clock, invariants
 
 
@@ -117,12 +118,7 @@ async def test_resize_of_an_ended_reservation_is_lease_expired(gateway: Gateway)
 
 async def test_resize_of_a_lapsed_lease_says_it_expired(gateway: Gateway) -> None:
     """It said "the reservation is active" (the store's state before the reaper runs)."""
-    await load(gateway, "l40s:hosts=1")
-    clock = Clock()
-    svc = ReservationService(gateway, clock=clock)
-    made = await svc.reserve(holder="job", request=parse_request("1xL40S"), ttl_s=60)
-    assert isinstance(made, Reservation)
-    clock.now += 61
+    _, svc, made = await lapsed(gateway, "1xL40S", ttl_s=60)
     out = await ElasticService(svc).resize(made.id, gpus=2)
     assert isinstance(out, LeaseExpired) and out.message == "the reservation is expired"
     assert out.expired_at == made.expires_at

@@ -182,14 +182,20 @@ async def test_a_late_release_ends_it_as_it_read_expired(gateway: Gateway, group
     await invariants(gateway, clock.now)
 
 
-async def test_the_reaper_ends_a_lease_when_it_ran_out(gateway: Gateway) -> None:
-    """`endedAt` read before the reaper (the lease's end) and after it are the same."""
+async def lapsed(gateway: Gateway, request: str, ttl_s: int) -> tuple[Clock, ReservationService, Reservation]:
+    """On one L40S host, a reservation whose lease ran out a second ago (the reaper not run yet)."""
     await load(gateway, "l40s:hosts=1")
     clock = Clock()
     svc = ReservationService(gateway, clock=clock)
-    made = await svc.reserve(holder="j", request=parse_request("2xL40S"), ttl_s=10)
+    made = await svc.reserve(holder="j", request=parse_request(request), ttl_s=ttl_s)
     assert isinstance(made, Reservation)
-    clock.now += 11
+    clock.now += ttl_s + 1
+    return clock, svc, made
+
+
+async def test_the_reaper_ends_a_lease_when_it_ran_out(gateway: Gateway) -> None:
+    """`endedAt` read before the reaper (the lease's end) and after it are the same."""
+    clock, svc, made = await lapsed(gateway, "2xL40S", ttl_s=10)
     before = await svc.read(made.id)
     clock.now += 30  # the reaper runs late
     assert await svc.expire_due() == [made.id]
