@@ -8,16 +8,22 @@
 // hosts (by name; a host without GPUs has no other lock), then reads what it decides on, the
 // hosts through a variable bound after the locks; it writes no counter, so it locks none. The
 // caller puts each host in a batch at most once.
+// Cost on FalkorDB (docs/store.md, "What a FalkorDB statement pays for"): a map's property read
+// copies the whole value, so `doc.gpus[x.uuid]` copied every GPU's readings to read one; the
+// readings are bound once per document (`readings`) and indexed from there. The host's GPUs are
+// collected in a subquery, so no document map is a grouping key. The lock prelude is one lock
+// block (FalkorDB, writing one statement at a time, skips it). A batch of eight documents: 2.9 ->
+// 1.6 ms in the store (docs/benchmarks.md, "Stop 51" under Host fact ingest).
 // @write
 // @param docs list<map>
 // @row host string
+//@lock-begin
 UNWIND $docs AS doc
 MATCH (:Host {name: doc.host})-[:HAS_GPU]->(g:GPU)
 WITH g
 ORDER BY g.uuid
 WITH collect(g) AS locked
-FOREACH (x IN locked | SET x:GPU) //@lock
-//@lock-begin
+FOREACH (x IN locked | SET x:GPU)
 WITH count(locked) AS one
 UNWIND $docs AS doc
 MATCH (lock_host:Host {name: doc.host})
@@ -25,16 +31,20 @@ WITH lock_host
 ORDER BY lock_host.name
 WITH collect(lock_host) AS lock_hosts
 FOREACH (x IN lock_hosts | SET x:Host)
-//@lock-end
 WITH 1 AS one
+//@lock-end
 UNWIND $docs AS doc
 MATCH (h:Host {name: doc.host})
 WITH doc, h, coalesce(h.facts_fingerprint, '') AS stored_fingerprint, coalesce(h.collected_at, 0.0) AS stored_at,
      coalesce(h.metrics_at, 0.0) AS metrics_at
 WHERE stored_fingerprint = doc.fingerprint AND stored_at <= doc.props.collected_at AND metrics_at <= doc.props.collected_at
-OPTIONAL MATCH (h)-[:HAS_GPU]->(g:GPU)
-WITH doc, h, [x IN collect(g) WHERE x.uuid IN keys(doc.gpus)] AS gpus
-WHERE all(x IN gpus WHERE (coalesce(x.health, 'ok') = 'failed') = (coalesce(doc.gpus[x.uuid].health, x.health, 'ok') = 'failed'))
-SET h += doc.props
-FOREACH (x IN gpus | SET x += doc.gpus[x.uuid])
+CALL (h) {
+  OPTIONAL MATCH (h)-[:HAS_GPU]->(g:GPU)
+  RETURN collect(g) AS host_gpus
+}
+WITH doc.props AS props, doc.gpus AS readings, h, host_gpus
+WITH props, readings, h, [x IN host_gpus WHERE readings[x.uuid] IS NOT NULL] AS gpus
+WHERE all(x IN gpus WHERE (coalesce(x.health, 'ok') = 'failed') = (coalesce(readings[x.uuid].health, x.health, 'ok') = 'failed'))
+SET h += props
+FOREACH (x IN gpus | SET x += readings[x.uuid])
 RETURN h.name AS host
