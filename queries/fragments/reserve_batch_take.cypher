@@ -22,7 +22,10 @@
 // request takes it), not as lists of nodes per request; the stale HOLDS edges (an ended
 // reservation's) are found from the GPU without a label test (only reservations hold GPUs) and
 // deleted before the new ones are made (any edge into a GPU that is free is stale): traversing
-// HOLDS after this statement created edges cost FalkorDB ~1.3 ms more per batch of 16.
+// HOLDS after this statement created edges cost FalkorDB ~1.3 ms more per batch of 16. The
+// requests' sizes and link classes are read out of `$requests` once (`wants`): FalkorDB copies a
+// map parameter's whole value to read one field, and the assignment read two per request and
+// group (its projection 0.21 -> 0.12 ms for six requests).
 WITH h, min(want) AS want
 MATCH (h)-[:HAS_GPU]->(g:GPU)
 WHERE g.state = 'free' AND g.model IN $models AND NOT toLower(coalesce(g.health, 'ok')) IN ['failed', 'degraded']
@@ -34,14 +37,14 @@ WITH h, want, d, collect(g) AS members, min(g.index) AS first
 WITH h, want, members, first,
      CASE WHEN d IS NULL THEN 0 WHEN d.kind IN ['nvswitch', 'fabric-clique'] THEN 2 ELSE 1 END AS link
 ORDER BY want, size(members), h.name, first
-WITH collect(members) AS groups, collect(link) AS links
-WITH groups, reduce(acc = [[x IN groups | 0], []], k IN range(0, size($requests) - 1) |
+WITH collect(members) AS groups, collect(link) AS links, [q IN $requests | [q.n, q.link]] AS wants
+WITH groups, wants, reduce(acc = [[x IN groups | 0], []], k IN range(0, size(wants) - 1) |
   reduce(a = acc, sel IN [head([j IN range(0, size(groups) - 1)
-                                WHERE links[j] >= $requests[k].link
-                                  AND size(groups[j]) - acc[0][j] >= $requests[k].n] + [-1])] |
-    [[j IN range(0, size(groups) - 1) | CASE WHEN j = sel THEN a[0][j] + $requests[k].n ELSE a[0][j] END],
+                                WHERE links[j] >= wants[k][1]
+                                  AND size(groups[j]) - acc[0][j] >= wants[k][0]] + [-1])] |
+    [[j IN range(0, size(groups) - 1) | CASE WHEN j = sel THEN a[0][j] + wants[k][0] ELSE a[0][j] END],
      a[1] + [[k, sel, CASE WHEN sel < 0 THEN 0 ELSE a[0][sel] END]]]))[1] AS chosen
-WITH [c IN chosen WHERE c[1] >= 0 | [c[0], groups[c[1]][c[2]..c[2] + $requests[c[0]].n]]] AS picks
+WITH [c IN chosen WHERE c[1] >= 0 | [c[0], groups[c[1]][c[2]..c[2] + wants[c[0]][0]]]] AS picks
 UNWIND picks AS pick
 UNWIND pick[1] AS g
 WITH pick[0] AS owner, g
