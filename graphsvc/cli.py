@@ -239,7 +239,7 @@ def _parser() -> argparse.ArgumentParser:
 
     renew = sub.add_parser("renew", help="extend a reservation's lease from now, e.g. renew rsv-... --ttl 30m")
     renew.add_argument("id", help="the reservation id (rsv-...)")
-    renew.add_argument("--ttl", type=_ttl, help="the new lease, e.g. 90s, 10m, 2h (default: the service's)")
+    renew.add_argument("--ttl", type=_ttl, help="the new lease, e.g. 90s, 10m, 2h (default: the lease last granted)")
     _client_options(renew)
 
     show = sub.add_parser("reservation", help="one reservation: its state, lease and GPUs with their health")

@@ -287,7 +287,7 @@ async def read(reservation_id: IdPath, request: Request, caller: Caller) -> Outc
 
 @router.post("/v1/reservations/{reservation_id}/renew")
 async def renew(reservation_id: IdPath, request: Request, caller: Caller, body: RenewBody | None = None) -> Outcome:
-    """Extend a live lease (the GraphQL `renew` mutation); no body or `{}`: for the default lease.
+    """Extend a live lease (the GraphQL `renew` mutation); no body or `{}`: for the lease last granted.
     Schedulers renew only their own."""
     require(caller, Role.SCHEDULER, Role.OPERATOR)
     service: svc.ReservationService = request.app.state.reservations

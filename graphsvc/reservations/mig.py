@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TypedDict, cast
 
 from graphsvc.placement.mig import SliceCandidate
-from graphsvc.reservations.rows import ReservationProps
+from graphsvc.reservations.rows import LeaseTerms, ReservationProps
 from graphsvc.store.gateway import Gateway
 
 
@@ -79,8 +79,8 @@ async def slices_of(gw: Gateway, ids: Sequence[str]) -> dict[str, list[ReservedS
     return out
 
 
-async def renew(gw: Gateway, reservation_id: str, now: float, expires_at: float) -> bool:
-    rows = await gw.write("reservations/renew_mig_slices", {"id": reservation_id, "now": now, "expires_at": expires_at})
+async def renew(gw: Gateway, reservation_id: str, now: float, lease: LeaseTerms) -> bool:
+    rows = await gw.write("reservations/renew_mig_slices", {"id": reservation_id, "now": now, **lease})
     return bool(rows)
 
 

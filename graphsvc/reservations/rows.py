@@ -113,3 +113,12 @@ def as_holding_rows(rows: Sequence[Row]) -> list[HoldingRow]:
     """Each holding with its GPUs and hosts sorted: the statement collects them in its plan's
     order, and a victim's GPUs are an answer (GraphQL `victims { gpus }`)."""
     return [cast(HoldingRow, {**r, "gpus": sorted(r["gpus"]), "hosts": sorted(r["hosts"])}) for r in rows]
+
+
+class LeaseTerms(TypedDict):
+    """What renew_reservation and renew_mig_slices take to choose a lease: the caller's TTL (None:
+    the one last granted) and the service's default and bound."""
+
+    ttl_s: int | None
+    default_ttl_s: int
+    max_ttl_s: int

@@ -48,6 +48,7 @@ from graphsvc.reservations.owners import Owners
 from graphsvc.reservations.rows import (
     HeldGpuRow,
     HoldingRow,
+    LeaseTerms,
     ReservationProps,
     ReservationRow,
     WrittenRow,
@@ -885,17 +886,22 @@ class ReservationService:
     async def renew(
         self, reservation_id: str, ttl_s: int | None = None
     ) -> Reservation | LeaseExpired | NotFound | ValidationError:
+        """Extend the lease from now by `ttl_s`, or without one by the lease last granted (what
+        `reserve` or the last renew gave; the statement reads it), so a scheduler that renews
+        without a TTL keeps the lease it asked for instead of falling to the service's default."""
         try:
-            ttl = self._ttl(ttl_s)
+            lease = LeaseTerms(
+                ttl_s=None if ttl_s is None else self._ttl(ttl_s),
+                default_ttl_s=self.default_ttl_s,
+                max_ttl_s=self.max_ttl_s,
+            )
         except RequestError as err:
             return ValidationError(err.field, err.message)
         if not _printable(reservation_id):
             return NotFound(reservation_id, "no such reservation")
         for _ in range(self.max_attempts):
             now = self.clock()
-            rows = await self.gw.write(
-                "reservations/renew_reservation", {"id": reservation_id, "now": now, "expires_at": now + ttl}
-            )
+            rows = await self.gw.write("reservations/renew_reservation", {"id": reservation_id, "now": now, **lease})
             if rows:  # the reservation as renewed: a release after it is the release's answer, not this one's
                 renewed = _reservation(
                     _written_row(cast(ReservationProps, rows[0]["reservation"]), rows[0]["taken"], held=True)
@@ -905,7 +911,7 @@ class ReservationService:
             current = await self.get(reservation_id)
             if current is None:
                 return NotFound(reservation_id, f"no reservation {reservation_id!r}")
-            if current.slice_count and await mig_slices.renew(self.gw, reservation_id, now, now + ttl):
+            if current.slice_count and await mig_slices.renew(self.gw, reservation_id, now, lease):
                 sliced = await self.get(reservation_id)
                 assert sliced is not None
                 await self.events.publish(Event("reservation.renewed", sliced.id, sliced.holder, now))

@@ -2,10 +2,13 @@
 // every slice it was granted (a slice the host stopped reporting, or one taken over after the
 // lease lapsed, ends the renewals: the holder must stop). Locks the slices (uuid order), then
 // the reservation, before reading, as renew_reservation does for GPUs.
+// The lease as renew_reservation chooses it ($ttl_s, else the one last granted).
 // @write
-// @param expires_at float
+// @param default_ttl_s int
 // @param id string
+// @param max_ttl_s int
 // @param now float
+// @param ttl_s int?
 // @row id string, slices int
 MATCH (r:Reservation {id: $id})-[:HOLDS_SLICE]->(s:MigSlice)
 WITH s
@@ -16,6 +19,8 @@ MATCH (r:Reservation {id: $id})
 SET r:Reservation //@lock
 WITH r, slices, size([x IN slices WHERE x.reservation = r.id]) AS owned
 WHERE r.state = 'active' AND r.expires_at >= $now AND size(slices) = r.slice_count AND owned = size(slices)
-SET r.expires_at = $expires_at, r.renewed_at = $now
-FOREACH (x IN slices | SET x.lease_expires_at = $expires_at)
+WITH r, slices, toInteger(round(coalesce($ttl_s, r.ttl_s, r.expires_at - coalesce(r.renewed_at, r.created_at)))) AS lease
+WITH r, slices, CASE WHEN lease >= 1 AND lease <= $max_ttl_s THEN lease ELSE $default_ttl_s END AS lease
+SET r.expires_at = $now + lease, r.renewed_at = $now, r.ttl_s = lease
+FOREACH (x IN slices | SET x.lease_expires_at = $now + lease)
 RETURN r.id AS id, size(slices) AS slices

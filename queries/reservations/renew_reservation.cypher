@@ -7,10 +7,16 @@
 // The row is the reservation as renewed and the GPUs it holds, as reservation_get gives them: a
 // read back after the write could see a release that landed in between and answer a renewed
 // reservation as `released` (a renew racing a release, found by an adversarial trial).
+// The lease: $ttl_s when the caller gave one, else the one last granted (`ttl_s`, recorded by every
+// renew and by a completed preemption; for a reservation never renewed, its expiry less its
+// creation: what `reserve` granted), so a renew without a TTL never shortens a longer lease to the
+// service's default; $default_ttl_s only where neither is known or it is out of bounds.
 // @write
-// @param expires_at float
+// @param default_ttl_s int
 // @param id string
+// @param max_ttl_s int
 // @param now float
+// @param ttl_s int?
 // @row id string, gpus int, reservation map, taken any
 MATCH (r:Reservation {id: $id})-[:HOLDS]->(g:GPU)
 WITH g
@@ -24,8 +30,10 @@ SET r:Reservation //@lock
 WITH r, gpus, size([x IN gpus WHERE x.reservation = r.id]) AS owned
 WHERE r.state = 'active' AND r.expires_at >= $now AND size(gpus) = r.gpu_count AND owned = size(gpus)
   AND coalesce(r.slice_count, 0) = 0
-SET r.expires_at = $expires_at, r.renewed_at = $now
-FOREACH (x IN gpus | SET x.lease_expires_at = $expires_at)
+WITH r, gpus, toInteger(round(coalesce($ttl_s, r.ttl_s, r.expires_at - coalesce(r.renewed_at, r.created_at)))) AS lease
+WITH r, gpus, CASE WHEN lease >= 1 AND lease <= $max_ttl_s THEN lease ELSE $default_ttl_s END AS lease
+SET r.expires_at = $now + lease, r.renewed_at = $now, r.ttl_s = lease
+FOREACH (x IN gpus | SET x.lease_expires_at = $now + lease)
 WITH r, gpus
 UNWIND gpus AS x
 OPTIONAL MATCH (x)<-[:HAS_GPU]-(h:Host)

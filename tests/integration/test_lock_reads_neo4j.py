@@ -273,7 +273,13 @@ async def test_a_renew_while_the_reaper_waits_keeps_its_lease(neo: tuple[Gateway
     renewed_until = clock.now + 3600
     renew = HeldStatement(server)
     try:
-        params = {"id": made.id, "now": clock.now, "expires_at": renewed_until}  # decided while the lease was live
+        params = {
+            "id": made.id,
+            "now": clock.now,
+            "ttl_s": 3600,
+            "default_ttl_s": 600,
+            "max_ttl_s": 604800,
+        }  # decided while live
         assert await renew.start("reservations/renew_mig_slices", params) == [{"id": made.id, "slices": 2}]
         clock.now += 100  # the reaper runs after the old lease's end
         reaped = await renew.commit_when_blocked(svc.expire_due())

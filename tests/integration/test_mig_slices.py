@@ -141,6 +141,16 @@ async def test_a_held_slice_that_disappears_is_reported(gateway: Gateway, mig: S
     assert isinstance(await svc.renew(made.id, 600), LeaseExpired)  # the holder must stop: a slice is gone
 
 
+async def test_a_slice_renew_without_a_ttl_keeps_its_lease(gateway: Gateway, mig: SyntheticCluster) -> None:
+    clock = Clock()
+    svc = ReservationService(gateway, clock=clock, default_ttl_s=600)
+    made = await svc.reserve(holder="job", request=parse_request("1x 3g.40gb"), ttl_s=7200)
+    assert isinstance(made, Reservation) and len(made.slices) == 1
+    clock.now += 50
+    kept = await svc.renew(made.id)
+    assert isinstance(kept, Reservation) and kept.expires_at == clock.now + 7200
+
+
 # ---- placement ----------------------------------------------------------------------------------
 
 PLACE_TEXT = """query($t: String!) { placementText(text: $t) { request candidates { rank }

@@ -161,6 +161,33 @@ async def test_leases_expire_renew_and_free_gpus(gateway: Gateway) -> None:
     await invariants(gateway, clock.now)
 
 
+async def test_a_renew_without_a_ttl_keeps_the_lease_last_granted(gateway: Gateway) -> None:
+    """Before stop 51 it renewed for the service's default (600 s): an hour's lease fell to ten minutes."""
+    await load(gateway, "l40s:hosts=1")
+    clock = Clock()
+    svc = ReservationService(gateway, clock=clock, default_ttl_s=600)
+    made = await svc.reserve(holder="job", request=parse_request("2xL40S"), ttl_s=3600)
+    assert isinstance(made, Reservation)
+    clock.now += 100
+    kept = await svc.renew(made.id)
+    assert isinstance(kept, Reservation) and kept.expires_at == clock.now + 3600  # what reserve granted
+    clock.now += 100
+    shorter = await svc.renew(made.id, 60)
+    assert isinstance(shorter, Reservation) and shorter.expires_at == clock.now + 60
+    clock.now += 30
+    again = await svc.renew(made.id)
+    assert isinstance(again, Reservation) and again.expires_at == clock.now + 60  # what the last renew granted
+    read = await svc.get(made.id)
+    assert read is not None and read.expires_at == clock.now + 60
+    default = await svc.reserve(holder="job", request=parse_request("1xL40S"))
+    assert isinstance(default, Reservation)
+    clock.now += 10
+    renewed = await svc.renew(default.id)
+    assert isinstance(renewed, Reservation) and renewed.expires_at == clock.now + 600
+    assert isinstance(await svc.renew(made.id, 0), ValidationError)
+    await invariants(gateway, clock.now)
+
+
 async def test_lapsed_holds_count_as_free_before_the_reaper_runs(gateway: Gateway) -> None:
     cluster = await load(gateway, "l40s:hosts=1")
     clock = Clock()

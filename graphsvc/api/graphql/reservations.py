@@ -222,7 +222,10 @@ class ReservationMutations:
             )
         return ValidationError(field=out.field, message=out.message)
 
-    @strawberry.mutation(description="Extend a live lease; optionally report progress (what preempting it would cost).")
+    @strawberry.mutation(
+        description="Extend a live lease from now by ttlSeconds (without it: by the lease last granted); "
+        "optionally report progress (what preempting it would cost)."
+    )
     async def renew(
         self,
         info: Info,
