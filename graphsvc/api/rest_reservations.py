@@ -78,7 +78,9 @@ class ReserveBody(BaseModel):
 class RenewBody(BaseModel):
     model_config = STRICT_BODY
 
-    ttlSeconds: WholeNumber | None = Field(default=None, description="the new lease from now; the default's if absent")
+    ttlSeconds: WholeNumber | None = Field(
+        default=None, description="the new lease from now; if absent, the lease last granted"
+    )
 
 
 class GpuOut(BaseModel):

@@ -892,7 +892,7 @@ class ReservationService:
         try:
             lease = LeaseTerms(
                 ttl_s=None if ttl_s is None else self._ttl(ttl_s),
-                default_ttl_s=self.default_ttl_s,
+                default_ttl_s=min(self.default_ttl_s, self.max_ttl_s),
                 max_ttl_s=self.max_ttl_s,
             )
         except RequestError as err:

@@ -10,7 +10,8 @@
 // The lease: $ttl_s when the caller gave one, else the one last granted (`ttl_s`, recorded by every
 // renew and by a completed preemption; for a reservation never renewed, its expiry less its
 // creation: what `reserve` granted), so a renew without a TTL never shortens a longer lease to the
-// service's default; $default_ttl_s only where neither is known or it is out of bounds.
+// service's default; $default_ttl_s only where neither is known (or it is under a second), and
+// never more than $max_ttl_s (a bound lowered since the lease was granted).
 // @write
 // @param default_ttl_s int
 // @param id string
@@ -31,7 +32,7 @@ WITH r, gpus, size([x IN gpus WHERE x.reservation = r.id]) AS owned
 WHERE r.state = 'active' AND r.expires_at >= $now AND size(gpus) = r.gpu_count AND owned = size(gpus)
   AND coalesce(r.slice_count, 0) = 0
 WITH r, gpus, toInteger(round(coalesce($ttl_s, r.ttl_s, r.expires_at - coalesce(r.renewed_at, r.created_at)))) AS lease
-WITH r, gpus, CASE WHEN lease >= 1 AND lease <= $max_ttl_s THEN lease ELSE $default_ttl_s END AS lease
+WITH r, gpus, CASE WHEN lease < 1 THEN $default_ttl_s WHEN lease > $max_ttl_s THEN $max_ttl_s ELSE lease END AS lease
 SET r.expires_at = $now + lease, r.renewed_at = $now, r.ttl_s = lease
 FOREACH (x IN gpus | SET x.lease_expires_at = $now + lease)
 WITH r, gpus

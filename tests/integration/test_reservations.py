@@ -185,6 +185,11 @@ async def test_a_renew_without_a_ttl_keeps_the_lease_last_granted(gateway: Gatew
     renewed = await svc.renew(default.id)
     assert isinstance(renewed, Reservation) and renewed.expires_at == clock.now + 600
     assert isinstance(await svc.renew(made.id, 0), ValidationError)
+    long = await svc.reserve(holder="job", request=parse_request("1xL40S"), ttl_s=3600)
+    assert isinstance(long, Reservation)
+    lowered = ReservationService(gateway, clock=clock, default_ttl_s=600, max_ttl_s=1000)
+    bounded = await lowered.renew(long.id)
+    assert isinstance(bounded, Reservation) and bounded.expires_at == clock.now + 1000  # the bound, not the default
     await invariants(gateway, clock.now)
 
 
