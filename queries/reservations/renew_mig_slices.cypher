@@ -19,7 +19,7 @@ MATCH (r:Reservation {id: $id})
 SET r:Reservation //@lock
 WITH r, slices, size([x IN slices WHERE x.reservation = r.id]) AS owned
 WHERE r.state = 'active' AND r.expires_at >= $now AND size(slices) = r.slice_count AND owned = size(slices)
-WITH r, slices, toInteger(round(coalesce($ttl_s, r.ttl_s, r.expires_at - coalesce(r.renewed_at, r.created_at)))) AS lease
+WITH r, slices, toInteger(round(coalesce($ttl_s, r.ttl_s, r.expires_at - coalesce(r.renewed_at, r.created_at), $default_ttl_s))) AS lease
 WITH r, slices, CASE WHEN lease < 1 THEN $default_ttl_s WHEN lease > $max_ttl_s THEN $max_ttl_s ELSE lease END AS lease
 SET r.expires_at = $now + lease, r.renewed_at = $now, r.ttl_s = lease
 FOREACH (x IN slices | SET x.lease_expires_at = $now + lease)

@@ -31,7 +31,7 @@ SET r:Reservation //@lock
 WITH r, gpus, size([x IN gpus WHERE x.reservation = r.id]) AS owned
 WHERE r.state = 'active' AND r.expires_at >= $now AND size(gpus) = r.gpu_count AND owned = size(gpus)
   AND coalesce(r.slice_count, 0) = 0
-WITH r, gpus, toInteger(round(coalesce($ttl_s, r.ttl_s, r.expires_at - coalesce(r.renewed_at, r.created_at)))) AS lease
+WITH r, gpus, toInteger(round(coalesce($ttl_s, r.ttl_s, r.expires_at - coalesce(r.renewed_at, r.created_at), $default_ttl_s))) AS lease
 WITH r, gpus, CASE WHEN lease < 1 THEN $default_ttl_s WHEN lease > $max_ttl_s THEN $max_ttl_s ELSE lease END AS lease
 SET r.expires_at = $now + lease, r.renewed_at = $now, r.ttl_s = lease
 FOREACH (x IN gpus | SET x.lease_expires_at = $now + lease)
