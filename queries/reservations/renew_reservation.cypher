@@ -7,11 +7,7 @@
 // The row is the reservation as renewed and the GPUs it holds, as reservation_get gives them: a
 // read back after the write could see a release that landed in between and answer a renewed
 // reservation as `released` (a renew racing a release, found by an adversarial trial).
-// The lease: $ttl_s when the caller gave one, else the one last granted (`ttl_s`, recorded by every
-// renew and by a completed preemption; for a reservation never renewed, its expiry less its
-// creation: what `reserve` granted), so a renew without a TTL never shortens a longer lease to the
-// service's default; $default_ttl_s only where neither is known (or it is under a second), and
-// never more than $max_ttl_s (a bound lowered since the lease was granted).
+// The lease: $ttl_s, else the one last granted (renew_lease).
 // @write
 // @param default_ttl_s int
 // @param id string
@@ -31,12 +27,9 @@ SET r:Reservation //@lock
 WITH r, gpus, size([x IN gpus WHERE x.reservation = r.id]) AS owned
 WHERE r.state = 'active' AND r.expires_at >= $now AND size(gpus) = r.gpu_count AND owned = size(gpus)
   AND coalesce(r.slice_count, 0) = 0
-WITH r, gpus, toInteger(round(coalesce($ttl_s, r.ttl_s, r.expires_at - coalesce(r.renewed_at, r.created_at), $default_ttl_s))) AS lease
-WITH r, gpus, CASE WHEN lease < 1 THEN $default_ttl_s WHEN lease > $max_ttl_s THEN $max_ttl_s ELSE lease END AS lease
-SET r.expires_at = $now + lease, r.renewed_at = $now, r.ttl_s = lease
-FOREACH (x IN gpus | SET x.lease_expires_at = $now + lease)
-WITH r, gpus
-UNWIND gpus AS x
+WITH r, gpus AS leased
+//@include renew_lease
+UNWIND leased AS x
 OPTIONAL MATCH (x)<-[:HAS_GPU]-(h:Host)
 WITH r, collect([x.uuid, x.index, x.model, h.name, h.rack, h.scalable_unit]) AS held
 RETURN r.id AS id, size(held) AS gpus, properties(r) AS reservation, held AS taken
