@@ -3,7 +3,8 @@
 `reservation_throughput.py` drives the app in-process; here the service runs as deployed
 (`benchmarks/served.py`: `graphsvc serve`, uvicorn, the embedded store with appendfsync
 always) with one DGX H100 SuperPOD scalable unit (31 hosts, 248 GPUs) pushed through its ingest
-API by `graphsvc load`, and N clients in this process, one keep-alive connection each. Each
+API by `graphsvc load`, and N clients in this process, one keep-alive connection each (on uvloop,
+as the service runs: their CPU shares the machine with the service and its store). Each
 client loops the REST fast path: reserve (1, 2, 4 or 8 H100 full mesh, random per cycle), then
 release. Reports reservations/s, reserve and release p50/p99 (ms), CPU per cycle of the service
 process, its store and the clients (from /proc), and store statements per cycle (the service's
@@ -145,4 +146,9 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    try:  # the clients share the service's machine: their event loop as lean as the service's
+        import uvloop
+    except ImportError:  # pragma: no cover - uvicorn[standard] brings it
+        asyncio.run(main())
+    else:
+        uvloop.run(main())
