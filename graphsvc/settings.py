@@ -75,6 +75,12 @@ class Settings(BaseSettings):
     graphql_cost_per_minute: float = Field(default=120_000.0, gt=0, description="Cost units a token earns a minute")
     graphql_cost_burst: int = Field(default=20_000, ge=1, description="Cost units a token may spend at once")
     dev_mode: bool = Field(default=False, description="GraphiQL at /graphql; `graphsvc demo` turns it on")
+    opentelemetry: bool = Field(
+        default=False,
+        description="FastAPI's OpenTelemetry spans, HTTP metrics and logs, for an OpenTelemetry SDK or agent the "
+        "operator configures (off: every request would ask OpenTelemetry for its providers; /metrics is the "
+        "service's own)",
+    )
 
     @model_validator(mode="after")
     def _burst_fits_a_query(self) -> Settings:

@@ -68,10 +68,11 @@ def create_app(settings: Settings | None = None, *, gateway: Gateway | None = No
         lifespan=lifespan,
         docs_url=None,  # served from local files by mount_api_docs, never from a CDN
         redoc_url=None,
-        # FastAPI's own OpenTelemetry spans, metrics and logs: the service exports none (its
-        # metrics are /metrics), yet with them on every request asked OpenTelemetry for its three
-        # global providers (~1% of the service's CPU per reservation; docs/benchmarks.md, "Stop 52").
-        telemetry={"tracing": False, "metrics": False, "logs": False},
+        # FastAPI's own OpenTelemetry spans, metrics and logs, only where the operator asks
+        # (GRAPHSVC_OPENTELEMETRY, with an SDK or agent of theirs): the service's metrics are
+        # /metrics, and with them on every request asked OpenTelemetry for its three global
+        # providers (a trivial route 41 -> 36 us; docs/benchmarks.md, "Stop 52").
+        telemetry=None if settings.opentelemetry else {"tracing": False, "metrics": False, "logs": False},
     )
     app.state.settings = settings
     app.state.metrics = Metrics()

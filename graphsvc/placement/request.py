@@ -203,12 +203,20 @@ _EMPTY_OPTION = re.compile(r"([a-z][a-z-]*)\s*(<=|>=|=)", re.IGNORECASE)  # an o
 
 def parse_request(text: str) -> PlacementRequest:
     """Parse the compact text form; errors name the token at fault."""
-    return _parsed(text)
+    return _parsed_short(text) if len(text) <= PARSED_KEPT_UP_TO else _parsed(text)
 
 
 # Schedulers send the same few request texts again and again; a PlacementRequest is frozen, so one
-# parse serves every caller of a text (~11 us a parse; an error is raised anew each time, never kept).
+# parse serves every caller of a text (~11 us a parse; an error is raised anew each time, never
+# kept). Only short texts are kept (the common requests), so the cache holds at most ~1 MB.
+PARSED_KEPT_UP_TO = 256
+
+
 @lru_cache(maxsize=1024)
+def _parsed_short(text: str) -> PlacementRequest:
+    return _parsed(text)
+
+
 def _parsed(text: str) -> PlacementRequest:
     if len(text) > 4096:
         raise RequestError("text", "longer than 4096 characters")

@@ -176,22 +176,10 @@ def batch_item(
     return BatchItem(key, BatchRequest(n=req.gpus, link=LINK[mode], props=props))
 
 
-# Candidate hosts a batch reads per request size beyond one per request (`batch_params`). A request
-# of the batch takes from one host, so of one host per request at least one is left to each; the
-# slack is for a host whose free GPUs lie in NVLink domains too small for a request, and, where
-# writes run concurrently (Neo4j), for hosts another transaction takes between the read and the
-# take. Where they run one at a time (FalkorDB) none can, and every host read costs its GPUs and
-# their domains: a batch of six on one SU, 2.38 ms with 8 of slack, 2.08 ms with 2
-# (docs/benchmarks.md, "Stop 52").
-BATCH_SLACK_SERIAL = 2
-BATCH_SLACK_CONCURRENT = 8
-
-
-def batch_params(key: BatchKey, requests: list[BatchRequest], now: float, *, serial_writes: bool) -> dict[str, object]:
+def batch_params(key: BatchKey, requests: list[BatchRequest], now: float) -> dict[str, object]:
     """Parameters of reserve_in_host_batch. For each distinct request size it reads as many
-    candidate hosts as the batch could use up (one per request, plus a slack), never more than
+    candidate hosts as the batch could use up (one per request, plus a few), never more than
     SCAN_HOSTS."""
-    slack = BATCH_SLACK_SERIAL if serial_writes else BATCH_SLACK_CONCURRENT
     return {
         "requests": requests,
         "sizes": sorted({r["n"] for r in requests}),
@@ -199,6 +187,6 @@ def batch_params(key: BatchKey, requests: list[BatchRequest], now: float, *, ser
         "model": key.model,
         "exclude": list(key.exclude),
         "stale_before": now - key.stale_after_s if key.stale_after_s is not None else -1.0e18,
-        "scan": min(SCAN_HOSTS, len(requests) + slack),
+        "scan": min(SCAN_HOSTS, len(requests) + 8),
         "now": now,
     }

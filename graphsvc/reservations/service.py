@@ -702,7 +702,7 @@ class ReservationService:
         form = candidate_read("reservations/reserve_in_host_batch", self.engine.facts.hosts, self.scan_every_host_up_to)
         for key, members in by_key.items():
             requests: list[BatchRequest] = [items[n].request for n in members]
-            params = batch_params(key, requests, self.clock(), serial_writes=self.gw.serial_writes)
+            params = batch_params(key, requests, self.clock())
             try:
                 rows = await self.gw.write(form, params)
             except StoreConstraintError:

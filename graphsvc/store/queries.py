@@ -25,7 +25,8 @@ locks, or only check what a write committed meanwhile could have changed (a bloc
 every row it gets when no other write ran: release_batch's check that a reservation holds no GPU
 its first read did not lock). A store that runs writes one at a time (FalkorDB: one writer per
 graph) needs none and runs ``serial_text``, the text without them: there they cost time and change
-nothing (~2-3 ms of a 16-request batch statement; the release batch's check ~16% of it).
+nothing (~2-3 ms of a 16-request batch statement; the release batch's check ~13-16% of a
+batch of six).
 Everything else in the two texts is the same.
 
 Scan forms: a fragment in SCAN_FORMS has a twin that reads the same units by a scan instead of
@@ -309,7 +310,7 @@ _LOCK_BLOCK = re.compile(r"^//@lock-begin[ \t]*\n.*?^//@lock-end[ \t]*\n?", re.M
 
 
 def without_locks(text: str) -> str:
-    """`text` without its lock-only lines (module docstring, "Locks")."""
+    """`text` without its lock lines and lock blocks (module docstring, "Locks")."""
     out = _LOCK_LINE.sub("", _LOCK_BLOCK.sub("", text))
     if "//@lock-begin" in out or "//@lock-end" in out:
         raise ValueError("unbalanced //@lock-begin / //@lock-end")

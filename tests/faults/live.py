@@ -2,7 +2,8 @@
 
 Same loop as the test, so the app can share the test's gateway (its connections belong to
 that loop); a real socket, so what only a real server does (flow control, websockets,
-answering before the whole body arrived) is what the test sees.
+answering before the whole body arrived) is what the test sees; on the HTTP protocol `graphsvc
+serve` runs (one write per answer, graphsvc/api/http_protocol.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from contextlib import asynccontextmanager
 import uvicorn
 from fastapi import FastAPI
 
+from graphsvc.api.http_protocol import CoalescingHttpToolsProtocol
 from tests.conftest import free_port
 
 
@@ -21,7 +23,9 @@ from tests.conftest import free_port
 async def serving(app: FastAPI) -> AsyncIterator[str]:
     """Serve `app` until the block ends; yields "127.0.0.1:PORT"."""
     port = free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning", lifespan="off", http=CoalescingHttpToolsProtocol
+    )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     while not server.started:

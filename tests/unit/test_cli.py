@@ -164,3 +164,16 @@ def test_the_service_writes_each_answer_at_once() -> None:
     from graphsvc.settings import Settings
 
     assert _server(Settings(insecure_dev=True)).config.http is CoalescingHttpToolsProtocol
+
+
+def test_fastapi_s_opentelemetry_is_on_only_when_asked() -> None:
+    """Every request asked OpenTelemetry for its providers though the service exports nothing
+    there; an operator with an SDK or agent turns FastAPI's spans back on (docs/deploy.md)."""
+    from graphsvc.api.app import create_app
+    from graphsvc.settings import Settings
+
+    off = create_app(Settings(insecure_dev=True))
+    on = create_app(Settings(insecure_dev=True, opentelemetry=True))
+    assert not off._native_telemetry.enabled()
+    assert (off._telemetry["tracing"], off._telemetry["metrics"], off._telemetry["logs"]) == (False, False, False)
+    assert (on._telemetry["tracing"], on._telemetry["metrics"], on._telemetry["logs"]) == (True, True, True)

@@ -4,9 +4,13 @@ to the connection as one, in order, and a close sends what is buffered first."""
 from __future__ import annotations
 
 import asyncio
+import socket
 from typing import Any
 
-from graphsvc.api.http_protocol import CoalescingTransport
+import pytest
+import uvicorn
+
+from graphsvc.api.http_protocol import FLUSH_AT, CoalescingHttpToolsProtocol, CoalescingTransport
 
 
 class Recording:
@@ -81,3 +85,69 @@ async def test_everything_else_is_the_connection_s_own() -> None:
     t, _ = coalescing()
     assert t.get_extra_info("peername") == ("127.0.0.1", 1)
     assert t.is_closing() is False
+
+
+async def test_a_large_write_goes_out_at_once_after_what_was_buffered() -> None:
+    """A large body is not held for the turn nor copied into a joined one; a turn whose small
+    writes add up to FLUSH_AT sends them then, so a long stream still meets flow control."""
+    t, inner = coalescing()
+    t.write(b"head")
+    t.write(b"x" * FLUSH_AT)
+    assert inner.sent == [b"head", b"x" * FLUSH_AT]
+    for _ in range(FLUSH_AT // 1024):
+        t.write(b"y" * 1024)
+    assert inner.sent[2:] == [b"y" * FLUSH_AT] and t.get_write_buffer_size() == 0
+    await asyncio.sleep(0)
+    assert len(inner.sent) == 3
+
+
+async def answer(scope: Any, receive: Any, send: Any) -> None:
+    """A plain ASGI app: a small JSON answer, head and body in one turn."""
+    if scope["type"] != "http":
+        return
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", b"12")],
+        }
+    )
+    await send({"type": "http.response.body", "body": b'{"ok": true}'})
+
+
+def ask(port: int, *, half_close: bool) -> bytes:
+    """One request from a blocking socket (another thread, as a client process would be)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(b"GET / HTTP/1.1\r\nhost: t\r\n\r\n")
+        if half_close:
+            s.shutdown(socket.SHUT_WR)
+        data = b""
+        while not data.endswith(b'{"ok": true}'):
+            got = s.recv(65536)
+            if not got:
+                break
+            data += got
+        return data
+
+
+@pytest.mark.parametrize("half_close", [False, True])
+async def test_a_real_server_answers_also_a_client_that_half_closed(half_close: bool) -> None:
+    """uvicorn with this protocol on a socket. A client that sends its request and then shuts its
+    side (the transport closes itself right after the end of file, before the turn's writes went
+    out) still gets its whole answer, every time."""
+    config = uvicorn.Config(
+        answer, host="127.0.0.1", port=0, http=CoalescingHttpToolsProtocol, log_config=None, lifespan="off"
+    )
+    server = uvicorn.Server(config)
+    serving = asyncio.create_task(server.serve())
+    try:
+        while not server.started:
+            await asyncio.sleep(0.01)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        for _ in range(20):
+            data = await asyncio.to_thread(ask, port, half_close=half_close)
+            head, _, body = data.partition(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 200") and body == b'{"ok": true}', data
+    finally:
+        server.should_exit = True
+        await serving

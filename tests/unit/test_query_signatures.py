@@ -77,7 +77,8 @@ def test_header_errors_name_the_query() -> None:
 @pytest.mark.parametrize("query", QUERIES, ids=lambda q: q.name)
 def test_the_serial_text_leaves_out_only_lock_lines(query: NamedQuery) -> None:
     """A store that runs writes one at a time runs `serial_text`: the same statement without the
-    lines that only take locks (graphsvc/store/queries.py, "Locks")."""
+    lines that only take locks or only check what a concurrent write could change
+    (graphsvc/store/queries.py, "Locks")."""
     lines = query.text.splitlines()
     kept = query.serial_text.splitlines()
     assert "//@lock" not in query.serial_text
