@@ -342,7 +342,13 @@ class ReservationService:
         self.engine = PlacementEngine(gateway, clock=clock)
         self.engine.reap_lapsed = self._reap_for_placement
         self.owners = Owners()  # for may_change: filled by every reserve's answer and every read
-        self.fast_attempts = 3  # one-statement tries (next candidate each) before the general search
+        # One-statement tries (the next candidate each) before the general search. Where writes run
+        # one at a time, a try that took nothing found no host that fits (no other write can take
+        # its pick between its read and its take), so another would read the same: on a cluster in
+        # use every infeasible reserve paid two more statements for nothing (docs/benchmarks.md,
+        # "Stop 52"). Where writes run concurrently (Neo4j) a race may have taken the pick and the
+        # next candidate may still be free.
+        self.fast_attempts = 1 if gateway.serial_writes else 3
         # Single-host reserves arriving while one is in the store go together (group_commit.py);
         # two batches of each kind in flight where the store runs writes one at a time.
         in_flight = 2 if gateway.serial_writes else 1
