@@ -17,7 +17,7 @@ buffer is full) as it did, and a large body is not copied into a joined one.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, cast
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
@@ -37,8 +37,7 @@ class CoalescingTransport:
     def write(self, data: bytes | bytearray | memoryview) -> None:
         if len(data) >= FLUSH_AT:  # a large body: what is buffered, then the body as it is
             self.flush()
-            if not self.raw.is_closing():
-                self.raw.write(data)
+            self._send(data)
             return
         self._pending.append(bytes(data))
         self._size += len(data)
@@ -60,8 +59,11 @@ class CoalescingTransport:
         if self._pending:
             data = b"".join(self._pending) if len(self._pending) > 1 else self._pending[0]
             self._pending, self._size = [], 0
-            if not self.raw.is_closing():
-                self.raw.write(data)
+            self._send(data)
+
+    def _send(self, data: bytes | bytearray | memoryview) -> None:
+        if not self.raw.is_closing():  # a peer that left: nothing more goes out
+            self.raw.write(data)
 
     def close(self) -> None:
         self.flush()
@@ -86,15 +88,18 @@ class CoalescingHttpToolsProtocol(HttpToolsProtocol):
 
     def eof_received(self) -> None:
         # The transport closes itself once this returns: what this turn buffered goes first.
-        transport: Any = self.transport
-        if isinstance(transport, CoalescingTransport):
-            transport.flush()
+        self._flushed()
         super().eof_received()
 
     def handle_websocket_upgrade(self) -> None:
         # The websocket protocol gets the connection itself (its frames are written as it sends them).
+        self.transport = self._flushed()
+        super().handle_websocket_upgrade()
+
+    def _flushed(self) -> asyncio.Transport:
+        """The connection itself, once what this turn buffered has gone out."""
         transport: Any = self.transport
         if isinstance(transport, CoalescingTransport):
             transport.flush()
-            self.transport = transport.raw
-        super().handle_websocket_upgrade()
+            return transport.raw
+        return cast(asyncio.Transport, transport)
