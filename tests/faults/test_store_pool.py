@@ -39,10 +39,10 @@ async def test_a_full_queue_is_a_busy_error_not_unreachable(embedded_server: Emb
         await migrate(gw)
         slow = asyncio.create_task(
             backend.run(
-                adhoc("slow", "UNWIND range(1, 3000000) AS x RETURN count(x) AS n"), {}, write=False, timeout_s=30
+                adhoc("slow", "UNWIND range(1, 30000000) AS x RETURN count(x) AS n"), {}, write=False, timeout_s=30
             )
         )
-        await asyncio.sleep(0.05)  # the one connection is taken by the slow query
+        await asyncio.sleep(0.05)  # the one connection is taken by the slow query (~1-3 s: well past the 0.2 s wait)
         with pytest.raises(StoreBusyError, match="busy"):
             await gw.read("graph_is_empty")
         await slow
