@@ -117,6 +117,12 @@ class FalkorBackend:
                 self._connect(wanted)
         self._slots = asyncio.Semaphore(self.connections)
 
+    @property
+    def all_connections_taken(self) -> bool:
+        """Whether every connection runs a statement now, so the next caller queues (the fault
+        tests wait for this instead of for a slow query to be slow enough)."""
+        return self._slots is not None and self._slots.locked()
+
     def _connect(self, connections: int) -> None:
         common: dict[str, Any] = {
             "max_connections": connections,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+import redis.asyncio as redis
 
 from graphsvc.store.embedded import EmbeddedFalkorDB
 from graphsvc.store.errors import StoreBusyError, StoreTimeoutError
@@ -30,23 +31,31 @@ async def test_pool_is_sized_from_the_server_and_queues(embedded_server: Embedde
 
 
 async def test_a_full_queue_is_a_busy_error_not_unreachable(embedded_server: EmbeddedFalkorDB) -> None:
+    """The pool's one connection is held by a write the server keeps waiting (CLIENT PAUSE WRITE,
+    as during a failover) until the busy error has been seen: bounded by an event, not by how long
+    a slow query happens to take on this machine."""
     backend = FalkorBackend(
         "pool_busy", unix_socket=str(embedded_server.socket_path), max_connections=1, queue_timeout_s=0.2
     )
+    admin = redis.Redis(unix_socket_path=str(embedded_server.socket_path))
     await backend.open()
     try:
         gw = Gateway(backend)
         await migrate(gw)
-        slow = asyncio.create_task(
-            backend.run(
-                adhoc("slow", "UNWIND range(1, 30000000) AS x RETURN count(x) AS n"), {}, write=False, timeout_s=30
-            )
+        await admin.client_pause(600_000, all=False)  # writes only: UNPAUSE itself still runs
+        held = asyncio.create_task(
+            backend.run(adhoc("held", "CREATE (h:Held) RETURN 1 AS n"), {}, write=True, timeout_s=60)
         )
-        await asyncio.sleep(0.05)  # the one connection is taken by the slow query (~1-3 s: well past the 0.2 s wait)
+        while not held.done() and not backend.all_connections_taken:
+            await asyncio.sleep(0.01)  # until the held write has taken the one connection
         with pytest.raises(StoreBusyError, match="busy"):
             await gw.read("graph_is_empty")
-        await slow
+        assert not held.done()  # still waiting on the server: the busy error came from the queue
+        await admin.client_unpause()
+        assert await held == [{"n": 1}]
     finally:
+        await admin.client_unpause()
+        await admin.aclose()
         await backend.close()
 
 
