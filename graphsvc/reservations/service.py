@@ -869,8 +869,11 @@ class ReservationService:
         return await self._conflict(last, f"every candidate ({tried} tried) was taken by concurrent reservations")
 
     async def _cheap_reasons(self, request: PlacementRequest) -> list[InfeasibleReason]:
-        """Why nothing fits, without the diagnosis's extra searches: an unknown model, or one line."""
-        unknown = await unknown_model(self.gw, request)
+        """Why nothing fits, without the diagnosis's extra searches: an unknown model, or one line.
+        The models are the engine's kept list (graph_facts), as its own diagnosis reads them: a
+        model missing from that list made the search just read it again, so no read here (one
+        statement less per infeasible reserve)."""
+        unknown = await unknown_model(self.gw, request, await self.engine.models())
         if unknown:
             return unknown
         text = format_request(request)

@@ -110,6 +110,20 @@ async def test_conflict_names_the_holder(gateway: Gateway) -> None:
     assert isinstance(await svc.reserve(holder="b"), ValidationError)
 
 
+async def test_an_infeasible_reserve_says_why_without_the_diagnosis(gateway: Gateway) -> None:
+    """Without explain: an unknown model names the models there are; a known one that does not
+    fit says so in one line, the models taken from the engine's kept list, not read again."""
+    await load(gateway, "l40s:hosts=1")
+    svc = ReservationService(gateway)
+    unknown = await svc.reserve(holder="b", request=parse_request("8xB200"))
+    assert isinstance(unknown, Infeasible) and [r.constraint for r in unknown.reasons] == ["model"]
+    assert "L40S" in unknown.reasons[0].message
+    gateway.stats.clear()
+    too_big = await svc.reserve(holder="b", request=parse_request("16xL40S"))
+    assert isinstance(too_big, Infeasible) and [r.constraint for r in too_big.reasons] == ["placement"]
+    assert "placement_gpu_models" not in gateway.stats
+
+
 async def test_idempotency_key_belongs_to_its_holder(gateway: Gateway) -> None:
     cluster = await load(gateway, "l40s:hosts=1")
     svc = ReservationService(gateway)
