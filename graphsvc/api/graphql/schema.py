@@ -28,6 +28,7 @@ from graphsvc.api.graphql.cost import QueryCostLimit
 from graphsvc.api.graphql.drift import DriftFormat, DriftResult
 from graphsvc.api.graphql.drift import drift as drift_resolver
 from graphsvc.api.graphql.elastic import ElasticMutations, ElasticQuery
+from graphsvc.api.graphql.executor import PlainObjectsExecutionContext
 from graphsvc.api.graphql.explorer import (
     CabledHost,
     GPUGrid,
@@ -198,6 +199,7 @@ def make_schema(*, dev: bool) -> strawberry.Schema:
         mutation=merge_types("Mutation", (ReservationMutations, OperatorMutations, SitesMutations, ElasticMutations)),
         subscription=Subscription,
         extensions=[*_EXTENSIONS, *extras],
+        execution_context_class=PlainObjectsExecutionContext,
     )
 
 
