@@ -149,7 +149,10 @@ async def running(settings: Settings) -> AsyncIterator[Services]:
     async with open_store(settings) as gw:
         services = Services(gw, settings)
         keeper = LeaseKeeper(
-            services.reservations, stale_after_s=settings.stale_after_s, interval_s=settings.lease_check_interval_s
+            services.reservations,
+            stale_after_s=settings.stale_after_s,
+            interval_s=settings.lease_check_interval_s,
+            history_s=settings.reservation_history_s,
         )
         keeper.start()
         try:

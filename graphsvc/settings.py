@@ -59,6 +59,12 @@ class Settings(BaseSettings):
     default_ttl_s: int = Field(default=600, ge=1, description="Lease of a reservation that asks for none")
     max_ttl_s: int = Field(default=7 * 24 * 3600, ge=1)
     lease_check_interval_s: float = Field(default=5.0, gt=0)
+    reservation_history_s: float = Field(
+        default=7 * 24 * 3600.0,
+        gt=0,
+        description="How long an ended reservation stays readable (by id, in lists, for an idempotent retry) "
+        "before the lease job deletes it",
+    )
     insecure_dev: bool = Field(default=False, description="No authentication: every caller is an operator")
     tokens_file: Path | None = Field(default=None, description="JSON list of {name, role, sha256, hosts}")
     tokens: str | None = Field(default=None, description="The same JSON inline (hashes only, never tokens)")

@@ -1,4 +1,5 @@
-"""The lease job: expires lapsed reservations and reports hosts going stale or recovering.
+"""The lease job: expires lapsed reservations, reports hosts going stale or recovering, and
+deletes reservations that ended longer ago than the history is kept.
 
 Runs on an apscheduler AsyncIOScheduler inside the service. Placement does not wait for it:
 a GPU whose hold has lapsed counts as free to the reserve write even before this runs.
@@ -29,10 +30,14 @@ class LeaseKeeper:
         *,
         stale_after_s: float,
         interval_s: float = 5.0,
+        history_s: float | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        """`history_s`: how long ended reservations are kept (None: kept for good, as in tests
+        that read them back later)."""
         self.service = service
         self.stale_after_s = stale_after_s
+        self.history_s = history_s
         self.interval_s = interval_s
         self.clock = clock
         self.stale: set[str] | None = None
@@ -43,6 +48,8 @@ class LeaseKeeper:
             await self.service.expire_due()
             await self.check_hosts()
             await elastic_for(self.service).tick()  # due preemptions, failed-GPU replacement
+            if self.history_s is not None:
+                await self.service.prune_history(self.history_s)
         except StoreUnavailableError as exc:
             STORE_OUTAGES.failure(f"lease job skipped, store unavailable: {exc}")
         except Exception:

@@ -1012,6 +1012,26 @@ class ReservationService:
             log.info("lease reaper: %d reservation(s) expired", len(expired))
         return expired
 
+    async def prune_history(self, history_s: float, *, batch: int = 250, batches: int = 4) -> int:
+        """Delete reservations that ended more than `history_s` ago (at most `batch` x `batches`
+        a call, each batch one statement: the lease job calls this every tick, so a backlog
+        drains over a few ticks instead of holding the store's writer in one long statement).
+        Without it every reservation ever made stays in the graph, and the reads by state and
+        lease grow with it. Returns how many were deleted."""
+        before = self.clock() - history_s
+        if not await self.gw.read("reservations/prunable_exists", {"before": before}):
+            return 0
+        pruned = 0
+        for _ in range(batches):
+            rows = await self.gw.write("reservations/prune_ended", {"before": before, "limit": batch})
+            done = int(rows[0]["pruned"]) if rows else 0
+            pruned += done
+            if done < batch:
+                break
+        if pruned:
+            log.info("history pruner: %d reservation(s) ended before %.0f deleted", pruned, before)
+        return pruned
+
 
 def _progress(row: HoldingRow) -> checkpoints.Progress:
     return checkpoints.Progress(

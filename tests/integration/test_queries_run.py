@@ -404,6 +404,8 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "reservations/incomplete_reservations": {"now": 0.0},
     "reservations/preemptible_holdings": {"priority": 10},
     "reservations/lapsed_exists": {"now": 0.0},
+    "reservations/prunable_exists": {"before": 0.0},
+    "reservations/prune_ended": {"before": 0.0, "limit": 10},
     "export_hosts": {"cluster": "default"},
     "export_switches": {"cluster": "default"},
     "metrics_domains": {},
