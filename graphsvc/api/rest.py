@@ -32,14 +32,34 @@ async def services(request: Request) -> Services:
     return _services_of(request)
 
 
+def _host_writer_of(request: Request) -> Principal:
+    """The caller, refused when it may not write the host the URL names. As a dependency it is
+    decided before the body is validated: a collector sending another host a body that does not
+    validate got 422 (what is wrong with the body) where 403 (not yours) is the answer."""
+    principal = authenticate(request)
+    host = str(request.path_params.get("name", ""))
+    if not principal.may_write_host(host):
+        if principal.role is Role.COLLECTOR:
+            raise HTTPException(status_code=403, detail=f"forbidden: this collector token may not write host {host!r}")
+        require(principal, Role.COLLECTOR, Role.OPERATOR)
+    return principal
+
+
+async def host_writer(request: Request) -> Principal:
+    """`_host_writer_of` as a coroutine (a plain function dependency costs a worker-thread hop)."""
+    return _host_writer_of(request)
+
+
 # Every collector's facts each interval: the short way for a valid document (one_pass_route.py).
 router = APIRouter(
-    responses=ERROR_RESPONSES, route_class=one_pass_route({services: _services_of, caller: authenticate})
+    responses=ERROR_RESPONSES,
+    route_class=one_pass_route({services: _services_of, caller: authenticate, host_writer: _host_writer_of}),
 )
 
 
 ServicesDep = Annotated[Services, Depends(services)]
 Caller = Annotated[Principal, Depends(caller)]
+HostWriter = Annotated[Principal, Depends(host_writer)]
 
 
 def refuse_future(request: Request, collected_at: datetime) -> None:
@@ -49,12 +69,8 @@ def refuse_future(request: Request, collected_at: datetime) -> None:
         raise IngestRejected(ErrorKind.INVALID, "collected_at", problem)
 
 
-def may_write_host(principal: Principal, host: str, body_hostname: str) -> None:
-    """A collector writes only its own host, and the URL and body must name the same one."""
-    if not principal.may_write_host(host):
-        if principal.role is Role.COLLECTOR:
-            raise HTTPException(status_code=403, detail=f"forbidden: this collector token may not write host {host!r}")
-        require(principal, Role.COLLECTOR, Role.OPERATOR)
+def same_host(host: str, body_hostname: str) -> None:
+    """The URL and body must name the same host (HostWriter has checked the caller may write it)."""
     if body_hostname != host:
         raise IngestRejected(
             ErrorKind.INVALID, "hostname", f"body hostname {body_hostname!r} does not match the URL {host!r}"
@@ -79,10 +95,10 @@ class ServiceHealth(BaseModel):
 
 @router.put("/v1/hosts/{name}/facts", tags=["ingest"])
 async def put_host_facts(
-    name: HostPath, facts: HostFacts, svc: ServicesDep, request: Request, caller: Caller
+    name: HostPath, facts: HostFacts, svc: ServicesDep, request: Request, caller: HostWriter
 ) -> HostIngestResult:
     """Replace everything the graph knows about one host; devices missing from the facts are removed."""
-    may_write_host(caller, name, facts.hostname)
+    same_host(name, facts.hostname)
     refuse_future(request, facts.collected_at)
     result = await svc.ingest_host(facts)
     request.app.state.metrics.ingest.labels("host_facts").inc()
@@ -92,10 +108,10 @@ async def put_host_facts(
 
 @router.put("/v1/hosts/{name}/metrics", tags=["ingest"])
 async def put_host_metrics(
-    name: HostPath, metrics: HostMetrics, svc: ServicesDep, request: Request, caller: Caller
+    name: HostPath, metrics: HostMetrics, svc: ServicesDep, request: Request, caller: HostWriter
 ) -> MetricsIngestResult:
     """Update the fast-changing GPU metrics of a host already known from its full facts."""
-    may_write_host(caller, name, metrics.hostname)
+    same_host(name, metrics.hostname)
     refuse_future(request, metrics.collected_at)
     result = await svc.ingest_metrics(metrics)
     request.app.state.metrics.ingest.labels("host_metrics").inc()

@@ -126,6 +126,18 @@ async def test_fact_ingest_matrix(
         assert "forbidden" in resp.json()["error"]
 
 
+@pytest.mark.parametrize(("host", "expected"), [("other-host", 403), ("l40s-001", 422)])
+async def test_a_collector_is_refused_another_host_before_its_body_is_judged(
+    secured: tuple[httpx.AsyncClient, Any], host: str, expected: int
+) -> None:
+    """403 (not yours) before 422 (what is wrong with the body): the scope is checked first."""
+    c, _ = secured
+    bad = {**as_json(h100(host, seed=11)), "gpus": "not a list"}
+    for kind in ("facts", "metrics"):
+        resp = await c.put(f"/v1/hosts/{host}/{kind}", json=bad, headers=auth("collector-a"))
+        assert resp.status_code == expected, (kind, resp.text)
+
+
 @pytest.mark.parametrize(
     ("who", "fabric", "read", "export"),
     [(None, 401, 401, 401), ("collector-a", 403, 403, 403), ("sched-1", 403, 200, 200), ("ops", 200, 200, 200)],
