@@ -61,7 +61,7 @@ class Settings(BaseSettings):
     lease_check_interval_s: float = Field(default=5.0, gt=0)
     reservation_history_s: float = Field(
         default=7 * 24 * 3600.0,
-        gt=0,
+        ge=3600,  # a reservation read back right after it ended (a release's answer, a resize) is still there
         description="How long an ended reservation stays readable (by id, in lists, for an idempotent retry) "
         "before the lease job deletes it",
     )

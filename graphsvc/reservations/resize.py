@@ -88,10 +88,12 @@ class ElasticService:
     async def live(self, reservation_id: str) -> Live | NotFound | LeaseExpired:
         if not _printable(reservation_id):
             return NotFound(reservation_id, "no such reservation")
-        rows = await self.gw.read("reservations/reservation_get", {"ids": [reservation_id], "keys": []})
+        rows = as_reservation_rows(
+            await self.gw.read("reservations/reservation_get", {"ids": [reservation_id], "keys": []})
+        )
         if not rows:
             return NotFound(reservation_id, f"no reservation {reservation_id!r}")
-        row = as_reservation_rows(rows)[0]
+        row = rows[0]
         res = _reservation(row)
         props = row["reservation"]
         now = self.rs.clock()
@@ -110,10 +112,12 @@ class ElasticService:
         its rank order (after a resize or a replacement), its phase and last reported checkpoint."""
         if not _printable(reservation_id):
             return NotFound(reservation_id, "no such reservation")
-        rows = await self.gw.read("reservations/reservation_get", {"ids": [reservation_id], "keys": []})
+        rows = as_reservation_rows(
+            await self.gw.read("reservations/reservation_get", {"ids": [reservation_id], "keys": []})
+        )
         if not rows:
             return NotFound(reservation_id, f"no reservation {reservation_id!r}")
-        row = as_reservation_rows(rows)[0]
+        row = rows[0]
         props = row["reservation"]
         res = _reservation(row)
         held = [g for g in res.gpus if g.held]

@@ -106,7 +106,10 @@ class Notices(TypedDict):
 
 
 def as_reservation_rows(rows: Sequence[Row]) -> list[ReservationRow]:
-    return cast(list[ReservationRow], list(rows))
+    """The rows, less any whose reservation has no properties: on Neo4j (read committed) a read
+    that reaches a reservation the history pruner deletes meanwhile gets an empty map for it.
+    Such a reservation is gone, and reads as not found."""
+    return cast(list[ReservationRow], [r for r in rows if (r.get("reservation") or {}).get("id") is not None])
 
 
 def as_holding_rows(rows: Sequence[Row]) -> list[HoldingRow]:

@@ -60,6 +60,8 @@ from graphsvc.store.gateway import Gateway
 from graphsvc.store.group_commit import GroupCommit
 
 log = logging.getLogger(__name__)
+# Before any (ended_at, id) (epoch seconds; not -inf, which FalkorDB's parameter header cannot carry).
+PRUNE_START = (-1.0e300, "")
 
 MAX_GPUS = 4096
 MAX_PREEMPTION_HOSTS = 1024  # hosts a preemption plan searches beyond the free ones (victims and neighbours)
@@ -342,6 +344,7 @@ class ReservationService:
         self.engine = PlacementEngine(gateway, clock=clock)
         self.engine.reap_lapsed = self._reap_for_placement
         self.owners = Owners()  # for may_change: filled by every reserve's answer and every read
+        self._prune_from = PRUNE_START  # where the history pruner's next page starts (prune_history)
         # One-statement tries (the next candidate each) before the general search. Where writes run
         # one at a time, a try that took nothing found no host that fits (no other write can take
         # its pick between its read and its take), so another would read the same: on a cluster in
@@ -1013,21 +1016,30 @@ class ReservationService:
         return expired
 
     async def prune_history(self, history_s: float, *, batch: int = 250, batches: int = 4) -> int:
-        """Delete reservations that ended more than `history_s` ago (at most `batch` x `batches`
-        a call, each batch one statement: the lease job calls this every tick, so a backlog
-        drains over a few ticks instead of holding the store's writer in one long statement).
-        Without it every reservation ever made stays in the graph, and the reads by state and
-        lease grow with it. Returns how many were deleted."""
+        """Delete reservations that ended more than `history_s` ago (pages of `batch`, at most
+        `batches` statements a call: the lease job calls this every tick, so a backlog drains
+        over a few ticks instead of holding the store's writer in one long statement). Without
+        it every reservation ever made stays in the graph, and the reads by state and lease
+        grow with it. The pages go on after the last one's last reservation (`_prune_from`), so
+        reservations left for later (a GPU or slice still marked for them) are passed over, not
+        read again by every page; once a page comes back short the next call starts over.
+        Returns how many were deleted."""
         before = self.clock() - history_s
         if not await self.gw.read("reservations/prunable_exists", {"before": before}):
+            self._prune_from = PRUNE_START
             return 0
         pruned = 0
         for _ in range(batches):
-            rows = await self.gw.write("reservations/prune_ended", {"before": before, "limit": batch})
-            done = int(rows[0]["pruned"]) if rows else 0
-            pruned += done
-            if done < batch:
+            after, after_id = self._prune_from
+            rows = await self.gw.write(
+                "reservations/prune_ended", {"before": before, "from": after, "from_id": after_id, "limit": batch}
+            )
+            row = rows[0] if rows else {}
+            pruned += int(row.get("pruned") or 0)
+            if int(row.get("examined") or 0) < batch or row.get("last") is None:
+                self._prune_from = PRUNE_START  # the end: the next call starts over
                 break
+            self._prune_from = (float(row["last"]), str(row["last_id"]))
         if pruned:
             log.info("history pruner: %d reservation(s) ended before %.0f deleted", pruned, before)
         return pruned

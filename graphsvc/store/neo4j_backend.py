@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -64,6 +65,15 @@ TIMEOUT_CODES = frozenset(
         "Neo.TransientError.Transaction.LockAcquisitionTimeout",
     }
 )
+
+
+# Under read committed a statement can reach a node (by an index, an edge) that another
+# transaction deletes and commits before this one reads its properties or locks it: Neo4j then
+# fails the statement with this client error (the history pruner deleting ended reservations
+# while the reaper or a second replica's pruner reads them). Nothing was written: it runs again,
+# a few times after a short random wait, and meets the node gone.
+ENTITY_GONE = "Neo.ClientError.Statement.EntityNotFound"
+ENTITY_GONE_ATTEMPTS = 4
 
 
 def map_neo4j_error(query: str, exc: Exception) -> Exception:
@@ -169,10 +179,19 @@ class Neo4jBackend:
                 f"for one of {self._max_connections} connections"
             ) from None
         try:
-            async with self._session() as session:
-                if write:
-                    return await session.execute_write(work)
-                return await session.execute_read(work)
+            for attempt in range(1, ENTITY_GONE_ATTEMPTS + 1):
+                try:
+                    async with self._session() as session:
+                        if write:
+                            return await session.execute_write(work)
+                        return await session.execute_read(work)
+                except neo4j_errors.Neo4jError as exc:
+                    if exc.code != ENTITY_GONE or attempt == ENTITY_GONE_ATTEMPTS:
+                        raise
+                    log.info("query=%s reached a node deleted meanwhile (attempt %d); run again", query.name, attempt)
+                    # Apart from a twin racing for the same nodes (two replicas' pruners, one tick).
+                    await asyncio.sleep(random.uniform(0.01, 0.05) * attempt)
+            raise AssertionError("unreachable: the last attempt returns or raises")
         except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError) as exc:
             raise map_neo4j_error(query.name, exc) from exc
         finally:

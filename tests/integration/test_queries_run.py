@@ -405,7 +405,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "reservations/preemptible_holdings": {"priority": 10},
     "reservations/lapsed_exists": {"now": 0.0},
     "reservations/prunable_exists": {"before": 0.0},
-    "reservations/prune_ended": {"before": 0.0, "limit": 10},
+    "reservations/prune_ended": {"before": 0.0, "from": 0.0, "from_id": "", "limit": 10},
     "export_hosts": {"cluster": "default"},
     "export_switches": {"cluster": "default"},
     "metrics_domains": {},

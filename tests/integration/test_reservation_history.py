@@ -93,3 +93,32 @@ async def test_the_lease_job_prunes_in_bounded_batches(gateway: Gateway) -> None
     await keeper.tick()
     assert await svc.prune_history(HISTORY_S) == 0  # the tick took the other three
     assert await gateway.backend.run(COUNT, {}, write=False, timeout_s=10) == [{"n": 0}]
+
+
+async def test_reservations_left_for_later_do_not_stall_the_pages(gateway: Gateway) -> None:
+    """Pages go on from where the last ended: reservations a GPU is still marked for, first in
+    line, are passed over (a page that read only them deleted nothing, and every later page read
+    them again, before)."""
+    await load(gateway, "l40s:hosts=1")
+    clock = Clock()
+    svc = ReservationService(gateway, clock=clock)
+    stuck = [await _reserved(svc, 1) for _ in range(3)]  # three GPUs, one each
+    for made in stuck:
+        await svc.release(made.id)
+        clock.now += 1
+    for made in stuck:
+        await gateway.backend.run(MARK, {"uuid": made.gpus[0].uuid, "id": made.id, "now": clock.now + 600},
+                                  write=True, timeout_s=10)  # fmt: skip
+    later = []
+    for _ in range(4):
+        made = await _reserved(svc, 1)
+        await svc.release(made.id)
+        later.append(made.id)
+        clock.now += 1
+    clock.now += 2 * HISTORY_S
+    pruned = 0
+    for _ in range(6):  # one page of two a call: 7 to read, 4 to delete
+        pruned += await svc.prune_history(HISTORY_S, batch=2, batches=1)
+    assert pruned == 4
+    assert [r.id for r in await svc.get_many(ids=later)] == []
+    assert sorted(r.id for r in await svc.get_many(ids=[m.id for m in stuck])) == sorted(m.id for m in stuck)

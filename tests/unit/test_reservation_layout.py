@@ -95,3 +95,13 @@ def test_replacement_keeps_the_failed_gpus_rails() -> None:
     mapping, kept = out
     assert kept
     assert mapping == {f"b-g{i}": f"c-g{i}" for i in range(8)}
+
+
+def test_a_reservation_deleted_while_read_reads_as_not_found() -> None:
+    """Neo4j, read committed: a reservation the history pruner deletes while a read reaches it
+    comes back as an empty map; it is gone, not a row without an id."""
+    from graphsvc.reservations.rows import as_reservation_rows
+
+    kept = {"reservation": {"id": "r1", "state": "released"}, "gpus": []}
+    rows = as_reservation_rows([{"reservation": {}, "gpus": []}, kept, {"reservation": None, "gpus": []}])
+    assert [dict(r) for r in rows] == [kept]
