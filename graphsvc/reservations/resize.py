@@ -21,7 +21,7 @@ from graphsvc.placement.model import Gpu, InfeasibleReason
 from graphsvc.placement.select import UNHEALTHY
 from graphsvc.reservations.events import Event
 from graphsvc.reservations.layout import GrowPlan, Slot, plan_grow, plan_shrink
-from graphsvc.reservations.rows import Notices, ReservationProps, as_reservation_rows
+from graphsvc.reservations.rows import Notices, ReservationProps, ReservationRow, as_reservation_rows
 from graphsvc.reservations.service import (
     Conflict,
     Infeasible,
@@ -85,15 +85,19 @@ class ElasticService:
 
     # ---- reading ----------------------------------------------------------------------
 
-    async def live(self, reservation_id: str) -> Live | NotFound | LeaseExpired:
+    async def _row(self, reservation_id: str) -> ReservationRow | NotFound:
+        """One reservation as stored, or NotFound (an id that cannot be one, or none such)."""
         if not _printable(reservation_id):
             return NotFound(reservation_id, "no such reservation")
         rows = as_reservation_rows(
             await self.gw.read("reservations/reservation_get", {"ids": [reservation_id], "keys": []})
         )
-        if not rows:
-            return NotFound(reservation_id, f"no reservation {reservation_id!r}")
-        row = rows[0]
+        return rows[0] if rows else NotFound(reservation_id, f"no reservation {reservation_id!r}")
+
+    async def live(self, reservation_id: str) -> Live | NotFound | LeaseExpired:
+        row = await self._row(reservation_id)
+        if isinstance(row, NotFound):
+            return row
         res = _reservation(row)
         props = row["reservation"]
         now = self.rs.clock()
@@ -110,14 +114,9 @@ class ElasticService:
     async def notices(self, reservation_id: str) -> Notices | NotFound:
         """What a lease holder should know besides its lease: a preemption coming (by whom, when),
         its rank order (after a resize or a replacement), its phase and last reported checkpoint."""
-        if not _printable(reservation_id):
-            return NotFound(reservation_id, "no such reservation")
-        rows = as_reservation_rows(
-            await self.gw.read("reservations/reservation_get", {"ids": [reservation_id], "keys": []})
-        )
-        if not rows:
-            return NotFound(reservation_id, f"no reservation {reservation_id!r}")
-        row = rows[0]
+        row = await self._row(reservation_id)
+        if isinstance(row, NotFound):
+            return row
         props = row["reservation"]
         res = _reservation(row)
         held = [g for g in res.gpus if g.held]
