@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from graphsvc.store.embedded import EmbeddedFalkorDB, EmbeddedOptions, _ping
+from graphsvc.store.embedded import JEMALLOC_CONF, EmbeddedFalkorDB, EmbeddedOptions, _command, _ping
 from graphsvc.store.errors import EmbeddedStoreError
 
 
@@ -27,6 +27,38 @@ def test_start_and_stop_cleanly(tmp_path: Path) -> None:
     finally:
         s.stop()
     assert _ping(s.socket_path) == ""
+
+
+def _allocator_option(s: EmbeddedFalkorDB, name: str) -> str:
+    stats = _command(s.socket_path, "MEMORY", "MALLOC-STATS") or ""
+    return next(line.split(":", 1)[1].strip() for line in stats.splitlines() if line.strip().startswith(f"opt.{name}:"))
+
+
+def test_the_store_zeroes_memory_with_memset_and_runs_without_huge_pages(tmp_path: Path) -> None:
+    """jemalloc's `thp:always` (memset, not madvise and page faults, for calloc's zeroed blocks)
+    and the store's process with transparent huge pages off (graphsvc/store/embedded.py says why)."""
+    assert JEMALLOC_CONF == "thp:always"
+    s = _server(tmp_path)
+    s.start()
+    try:
+        assert _allocator_option(s, "thp") == '"always"'
+        status = Path(f"/proc/{s.pid}/status").read_text()
+        if "THP_enabled:" in status:  # Linux 6.? and later report it
+            assert "THP_enabled:\t0" in status
+        assert b"redis-server" in Path(f"/proc/{s.pid}/cmdline").read_bytes()  # the launcher exec'd it
+    finally:
+        s.stop()
+
+
+def test_an_operators_allocator_options_win(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JE_MALLOC_CONF", "thp:never,narenas:2")
+    s = _server(tmp_path)
+    s.start()
+    try:
+        assert _allocator_option(s, "thp") == '"never"'
+        assert _allocator_option(s, "narenas") == "2"
+    finally:
+        s.stop()
 
 
 def test_stale_socket_file_is_removed(tmp_path: Path) -> None:
