@@ -14,10 +14,41 @@
 // @param switch_uplinks list<map>
 // @param switches list<map>
 // @row cluster string?, switches int, links int
+// Locks (Neo4j; docs/store.md, "Lock first, then read, in one global order"): before it writes,
+// the statement write-locks every host whose fabric fields it sets (the cluster's, those cabled to
+// its switches now, those it cables), by name, then the cluster's switches and those it names, by
+// name: hosts before leaves, as every reservation locks them. It deleted cables (locking their
+// leaves) before it set the hosts, so a reservation holding a host and waiting for its leaf and
+// this statement holding the leaf and waiting for the host deadlocked (Neo4j found it and one
+// of them ran again).
 OPTIONAL MATCH (n:NIC)
 WHERE n.uuid IN $nic_uuids
 WITH count(n) AS found
 WHERE found = size($nic_uuids)
+//@lock-begin
+OPTIONAL MATCH (lock_placed:Host {cluster: $cluster})
+WITH found, collect(lock_placed) AS lock_placed
+OPTIONAL MATCH (:Switch {cluster: $cluster})<-[:UPLINK]-(:NIC)<-[:HAS_NIC]-(lock_cabled:Host)
+WITH found, lock_placed, collect(lock_cabled) AS lock_cabled
+WITH found, lock_placed + lock_cabled AS lock_seen
+UNWIND (CASE WHEN size($host_fabric) = 0 THEN [null] ELSE $host_fabric END) AS lock_fabric
+OPTIONAL MATCH (lock_named:Host {name: lock_fabric.host})
+WITH found, lock_seen, collect(lock_named) AS lock_named
+WITH found, lock_seen + lock_named AS lock_seen
+UNWIND (CASE WHEN size(lock_seen) = 0 THEN [null] ELSE lock_seen END) AS lock_host
+WITH DISTINCT found, lock_host
+ORDER BY lock_host.name
+WITH found, collect(lock_host) AS lock_hosts
+FOREACH (x IN lock_hosts | SET x:Host)
+WITH found
+OPTIONAL MATCH (lock_switch:Switch)
+WHERE lock_switch.cluster = $cluster OR lock_switch.name IN $switch_names
+WITH DISTINCT found, lock_switch
+ORDER BY lock_switch.name
+WITH found, collect(lock_switch) AS lock_switches
+FOREACH (x IN lock_switches | SET x:Switch)
+WITH found
+//@lock-end
 MERGE (c:Cluster {name: $cluster})
 WITH c
 OPTIONAL MATCH (old:Switch {cluster: $cluster})
