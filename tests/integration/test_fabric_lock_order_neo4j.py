@@ -9,7 +9,7 @@ the import locks its hosts by name, then its switches by name, before it writes
 
 Here the driver's retries are off, so a deadlock is a failed statement: imports of one cluster's
 fabric run in a loop beside workers reserving and releasing on it, and no statement may fail. A
-bounded amount of work, not a time: with the old order a measurement saw ~11 failed statements
+bounded amount of work, not a time: with the old order a measurement saw 11-19 failed statements
 in 30 s of this (docs/benchmarks.md, "Stop 54"), so this many imports would very likely meet one.
 FalkorDB runs writes one at a time: Neo4j only.
 """
