@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
@@ -44,16 +44,27 @@ class LeaseKeeper:
         self.scheduler: AsyncIOScheduler | None = None
 
     async def tick(self) -> None:
+        """Each step on its own: one that fails (a statement error, a bug) is logged and the
+        others still run, so a failing expiry does not also stop the history from being pruned.
+        A store that does not answer ends the tick (every step would fail the same way)."""
+        steps: list[tuple[str, Callable[[], Awaitable[object]]]] = [
+            ("expiry", self.service.expire_due),
+            ("host freshness", self.check_hosts),
+            ("preemptions and replacements", lambda: elastic_for(self.service).tick()),
+        ]
+        history_s = self.history_s
+        if history_s is not None:
+            steps.append(("history", lambda: self.service.prune_history(history_s)))
         try:
-            await self.service.expire_due()
-            await self.check_hosts()
-            await elastic_for(self.service).tick()  # due preemptions, failed-GPU replacement
-            if self.history_s is not None:
-                await self.service.prune_history(self.history_s)
+            for name, step in steps:
+                try:
+                    await step()
+                except StoreUnavailableError:
+                    raise
+                except Exception:
+                    log.exception("lease job: %s failed; its other steps went on, the next run tries again", name)
         except StoreUnavailableError as exc:
             STORE_OUTAGES.failure(f"lease job skipped, store unavailable: {exc}")
-        except Exception:
-            log.exception("lease job failed; the next run will try again")
         except asyncio.CancelledError:
             # The service is stopping (SIGTERM unwinds and cancels every task): each step is one
             # statement the store commits or not, so nothing is half done. Ending quietly keeps

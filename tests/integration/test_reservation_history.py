@@ -4,6 +4,10 @@ reservation a GPU is still marked for (the orphan sweep's case) stay."""
 
 from __future__ import annotations
 
+import logging
+
+import pytest
+
 from graphsvc.placement.request import parse_request
 from graphsvc.reservations.elastic import elastic_for
 from graphsvc.reservations.leases import LeaseKeeper
@@ -93,6 +97,30 @@ async def test_the_lease_job_prunes_in_bounded_batches(gateway: Gateway) -> None
     await keeper.tick()
     assert await svc.prune_history(HISTORY_S) == 0  # the tick took the other three
     assert await gateway.backend.run(COUNT, {}, write=False, timeout_s=10) == [{"n": 0}]
+
+
+async def test_a_failing_step_of_the_lease_job_does_not_stop_the_pruning(
+    gateway: Gateway, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    await load(gateway, "l40s:hosts=1")
+    clock = Clock()
+    svc = ReservationService(gateway, clock=clock)
+    made = await _reserved(svc, 1)
+    await svc.release(made.id)
+    clock.now += 2 * HISTORY_S
+
+    async def broken() -> int:
+        raise RuntimeError("expiry broke")
+
+    monkeypatch.setattr(svc, "expire_due", broken)
+    keeper = LeaseKeeper(svc, stale_after_s=1e9, history_s=HISTORY_S, clock=clock)
+    with caplog.at_level(logging.ERROR, logger="graphsvc.reservations.leases"):
+        await keeper.tick()
+    assert await svc.get(made.id) is None  # pruned although the expiry step failed first
+    failures = [r for r in caplog.records if r.name == "graphsvc.reservations.leases" and r.levelno >= logging.ERROR]
+    assert [r.getMessage() for r in failures] == [
+        "lease job: expiry failed; its other steps went on, the next run tries again"
+    ]
 
 
 async def test_reservations_left_for_later_do_not_stall_the_pages(gateway: Gateway) -> None:
