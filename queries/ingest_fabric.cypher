@@ -20,7 +20,9 @@
 // name: hosts before leaves, as every reservation locks them. It deleted cables (locking their
 // leaves) before it set the hosts, so a reservation holding a host and waiting for its leaf and
 // this statement holding the leaf and waiting for the host deadlocked (Neo4j found it and one
-// of them ran again).
+// of them ran again). Under the hosts' locks it counts the cabled NICs again: a host document that
+// dropped one and committed while this statement waited would otherwise see it recreated, hostless,
+// by the cables' MERGE.
 OPTIONAL MATCH (n:NIC)
 WHERE n.uuid IN $nic_uuids
 WITH count(n) AS found
@@ -47,6 +49,11 @@ WITH DISTINCT found, lock_switch
 ORDER BY lock_switch.name
 WITH found, collect(lock_switch) AS lock_switches
 FOREACH (x IN lock_switches | SET x:Switch)
+WITH found
+OPTIONAL MATCH (lock_nic:NIC)
+WHERE lock_nic.uuid IN $nic_uuids
+WITH found, count(lock_nic) AS lock_found
+WHERE lock_found = size($nic_uuids)
 WITH found
 //@lock-end
 MERGE (c:Cluster {name: $cluster})

@@ -41,20 +41,37 @@ _MAX_UNIX_PATH = 100  # sun_path is 108 bytes on Linux; keep a margin
 # every core. With `thp:always` jemalloc zeroes with memset instead (jemalloc 5.3
 # ehooks_default_zero_impl: it never purges inside what may be a huge page), and the store's CPU
 # per cycle fell ~9% (docs/benchmarks.md, "Stop 54"). The option's other effect, asking the kernel
-# for transparent huge pages, is switched off for the store's process (PR_SET_THP_DISABLE, kept
-# across exec; a no-op for the memset): huge pages copied whole on every write during an
-# append-only-file rewrite's fork would cost memory and latency, which redis warns of itself.
-# An operator's own JE_MALLOC_CONF wins.
+# for transparent huge pages, must not happen: huge pages copied whole on every write during an
+# append-only-file rewrite's fork cost memory and latency (redis warns of it itself; a review
+# measured 73% of the store's memory in huge pages and +18% RSS with the option alone). So a
+# launcher switches transparent huge pages off for the store's process (PR_SET_THP_DISABLE, kept
+# across exec), and only where that succeeded sets the option, then execs redis-server. Where the
+# launcher cannot run (no usable Python executable, a frozen app), redis-server starts directly
+# with jemalloc's defaults. An operator's own (non-empty) JE_MALLOC_CONF is left as it is.
 JEMALLOC_CONF = "thp:always"
-_LAUNCH_WITHOUT_HUGE_PAGES = (
-    "import ctypes, os, sys\n"
+_LAUNCHER = (
+    "import os, sys\n"
+    "conf, server = sys.argv[1], sys.argv[2]\n"
     "try:\n"
+    "    import ctypes\n"
     "    z = ctypes.c_ulong(0)\n"
-    "    ctypes.CDLL(None, use_errno=True).prctl(41, ctypes.c_ulong(1), z, z, z)  # PR_SET_THP_DISABLE\n"
+    "    off = ctypes.CDLL(None, use_errno=True).prctl(41, ctypes.c_ulong(1), z, z, z) == 0  # PR_SET_THP_DISABLE\n"
     "except Exception:\n"
-    "    pass\n"
-    "os.execv(sys.argv[1], sys.argv[1:])\n"
+    "    off = False\n"
+    "if conf and off:\n"
+    "    os.environ['JE_MALLOC_CONF'] = conf\n"
+    "os.execv(server, sys.argv[2:])\n"
 )
+
+
+def launch_command(cmd: list[str], env: dict[str, str]) -> list[str]:
+    """How redis-server `cmd` is started: through the launcher above when this Python can run it
+    (the allocator option for it to set, empty when the operator set one), else directly."""
+    python = sys.executable
+    if not python or getattr(sys, "frozen", False) or not os.access(python, os.X_OK):
+        return cmd
+    conf = "" if env.get("JE_MALLOC_CONF") else JEMALLOC_CONF
+    return [python, "-I", "-S", "-c", _LAUNCHER, conf, *cmd]
 
 
 @dataclass
@@ -242,15 +259,17 @@ class EmbeddedFalkorDB:
         ]
         log.info("embedded store: starting FalkorDB in %s", self.store_dir)
         env = dict(os.environ)
-        env.setdefault("JE_MALLOC_CONF", JEMALLOC_CONF)
-        self._proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", _LAUNCH_WITHOUT_HUGE_PAGES, *cmd],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            start_new_session=True,  # Ctrl-C reaches us; we stop the store in order
-        )
+        try:
+            self._proc = subprocess.Popen(
+                launch_command(cmd, env),
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                start_new_session=True,  # Ctrl-C reaches us; we stop the store in order
+            )
+        except OSError as exc:  # the supervisor's restart expects EmbeddedStoreError, and says why
+            raise EmbeddedStoreError(f"could not start redis-server: {exc}") from exc
 
     def _wait_ready(self) -> None:
         assert self._proc is not None

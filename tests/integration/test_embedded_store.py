@@ -4,13 +4,24 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from graphsvc.store.embedded import JEMALLOC_CONF, EmbeddedFalkorDB, EmbeddedOptions, _command, _ping
+from graphsvc.store.embedded import (
+    _LAUNCHER,
+    JEMALLOC_CONF,
+    EmbeddedFalkorDB,
+    EmbeddedOptions,
+    _command,
+    _ping,
+    launch_command,
+)
 from graphsvc.store.errors import EmbeddedStoreError
 
 
@@ -59,6 +70,60 @@ def test_an_operators_allocator_options_win(tmp_path: Path, monkeypatch: pytest.
         assert _allocator_option(s, "narenas") == "2"
     finally:
         s.stop()
+
+
+def test_an_empty_allocator_option_counts_as_unset(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JE_MALLOC_CONF", "")  # e.g. systemd's `Environment=JE_MALLOC_CONF=`
+    s = _server(tmp_path)
+    s.start()
+    try:
+        assert _allocator_option(s, "thp") == '"always"'
+    finally:
+        s.stop()
+
+
+def _launched_env(prelude: str) -> list[str]:
+    """The launcher run with `prelude` first, exec'ing `env` instead of redis-server: the
+    allocator option it handed on."""
+    env_bin = shutil.which("env")
+    assert env_bin is not None
+    code = prelude + "exec(" + repr(_LAUNCHER) + ")"
+    clean = {k: v for k, v in os.environ.items() if k != "JE_MALLOC_CONF"}
+    out = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", code, JEMALLOC_CONF, env_bin],
+        env=clean,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return [line for line in out.splitlines() if line.startswith("JE_MALLOC_CONF=")]
+
+
+def test_the_launcher_sets_the_allocator_option_only_where_huge_pages_went_off() -> None:
+    """`thp:always` alone would ask the kernel for huge pages (where its mode is `madvise`): the
+    launcher sets it only after switching them off for the process succeeded."""
+    assert _launched_env("") == ["JE_MALLOC_CONF=thp:always"]
+    assert _launched_env("import sys\nsys.modules['ctypes'] = None\n") == []  # no prctl: no option
+
+
+def test_redis_server_starts_directly_where_the_launcher_cannot_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    cmd = ["/bin/redis-server", "--port", "0"]
+    assert launch_command(cmd, {})[-len(cmd) - 1 :] == [JEMALLOC_CONF, *cmd]
+    assert launch_command(cmd, {"JE_MALLOC_CONF": "narenas:2"})[-len(cmd) - 1 :] == ["", *cmd]
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    assert launch_command(cmd, {}) == cmd
+    monkeypatch.delattr(sys, "frozen")
+    monkeypatch.setattr(sys, "executable", "")
+    assert launch_command(cmd, {}) == cmd
+
+
+def test_a_store_that_cannot_be_launched_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An OSError from starting the process (here: the launcher's Python gone) is the store's own
+    error, which the supervisor's restart handles, not an exception that ends it."""
+    monkeypatch.setattr("graphsvc.store.embedded.launch_command", lambda cmd, env: ["/nonexistent/python3", *cmd])
+    s = _server(tmp_path)
+    with pytest.raises(EmbeddedStoreError, match="could not start redis-server"):
+        s.start()
 
 
 def test_stale_socket_file_is_removed(tmp_path: Path) -> None:
