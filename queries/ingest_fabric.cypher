@@ -1,5 +1,8 @@
 // Replaces one cluster's switch fabric in a single atomic statement.
-// Writes nothing and returns no row if a cabled NIC is not in the graph. Each cabled host
+// Writes nothing and returns no row if a cabled NIC is not in the graph, or if a switch it names
+// is in another cluster's fabric (a switch is in one cluster's fabric: taken over, it would keep
+// the other cluster's cables, its leaf counter counting both clusters' hosts, and that cluster's
+// next import would take it back; fabric_switches_taken says which). Each cabled host
 // learns the leaves its NICs reach and its pod (leaves that share spines), for hop counts.
 // Each cabled host also gets the digest of its cabling and position (fabric_digest; null when
 // uncabled, as is every host whose cable to this cluster's switches the import removes, of
@@ -56,6 +59,11 @@ WITH found, count(lock_nic) AS lock_found
 WHERE lock_found = size($nic_uuids)
 WITH found
 //@lock-end
+// `found` stays a grouping key: a count with no key over no row (a NIC missing) is one row.
+OPTIONAL MATCH (taken:Switch)
+WHERE taken.name IN $switch_names AND taken.cluster <> $cluster
+WITH found, count(taken) AS taken
+WHERE taken = 0
 MERGE (c:Cluster {name: $cluster})
 WITH c
 OPTIONAL MATCH (old:Switch {cluster: $cluster})

@@ -239,16 +239,35 @@ async def ingest_fabric(gateway: Gateway, facts: FabricFacts) -> FabricIngestRes
     params["host_fabric"] = host_positions(facts)
     rows = await gateway.write("ingest_fabric", params)
     if not rows:
-        missing = (await gateway.read("missing_nics", {"nic_uuids": nic_keys}))[0]["missing"]
-        raise IngestRejected(
+        raise await _fabric_rejected(gateway, facts.cluster, nic_keys, params["switch_names"])
+    row = rows[0]
+    log.info("ingest fabric cluster=%s switches=%d links=%d", facts.cluster, row["switches"], row["links"])
+    return FabricIngestResult(facts.cluster, int(row["switches"]), int(row["links"]))
+
+
+async def _fabric_rejected(
+    gateway: Gateway, cluster: str, nic_keys: list[str], switch_names: list[str]
+) -> IngestRejected:
+    """Why ingest_fabric wrote nothing (the statement answers no row for either reason)."""
+    missing = (await gateway.read("missing_nics", {"nic_uuids": nic_keys}))[0]["missing"]
+    if missing:
+        return IngestRejected(
             ErrorKind.INVALID,
             "nic_uplinks",
             f"{len(missing)} cabled NIC(s) are not in the graph; ingest their hosts first",
             detail=sorted(missing)[:20],  # the same 20 on both stores (collect keeps no order)
         )
-    row = rows[0]
-    log.info("ingest fabric cluster=%s switches=%d links=%d", facts.cluster, row["switches"], row["links"])
-    return FabricIngestResult(facts.cluster, int(row["switches"]), int(row["links"]))
+    taken = await gateway.read("fabric_switches_taken", {"cluster": cluster, "switch_names": switch_names})
+    if taken:
+        return IngestRejected(
+            ErrorKind.CONFLICT,
+            "switches",
+            f"switch(es) {', '.join(r['switch'] for r in taken[:3])} are in another cluster's fabric; "
+            "a switch is in one cluster's fabric (import that cluster's fabric without it first)",
+            detail=[{"switch": r["switch"], "cluster": r["cluster"]} for r in taken],
+        )
+    # Both held when the statement ran and neither does now: another import changed the graph.
+    return IngestRejected(ErrorKind.CONFLICT, "switches", "the fabric changed while this import ran; send it again")
 
 
 @dataclass(frozen=True)

@@ -293,6 +293,31 @@ async def test_fabric_ingest_and_replace(client: httpx.AsyncClient, gateway: Gat
     assert await snapshot(gateway) == before
 
 
+async def test_a_fabric_naming_another_clusters_switch_is_a_conflict(
+    client: httpx.AsyncClient, gateway: Gateway
+) -> None:
+    """A switch is in one cluster's fabric. Another cluster's import that names it would take it
+    over with the first cluster's cables still on it (its leaf counter then counting both
+    clusters' hosts), and the first cluster's next import would take it back: refused whole."""
+    first, second = build("a100-pcie:hosts=2", cluster="east"), build("l40s:hosts=2", cluster="west")
+    assert first.name != second.name
+    for h in (*first.hosts, *second.hosts):
+        await put_host(client, as_json(h))
+    assert (await client.put("/v1/fabric", json=json.loads(first.fabric().model_dump_json()))).status_code == 200
+    before = await snapshot(gateway)
+    fabric = json.loads(second.fabric().model_dump_json())
+    taken = "a100-pcie-leaf0"
+    fabric["switches"].append({"name": taken, "tier": "leaf"})
+    fabric["nic_uplinks"][0]["switch"] = taken
+    resp = await client.put("/v1/fabric", json=fabric)
+    assert resp.status_code == 409, resp.text
+    assert resp.json()["detail"] == [{"switch": taken, "cluster": first.name}]
+    assert await snapshot(gateway) == before
+    # Its own fabric again, and the second cluster's without the first's switch, go through.
+    assert (await client.put("/v1/fabric", json=json.loads(first.fabric().model_dump_json()))).status_code == 200
+    assert (await client.put("/v1/fabric", json=json.loads(second.fabric().model_dump_json()))).status_code == 200
+
+
 async def test_healthz_counts(client: httpx.AsyncClient, store: str) -> None:
     for facts in (h100(), a100(), l40()):
         await put_host(client, as_json(facts))

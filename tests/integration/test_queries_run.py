@@ -156,6 +156,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "host_fabric": [],
     },
     "missing_nics": {"nic_uuids": ["nope/nic/x"]},
+    "fabric_switches_taken": {"cluster": "c", "switch_names": ["nope"]},
     "prune_nvlink_domains": {"uuids": ["nope"]},
     "nvlink_domains": {},
     "gpus_by_uuid": {"uuids": [FIRST.gpus[0].uuid]},
