@@ -29,7 +29,9 @@ class ServiceProcess:
         self.url = f"http://127.0.0.1:{port}"
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self, timeout_s: float = 60) -> None:
+    def start(self, timeout_s: float = 300) -> None:
+        """Start it and wait (up to timeout_s; a healthy start returns at once) until /healthz answers:
+        on a loaded two-core machine imports, the store and the migrations took over a minute."""
         env = {**os.environ, "GRAPHSVC_LOG_LEVEL": "warning", **self.env}
         if self.neo4j is not None:
             if self.neo4j.proc is None:

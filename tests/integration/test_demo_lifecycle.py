@@ -18,7 +18,9 @@ from tests.conftest import free_port
 
 pytestmark = pytest.mark.slow
 
-STALE_AFTER_S = 6.0  # the demo refreshes every 2 s: 4 s of slack on a loaded machine
+# The demo refreshes every 2 s. The test watches refreshes land rather than the clock run past
+# this limit: at 6 s, a refresh 4 s late on a loaded machine made a host stale and the test fail.
+STALE_AFTER_S = 60.0
 
 
 def start_demo(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
@@ -48,15 +50,25 @@ def loaded(proc: subprocess.Popen[bytes], url: str, tmp_path: Path, polls: int =
 
 
 def test_the_demo_keeps_its_hosts_fresh(tmp_path: Path) -> None:
+    """Each host's facts arrive again and again (its age drops back, three times), and no host is
+    ever stale: the demo refreshes them as collectors would (bounded polls, not a clock)."""
     proc, url = start_demo(tmp_path, env={"GRAPHSVC_STALE_AFTER_S": str(STALE_AFTER_S)})
+    query = {"query": "{ hosts { nodes { name ageSeconds stale } } }"}
     try:
         loaded(proc, url, tmp_path)
-        seen: list[int] = []
-        start = time.monotonic()
-        while time.monotonic() - start < 2.5 * STALE_AFTER_S:  # well past the stale limit
-            seen.append(httpx.get(f"{url}/healthz", timeout=30).json()["stale_hosts"])
-            time.sleep(0.5)
-        assert seen and set(seen) == {0}, seen
+        last: dict[str, float] = {}
+        refreshed: dict[str, int] = {}
+        for _ in range(1200):  # ~5 min at most; about 6 s when refreshes land every 2 s
+            nodes = httpx.post(f"{url}/graphql", json=query, timeout=30).json()["data"]["hosts"]["nodes"]
+            assert len(nodes) == 2 and not any(n["stale"] for n in nodes), nodes
+            for n in nodes:
+                if n["name"] in last and n["ageSeconds"] < last[n["name"]]:
+                    refreshed[n["name"]] = refreshed.get(n["name"], 0) + 1
+                last[n["name"]] = n["ageSeconds"]
+            if len(refreshed) == 2 and min(refreshed.values()) >= 3:
+                break
+            time.sleep(0.25)
+        assert len(refreshed) == 2 and min(refreshed.values()) >= 3, refreshed
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=120)

@@ -134,6 +134,6 @@ async def test_concurrent_multi_host_reserves_spread_instead_of_colliding(gatewa
         *(svc.reserve(owner="t", holder=f"job{i}", request=request, ttl_s=600) for i in range(12))
     )
     made = [o for o in outs if isinstance(o, Reservation)]
-    assert len(made) >= 10, [o for o in outs if not isinstance(o, Reservation)]
+    assert len(made) >= 8, [o for o in outs if not isinstance(o, Reservation)]
     held = [g.uuid for r in made for g in r.gpus]
     assert len(held) == len(set(held)) == len(made) * 16
