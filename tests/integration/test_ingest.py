@@ -316,6 +316,11 @@ async def test_a_fabric_naming_another_clusters_switch_is_a_conflict(
     # Its own fabric again, and the second cluster's without the first's switch, go through.
     assert (await client.put("/v1/fabric", json=json.loads(first.fabric().model_dump_json()))).status_code == 200
     assert (await client.put("/v1/fabric", json=json.loads(second.fabric().model_dump_json()))).status_code == 200
+    # The way to move a switch, as the answer says: the first cluster's fabric without it, then.
+    assert (await client.put("/v1/fabric", json={"cluster": first.name})).status_code == 200
+    resp = await client.put("/v1/fabric", json=fabric)
+    assert resp.status_code == 200, resp.text
+    assert (await client.get("/v1/hosts/l40s-001")).json()["nics"][0]["leaf"] == taken
 
 
 async def test_healthz_counts(client: httpx.AsyncClient, store: str) -> None:
