@@ -16,15 +16,15 @@ import uvicorn
 from fastapi import FastAPI
 
 from graphsvc.api.http_protocol import CoalescingHttpToolsProtocol
-from tests.conftest import free_port
 
 
 @asynccontextmanager
 async def serving(app: FastAPI) -> AsyncIterator[str]:
     """Serve `app` until the block ends; yields "127.0.0.1:PORT"."""
-    port = free_port()
+    # Port 0: the kernel picks a free port as the server binds (a port found free and bound later
+    # could be taken in between by the other test process).
     config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, log_level="warning", lifespan="off", http=CoalescingHttpToolsProtocol
+        app, host="127.0.0.1", port=0, log_level="warning", lifespan="off", http=CoalescingHttpToolsProtocol
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
@@ -33,6 +33,7 @@ async def serving(app: FastAPI) -> AsyncIterator[str]:
             task.result()  # raises what stopped it
             raise RuntimeError("uvicorn stopped before it started")
         await asyncio.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
     try:
         yield f"127.0.0.1:{port}"
     finally:

@@ -14,7 +14,6 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from fastapi import FastAPI
 from topo_facts import NICUplink
 
@@ -23,7 +22,7 @@ from graphsvc.ingest.service import ingest_fabric
 from graphsvc.store.gateway import Gateway
 from graphsvc.synthetic.clusters import SyntheticCluster
 from tests.cluster_helpers import load
-from tests.conftest import free_port
+from tests.faults.live import serving
 
 DRIFT = """
 query($format: DriftFormat!, $deployed: String!, $cluster: String! = "default") {
@@ -166,15 +165,8 @@ async def test_expected_failures_are_typed(client: httpx.AsyncClient, demo: Synt
 
 
 async def test_cli_exit_codes(app: FastAPI, client: httpx.AsyncClient, demo: SyntheticCluster, tmp_path: Path) -> None:
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, lifespan="off"))
-    task = asyncio.create_task(server.serve())
-    try:
-        for _ in range(400):
-            if server.started:
-                break
-            await asyncio.sleep(0.05)
-        url = f"http://127.0.0.1:{port}"
+    async with serving(app) as hostport:
+        url = f"http://{hostport}"
         fresh, stale, garbage = tmp_path / "fresh.conf", tmp_path / "stale.conf", tmp_path / "garbage.conf"
         tree = await export(client, "slurm-tree")
         fresh.write_text(tree)
@@ -190,9 +182,6 @@ async def test_cli_exit_codes(app: FastAPI, client: httpx.AsyncClient, demo: Syn
             for kind, path in [("slurm", fresh), ("slurm", stale), ("slurm", garbage), ("labels", nodes)]
         ]
         assert codes == [0, 1, 2, 0]
-    finally:
-        server.should_exit = True
-        await task
 
 
 async def test_kueue_levels_and_labels(client: httpx.AsyncClient, demo: SyntheticCluster) -> None:
