@@ -1,0 +1,173 @@
+"""Benchmark: the multi-host placement statement against the embedded store's state (not a test).
+
+The same graph answers at different speeds depending on its history. This times the statement
+a multi-host request runs (`placement_leaves_fit`, parameters taken from a real request through
+the REST fast path) on a kept store from `placement_latency.py --keep` in three states:
+
+1. `kept`: the store as kept (at each start it replays its log's tail, the writes since the last
+   rewrite of the log);
+2. `compacted`: a copy whose log was rewritten whole (no tail) and reopened;
+3. `churned`: that copy after `--churn` seconds of Host writes (16 hosts a statement, a free
+   count down then up again, as reservations move them), then after 30 s and 60 s idle.
+
+For each, the statement's median wall time over 35 runs (after 5 untimed), and FalkorDB's own
+per-operator profile (GRAPH.PROFILE, 10 runs) of the three slowest operators. States 1 and 2
+take turns `--rounds` times, each in a process of its own, so the machine's drift hits both.
+
+    python benchmarks/placement_latency.py --keep /tmp/clusters --out /tmp/p.json 100000   # once
+    python benchmarks/placement_store_state.py /tmp/clusters/100000 --rounds 3 --churn 20
+
+Copies the kept store to a scratch folder beside it (the kept one is only read). Prints JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from falkordb.helpers import stringify_param_value
+
+from graphsvc.api.app import create_app, freeze_startup_heap
+from graphsvc.settings import Settings
+from graphsvc.store.factory import open_store
+from graphsvc.store.queries import NamedQuery, default_registry
+
+REQUEST = "32xH100 ib-hops<=1"
+STATEMENT = "placement_leaves_fit"
+
+
+def _adhoc(text: str) -> NamedQuery:
+    return NamedQuery("bench/adhoc", text, default_registry().root)
+
+
+async def measure(data_dir: Path, *, compact_first: bool = False, churn_s: float = 0.0) -> dict[str, Any]:
+    settings = Settings(data_dir=data_dir, appendfsync="no", query_timeout_s=300)
+    out: dict[str, Any] = {}
+    async with open_store(settings) as gw:
+        backend: Any = gw.backend
+        db = backend._database()
+        if compact_first:
+            await db.connection.execute_command("BGREWRITEAOF")
+            for _ in range(3000):  # the rewrite runs in a child process (bounded polls)
+                if "aof_rewrite_in_progress:1" not in str(await db.connection.execute_command("INFO", "persistence")):
+                    break
+                await asyncio.sleep(0.2)
+            return {}
+        app = create_app(settings.model_copy(update={"insecure_dev": True, "stale_after_s": 1e9}), gateway=gw)
+        freeze_startup_heap()
+        seen: dict[str, dict[str, object]] = {}
+        read = gw.read
+
+        async def spy(name: str, params: dict[str, object], **kw: Any) -> Any:
+            seen[name] = params
+            return await read(name, params, **kw)
+
+        gw.read = spy  # type: ignore[method-assign,assignment]
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://b") as c:
+            for _ in range(5):  # the engine's hints settle
+                assert (await c.post("/v1/place", json={"request": REQUEST})).json()["candidates"]
+        gw.read = read  # type: ignore[method-assign]
+        params, form = seen[STATEMENT], gw.registry[STATEMENT]
+        header = "CYPHER " + " ".join(f"{k}={stringify_param_value(v)}" for k, v in params.items()) + " "
+
+        async def state(tag: str) -> None:
+            times = []
+            for _ in range(40):
+                t = time.perf_counter()
+                await backend.run(form, params, write=False, timeout_s=60)
+                times.append((time.perf_counter() - t) * 1000)
+            ops: dict[tuple[int, str], float] = {}
+            for _ in range(10):
+                plan = await db.connection.execute_command(
+                    "GRAPH.PROFILE", backend.graph_name, header + form.falkordb_text
+                )
+                for i, line in enumerate(plan):
+                    text = line.decode() if isinstance(line, bytes) else str(line)
+                    found = re.search(r"Execution time: ([0-9.]+) ms", text)
+                    name = " ".join(p.strip() for p in text.split("|")[:-1])
+                    ops[(i, name)] = ops.get((i, name), 0.0) + float(found.group(1)) / 10 if found else 0.0
+            slowest = sorted(ops.items(), key=lambda kv: -kv[1])[:3]
+            out[tag] = {
+                "p50_ms": round(statistics.median(times[5:]), 2),
+                "profile_sum_ms": round(sum(ops.values()), 2),
+                "slowest": [f"#{i} {name}: {ms:.2f} ms" for (i, name), ms in slowest],
+            }
+
+        await state("as_opened")
+        if churn_s:
+            names = [
+                r["n"]
+                for r in await backend.run(_adhoc("MATCH (h:Host) RETURN h.name AS n"), {}, write=False, timeout_s=300)
+            ]
+            rng, statements, started = random.Random(1), 0, time.monotonic()
+            while time.monotonic() - started < churn_s:
+                batch = rng.sample(names, 16)
+                for step in (-1, 1):
+                    await backend.run(
+                        _adhoc("UNWIND $names AS n MATCH (h:Host {name: n}) SET h.free_gpus = h.free_gpus + $step"),
+                        {"names": batch, "step": step}, write=True, timeout_s=60,
+                    )  # fmt: skip
+                    statements += 1
+            out["churn"] = {"seconds": churn_s, "statements": statements, "host_writes": statements * 16}
+            await state("churned")
+            for idle in (30, 60):
+                await asyncio.sleep(30)
+                await state(f"churned_then_{idle}s_idle")
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("kept", type=Path, help="a kept store's folder (placement_latency.py --keep DIR SIZE)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--churn", type=float, default=20.0, help="seconds of Host writes on the compacted copy")
+    parser.add_argument("--child", choices=["kept", "compacted", "churned", "compact"], help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        result = asyncio.run(
+            measure(
+                args.kept, compact_first=args.child == "compact", churn_s=args.churn if args.child == "churned" else 0
+            )
+        )
+        print(json.dumps(result))
+        return
+    scratch = args.kept.with_name(args.kept.name + "-state-scratch")
+
+    def child(kind: str, folder: Path) -> dict[str, Any]:
+        line = subprocess.run(
+            [sys.executable, __file__, str(folder), "--child", kind, "--churn", str(args.churn)],
+            check=True, capture_output=True, text=True,
+        ).stdout.strip().splitlines()[-1]  # fmt: skip
+        result: dict[str, Any] = json.loads(line)
+        return result
+
+    def fresh_copy(source: Path, name: str) -> Path:
+        folder = scratch / name
+        shutil.rmtree(folder, ignore_errors=True)
+        shutil.copytree(source, folder, ignore=shutil.ignore_patterns("*.sock", "*.pid", "*.lock"))
+        copied: Path = folder
+        return copied
+
+    compacted = fresh_copy(args.kept, "compacted")
+    child("compact", compacted)
+    report: dict[str, Any] = {"request": REQUEST, "statement": STATEMENT, "rounds": []}
+    for _ in range(args.rounds):
+        report["rounds"].append({"kept": child("kept", args.kept), "compacted": child("compacted", compacted)})
+    report["churned"] = child("churned", fresh_copy(compacted, "churned"))
+    shutil.rmtree(scratch, ignore_errors=True)
+    print(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()
