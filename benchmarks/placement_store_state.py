@@ -10,20 +10,27 @@ the REST fast path) on a kept store from `placement_latency.py --keep` in three 
 3. `churned`: that copy after `--churn` seconds of Host writes (16 hosts a statement, a free
    count down then up again, as reservations move them), then after 30 s and 60 s idle.
 
+With `--parts`, the kept store's runs also time the statement's parts, taking turns run by run:
+whole, without the cluster's free blocks, without the host maps, without either
+(`statement_parts`).
+
 For each, the statement's median wall time over 35 runs (after 5 untimed), and FalkorDB's own
 per-operator profile (GRAPH.PROFILE, 10 runs) of the three slowest operators. States 1 and 2
-take turns `--rounds` times, each in a process of its own, so the machine's drift hits both.
+take turns `--rounds` times, each in a process of its own, the first of the pair alternating.
 
     python benchmarks/placement_latency.py --keep /tmp/clusters --out /tmp/p.json 100000   # once
-    python benchmarks/placement_store_state.py /tmp/clusters/100000 --rounds 3 --churn 20
+    python benchmarks/placement_store_state.py /tmp/clusters/100000 --rounds 4 --churn 20 --parts
 
-Copies the kept store to a scratch folder beside it (the kept one is only read). Prints JSON.
+Works on copies in a scratch folder beside the kept store (a fresh copy of it each round: a
+store whose log outgrew 1 MiB is compacted when it stops); the kept one is never opened. Prints
+JSON.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import random
 import re
@@ -51,7 +58,45 @@ def _adhoc(text: str) -> NamedQuery:
     return NamedQuery("bench/adhoc", text, default_registry().root)
 
 
-async def measure(data_dir: Path, *, compact_first: bool = False, churn_s: float = 0.0) -> dict[str, Any]:
+def statement_parts(text: str) -> dict[str, str]:
+    """The statement whole, without the cluster's free blocks, without the host maps, and without
+    either (what is left: the leaf page and its members): each part's subquery replaced by the
+    empty values the rest of the statement carries on with."""
+    blocks_at = text.index("\nCALL {", text.index("CALL {\nWITH units") + 5) + 1
+    blocks_end = text.index("\nWITH host_blocks, domain_blocks, [scanned, found] AS keep")
+    maps_end_line = "\nWITH keep, host_blocks, domain_blocks, hosts"
+
+    def without_maps(t: str) -> str:
+        at = t.index("\nCALL {", t.index("AS keep")) + 1
+        end = t.index(maps_end_line)
+        return t[:at] + "WITH keep, host_blocks, domain_blocks, [] AS hosts" + t[end + len(maps_end_line) :]
+
+    no_blocks = (
+        text[:blocks_at] + "WITH scanned, found, windows, [] AS host_blocks, [] AS domain_blocks" + text[blocks_end:]
+    )
+    return {
+        "whole": text,
+        "without_free_blocks": no_blocks,
+        "without_host_maps": without_maps(text),
+        "without_either": without_maps(no_blocks),
+    }
+
+
+async def time_parts(backend: Any, form: NamedQuery, params: dict[str, object]) -> dict[str, float]:
+    """Each part's median over 35 runs (after 5), the parts taking turns run by run."""
+    parts = {name: dataclasses.replace(form, text=text) for name, text in statement_parts(form.falkordb_text).items()}
+    times: dict[str, list[float]] = {name: [] for name in parts}
+    for _ in range(40):
+        for name, query in parts.items():
+            t = time.perf_counter()
+            await backend.run(query, params, write=False, timeout_s=60)
+            times[name].append((time.perf_counter() - t) * 1000)
+    return {name: round(statistics.median(ts[5:]), 2) for name, ts in times.items()}
+
+
+async def measure(
+    data_dir: Path, *, compact_first: bool = False, churn_s: float = 0.0, parts: bool = False
+) -> dict[str, Any]:
     settings = Settings(data_dir=data_dir, appendfsync="no", query_timeout_s=300)
     out: dict[str, Any] = {}
     async with open_store(settings) as gw:
@@ -105,6 +150,8 @@ async def measure(data_dir: Path, *, compact_first: bool = False, churn_s: float
             }
 
         await state("as_opened")
+        if parts:
+            out["parts"] = await time_parts(backend, form, params)
         if churn_s:
             names = [
                 r["n"]
@@ -133,20 +180,20 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--churn", type=float, default=20.0, help="seconds of Host writes on the compacted copy")
     parser.add_argument("--child", choices=["kept", "compacted", "churned", "compact"], help=argparse.SUPPRESS)
+    parser.add_argument("--parts", action="store_true", help="also time the statement's parts on the kept store")
     args = parser.parse_args()
     if args.child:
-        result = asyncio.run(
-            measure(
-                args.kept, compact_first=args.child == "compact", churn_s=args.churn if args.child == "churned" else 0
-            )
-        )
+        churn_s = args.churn if args.child == "churned" else 0.0
+        parts = args.parts and args.child == "kept"
+        result = asyncio.run(measure(args.kept, compact_first=args.child == "compact", churn_s=churn_s, parts=parts))
         print(json.dumps(result))
         return
     scratch = args.kept.with_name(args.kept.name + "-state-scratch")
 
     def child(kind: str, folder: Path) -> dict[str, Any]:
         line = subprocess.run(
-            [sys.executable, __file__, str(folder), "--child", kind, "--churn", str(args.churn)],
+            [sys.executable, __file__, str(folder), "--child", kind, "--churn", str(args.churn)]
+            + (["--parts"] if args.parts else []),
             check=True, capture_output=True, text=True,
         ).stdout.strip().splitlines()[-1]  # fmt: skip
         result: dict[str, Any] = json.loads(line)
@@ -162,8 +209,11 @@ def main() -> None:
     compacted = fresh_copy(args.kept, "compacted")
     child("compact", compacted)
     report: dict[str, Any] = {"request": REQUEST, "statement": STATEMENT, "rounds": []}
-    for _ in range(args.rounds):
-        report["rounds"].append({"kept": child("kept", args.kept), "compacted": child("compacted", compacted)})
+    for n in range(args.rounds):
+        # A fresh copy of the kept store each round (a store whose log outgrew 1 MiB is compacted
+        # when it stops), and the two take turns going first (the machine drifts within a round).
+        pair = [("kept", fresh_copy(args.kept, "kept")), ("compacted", compacted)]
+        report["rounds"].append({kind: child(kind, folder) for kind, folder in (pair if n % 2 == 0 else pair[::-1])})
     report["churned"] = child("churned", fresh_copy(compacted, "churned"))
     shutil.rmtree(scratch, ignore_errors=True)
     print(json.dumps(report, indent=1))

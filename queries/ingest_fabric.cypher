@@ -60,6 +60,10 @@ WHERE lock_found = size($nic_uuids)
 WITH found
 //@lock-end
 // `found` stays a grouping key: a count with no key over no row (a NIC missing) is one row.
+// On Neo4j a switch no cluster has yet has no node to lock: what keeps two clusters' imports
+// naming it from both passing this check is the locking seek on the Switch.name unique index (the
+// lock block's read and this one), which holds each name's index entry, existing or not, until
+// commit (tests/integration/test_fabric_switch_owner_neo4j.py).
 OPTIONAL MATCH (taken:Switch)
 WHERE taken.name IN $switch_names AND taken.cluster <> $cluster
 WITH found, count(taken) AS taken

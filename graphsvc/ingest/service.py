@@ -195,7 +195,9 @@ class FabricIngestResult:
     links: int
 
 
-async def ingest_fabric(gateway: Gateway, facts: FabricFacts) -> FabricIngestResult:
+def fabric_params(facts: FabricFacts) -> dict[str, Any]:
+    """ingest_fabric's parameters for one cluster's fabric (the Neo4j race tests hold the
+    statement open with them)."""
     nic_keys = [nic_uuid(u.host, u.nic) for u in facts.nic_uplinks]
     params: dict[str, Any] = {
         "cluster": facts.cluster,
@@ -237,9 +239,14 @@ async def ingest_fabric(gateway: Gateway, facts: FabricFacts) -> FabricIngestRes
         ],
     }
     params["host_fabric"] = host_positions(facts)
+    return params
+
+
+async def ingest_fabric(gateway: Gateway, facts: FabricFacts) -> FabricIngestResult:
+    params = fabric_params(facts)
     rows = await gateway.write("ingest_fabric", params)
     if not rows:
-        raise await _fabric_rejected(gateway, facts.cluster, nic_keys, params["switch_names"])
+        raise await _fabric_rejected(gateway, facts.cluster, params["nic_uuids"], params["switch_names"])
     row = rows[0]
     log.info("ingest fabric cluster=%s switches=%d links=%d", facts.cluster, row["switches"], row["links"])
     return FabricIngestResult(facts.cluster, int(row["switches"]), int(row["links"]))

@@ -28,11 +28,17 @@ async def serving(app: FastAPI) -> AsyncIterator[str]:
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
-    while not server.started:
+    for _ in range(6000):  # a minute and more of polls: a start that hangs fails, never waits forever
+        if server.started:
+            break
         if task.done():
             task.result()  # raises what stopped it
             raise RuntimeError("uvicorn stopped before it started")
         await asyncio.sleep(0.01)
+    else:
+        server.should_exit = True
+        await task
+        raise RuntimeError("uvicorn did not start")
     port = server.servers[0].sockets[0].getsockname()[1]
     try:
         yield f"127.0.0.1:{port}"
