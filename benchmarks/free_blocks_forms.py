@@ -56,15 +56,20 @@ REQUESTS = {
 _OP_TIME = re.compile(r"Execution time: ([\d.]+) ms")
 
 
-def operator_ms(profile: list[Any]) -> float:
-    """The sum of a GRAPH.PROFILE reply's operator times."""
-    total = 0.0
-    for line in profile:
+def operator_times(profile: list[Any]) -> list[tuple[int, str, float]]:
+    """A GRAPH.PROFILE reply's operators: (line, operator and its pattern, ms)."""
+    times = []
+    for i, line in enumerate(profile):
         text = line.decode() if isinstance(line, bytes) else str(line)
         found = _OP_TIME.search(text)
         if found:
-            total += float(found.group(1))
-    return total
+            times.append((i, " ".join(part.strip() for part in text.split("|")[:-1]), float(found.group(1))))
+    return times
+
+
+def operator_ms(profile: list[Any]) -> float:
+    """The sum of a GRAPH.PROFILE reply's operator times."""
+    return sum(ms for _, _, ms in operator_times(profile))
 
 
 async def captured_params(gw: Gateway, services: Services) -> dict[str, dict[str, object]]:

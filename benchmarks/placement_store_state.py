@@ -1,8 +1,8 @@
 """Benchmark: the multi-host placement statement against the embedded store's state (not a test).
 
 The same graph answers at different speeds depending on its history. This times the statement
-a multi-host request runs (`placement_leaves_fit`, parameters taken from a real request through
-the REST fast path) on a kept store from `placement_latency.py --keep` in three states:
+a multi-host request runs (`placement_leaves_fit`, with the parameters the placement engine sends,
+free_blocks_forms.captured_params) on a kept store from `placement_latency.py --keep` in three states:
 
 1. `kept`: the store as kept (at each start it replays its log's tail, the writes since the last
    rewrite of the log);
@@ -33,7 +33,6 @@ import asyncio
 import dataclasses
 import json
 import random
-import re
 import shutil
 import statistics
 import subprocess
@@ -42,16 +41,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
-from falkordb.helpers import stringify_param_value
+from free_blocks_forms import REQUESTS, captured_params, operator_times
 
-from graphsvc.api.app import create_app, freeze_startup_heap
+from graphsvc.api.app import freeze_startup_heap
+from graphsvc.services import Services
 from graphsvc.settings import Settings
 from graphsvc.store.factory import open_store
 from graphsvc.store.queries import NamedQuery, default_registry
 
 REQUEST = "32xH100 ib-hops<=1"
-STATEMENT = "placement_leaves_fit"
+STATEMENT = REQUESTS[REQUEST]  # placement_leaves_fit
 
 
 def _adhoc(text: str) -> NamedQuery:
@@ -97,7 +96,7 @@ async def time_parts(backend: Any, form: NamedQuery, params: dict[str, object]) 
 async def measure(
     data_dir: Path, *, compact_first: bool = False, churn_s: float = 0.0, parts: bool = False
 ) -> dict[str, Any]:
-    settings = Settings(data_dir=data_dir, appendfsync="no", query_timeout_s=300)
+    settings = Settings(data_dir=data_dir, appendfsync="no", query_timeout_s=300, stale_after_s=1e9)
     out: dict[str, Any] = {}
     async with open_store(settings) as gw:
         backend: Any = gw.backend
@@ -109,22 +108,10 @@ async def measure(
                     break
                 await asyncio.sleep(0.2)
             return {}
-        app = create_app(settings.model_copy(update={"insecure_dev": True, "stale_after_s": 1e9}), gateway=gw)
         freeze_startup_heap()
-        seen: dict[str, dict[str, object]] = {}
-        read = gw.read
-
-        async def spy(name: str, params: dict[str, object], **kw: Any) -> Any:
-            seen[name] = params
-            return await read(name, params, **kw)
-
-        gw.read = spy  # type: ignore[method-assign,assignment]
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://b") as c:
-            for _ in range(5):  # the engine's hints settle
-                assert (await c.post("/v1/place", json={"request": REQUEST})).json()["candidates"]
-        gw.read = read  # type: ignore[method-assign]
-        params, form = seen[STATEMENT], gw.registry[STATEMENT]
-        header = "CYPHER " + " ".join(f"{k}={stringify_param_value(v)}" for k, v in params.items()) + " "
+        params = (await captured_params(gw, Services(gw, settings)))[STATEMENT]
+        form = gw.registry[STATEMENT]
+        profiled = db.select_graph(backend.graph_name)._build_params_header(params) + form.falkordb_text
 
         async def state(tag: str) -> None:
             times = []
@@ -134,14 +121,9 @@ async def measure(
                 times.append((time.perf_counter() - t) * 1000)
             ops: dict[tuple[int, str], float] = {}
             for _ in range(10):
-                plan = await db.connection.execute_command(
-                    "GRAPH.PROFILE", backend.graph_name, header + form.falkordb_text
-                )
-                for i, line in enumerate(plan):
-                    text = line.decode() if isinstance(line, bytes) else str(line)
-                    found = re.search(r"Execution time: ([0-9.]+) ms", text)
-                    name = " ".join(p.strip() for p in text.split("|")[:-1])
-                    ops[(i, name)] = ops.get((i, name), 0.0) + float(found.group(1)) / 10 if found else 0.0
+                plan = await db.connection.execute_command("GRAPH.PROFILE", backend.graph_name, profiled)
+                for i, name, ms in operator_times(plan):
+                    ops[(i, name)] = ops.get((i, name), 0.0) + ms / 10
             slowest = sorted(ops.items(), key=lambda kv: -kv[1])[:3]
             out[tag] = {
                 "p50_ms": round(statistics.median(times[5:]), 2),

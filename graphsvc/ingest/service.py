@@ -271,7 +271,7 @@ async def _fabric_rejected(
             "switches",
             f"switch(es) {', '.join(r['switch'] for r in taken[:3])} are in another cluster's fabric; "
             "a switch is in one cluster's fabric (import that cluster's fabric without it first)",
-            detail=[{"switch": r["switch"], "cluster": r["cluster"]} for r in taken],
+            detail=taken,  # rows of switch and cluster
         )
     # Both held when the statement ran and neither does now: another import changed the graph.
     return IngestRejected(ErrorKind.CONFLICT, "switches", "the fabric changed while this import ran; send it again")
