@@ -110,7 +110,10 @@ def _store_options(p: argparse.ArgumentParser) -> None:
 def _serve_options(p: argparse.ArgumentParser) -> None:
     _store_options(p)
     p.add_argument("--host", help="listen address (default 127.0.0.1)")
-    p.add_argument("--port", type=int, help="listen port (default 8000)")
+    p.add_argument("--port", type=int, help="listen port (default 8000; 0: a free one the kernel picks)")
+    p.add_argument(
+        "--port-file", type=Path, help="write the port it listens on to this file once it does (for --port 0)"
+    )
     p.add_argument("--insecure-dev", action="store_true", help="no authentication: every caller is an operator")
     p.add_argument("--tokens-file", type=Path, help="JSON list of hashed tokens (see `graphsvc token create`)")
     p.add_argument("--tls-cert", type=Path, help="serve HTTPS with this certificate (PEM)")
@@ -126,6 +129,7 @@ def _settings(args: argparse.Namespace) -> Settings:
             "graph": getattr(args, "graph", None),
             "host": getattr(args, "host", None),
             "port": getattr(args, "port", None),
+            "port_file": getattr(args, "port_file", None),
             "insecure_dev": True if getattr(args, "insecure_dev", False) else None,
             "tokens_file": getattr(args, "tokens_file", None),
             "tls_certfile": getattr(args, "tls_cert", None),
@@ -609,7 +613,25 @@ async def _start(settings: Settings) -> tuple[uvicorn.Server, asyncio.Task[None]
             await task
             raise CLIError(logs.startup_error or "the service did not start; see the log above")
         await asyncio.sleep(0.05)
+    settings.port = _listening_port(server)
+    if settings.port_file is not None:
+        _write_port_file(settings.port_file, settings.port)
     return server, task
+
+
+def _listening_port(server: uvicorn.Server) -> int:
+    """The port uvicorn listens on: the kernel's choice where the settings said 0."""
+    port: int = server.servers[0].sockets[0].getsockname()[1]
+    return port
+
+
+def _write_port_file(path: Path, port: int) -> None:
+    """Write the port whole or not at all (a reader polling for the file never sees half of it).
+    Why a file: with --port 0 a supervisor or a test learns the port from the process that holds
+    it; a port found free beforehand can be taken by another process before the service binds it."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(f"{port}\n")
+    tmp.replace(path)
 
 
 async def _serve(settings: Settings) -> None:

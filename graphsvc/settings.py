@@ -43,7 +43,8 @@ class Settings(BaseSettings):
     )
 
     host: str = "127.0.0.1"
-    port: int = Field(default=8000, ge=0, le=65535)
+    port: int = Field(default=8000, ge=0, le=65535, description="0: a free port the kernel picks")
+    port_file: Path | None = Field(default=None, description="Written with the port once the service listens on it")
     max_body_bytes: int = Field(default=4 * 1024 * 1024, ge=1024, le=512 * 1024 * 1024)
     max_fabric_body_bytes: int = Field(
         default=64 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024, description="PUT /v1/fabric, operators only"

@@ -13,7 +13,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -75,19 +74,12 @@ def last_words(lines: list[str]) -> str:
     return " | ".join(said[-3:]) or "(no output)"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 @dataclass
 class LocalNeo4j:
     """One Neo4j server process on 127.0.0.1:port with its data in data_dir."""
 
     data_dir: Path
-    port: int = 0
+    port: int = 0  # 0 until the first start: the launcher binds a port the kernel picks, then keeps it
     password: str = field(default_factory=lambda: secrets.token_urlsafe(16))
     home: Path = field(default_factory=launcher_dir)
     heap: str = "1g"
@@ -138,8 +130,6 @@ class LocalNeo4j:
 
         Whatever ends the wait early (a failure, a timeout, a Ctrl-C or SIGTERM raised as an
         exception in the caller) stops the launcher: a half-started server must not outlive us."""
-        if self.port == 0:
-            self.port = free_port()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._output.clear()
         self._verdict = None
@@ -170,8 +160,9 @@ class LocalNeo4j:
                 ready.wait(5)  # its last lines, still in the pipe
                 break
             if time.monotonic() > deadline:
+                where = f"port {self.port}" if self.port else "a free port"
                 raise StoreUnavailableError(
-                    f"local Neo4j did not start on port {self.port} in {timeout_s:.0f} s: {last_words(self.output())}"
+                    f"local Neo4j did not start on {where} in {timeout_s:.0f} s: {last_words(self.output())}"
                 )
         verdict = self._verdict or ""
         if verdict.startswith(FAILED):
@@ -184,6 +175,7 @@ class LocalNeo4j:
             raise StoreUnavailableError(
                 f"local Neo4j exited before it was ready (exit status {status}): {last_words(self.output())}"
             )
+        self.port = int(verdict.rsplit(":", 1)[1])  # the port it listens on: the kernel's choice for port 0
 
     def _pump(self, proc: subprocess.Popen[str], ready: threading.Event) -> None:
         assert proc.stdout is not None

@@ -15,7 +15,6 @@ from topo_collector.spool import Spool
 from topo_collector.sysfs import read_sysfs
 from topo_facts import HostFacts, HostMetrics
 
-from tests.conftest import free_port
 from tests.service import ServiceProcess
 
 pytestmark = pytest.mark.slow
@@ -31,7 +30,7 @@ class FakeClock:
 
 
 def test_outage_spools_three_cycles_then_replays(tmp_path: Path) -> None:
-    service = ServiceProcess(tmp_path / "data", free_port())
+    service = ServiceProcess(tmp_path / "data")
     service.start()
     nv = ReplayNvml.load(RECORDING)
     sysfs = read_sysfs()
@@ -79,7 +78,7 @@ def test_outage_spools_three_cycles_then_replays(tmp_path: Path) -> None:
 
 
 def test_rejected_facts_do_not_block_the_queue(tmp_path: Path) -> None:
-    service = ServiceProcess(tmp_path / "data", free_port())
+    service = ServiceProcess(tmp_path / "data")
     service.start()
     spool = Spool(tmp_path / "spool")
     good = build_host_facts("good-host", None, read_sysfs())

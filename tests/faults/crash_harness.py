@@ -12,13 +12,12 @@ from pathlib import Path
 
 from graphsvc.cli import push_cluster
 from graphsvc.synthetic.clusters import build
-from tests.conftest import free_port
 from tests.service import ServiceProcess, private_neo4j
 
 
 def start_with_cluster(tmp_path: Path, store: str, spec: str) -> tuple[ServiceProcess, list[str]]:
     """Start a service on its own store, push the cluster `spec`, and return it with its GPU uuids."""
-    service = ServiceProcess(tmp_path / "data", free_port(), neo4j=private_neo4j(store, tmp_path))
+    service = ServiceProcess(tmp_path / "data", neo4j=private_neo4j(store, tmp_path))
     service.start()
     cluster = build(spec)
     asyncio.run(push_cluster(service.url, cluster))

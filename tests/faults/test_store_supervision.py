@@ -31,7 +31,7 @@ from graphsvc.store.migrate import migrate
 from graphsvc.store.supervisor import EmbeddedSupervisor
 from graphsvc.synthetic.clusters import build
 from tests.cluster_helpers import load
-from tests.conftest import free_port
+from tests.service import port_once_listening
 
 SUMMARY = {"query": "{ clusterSummary { hosts } }"}
 
@@ -132,14 +132,14 @@ async def test_failed_restarts_back_off(store: Store, tmp_path: Path, caplog: py
 @pytest.mark.slow
 def test_kill9_of_the_store_under_a_running_service(tmp_path: Path) -> None:
     """The real service: kill -9 its redis-server; it comes back by itself and answers."""
-    data, port = tmp_path / "data", free_port()
+    data, port_file = tmp_path / "data", tmp_path / "service.port"
     log_path = tmp_path / "service.log"
     cmd = [sys.executable, "-m", "graphsvc.cli", "--log-level", "warning", "serve", "--insecure-dev",
-           "--data-dir", str(data), "--port", str(port)]  # fmt: skip
+           "--data-dir", str(data), "--port", "0", "--port-file", str(port_file)]  # fmt: skip
     with open(log_path, "wb") as log_file:
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log_file)
-    url = f"http://127.0.0.1:{port}"
     try:
+        url = f"http://127.0.0.1:{port_once_listening(port_file, proc, log_path.read_text)}"
         with httpx.Client(base_url=url, timeout=30) as c:
             wait_until(lambda: _status(c, "/healthz") == 200, proc)
             cluster = build("l40s:hosts=3")

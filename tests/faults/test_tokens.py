@@ -17,7 +17,7 @@ from graphsvc.api.app import create_app
 from graphsvc.security.auth import Principal, Role, TokenStore, new_token
 from graphsvc.settings import Settings
 from graphsvc.store.gateway import Gateway
-from tests.conftest import free_port
+from tests.service import port_once_listening
 
 OLD_TOKEN, OLD_ENTRY = new_token("old-sched", Role.SCHEDULER)
 NEW_TOKEN, NEW_ENTRY = new_token("new-sched", Role.SCHEDULER)
@@ -117,15 +117,16 @@ def test_extra_tokens_survive_a_reload_and_can_be_revoked(tmp_path: Path) -> Non
 def test_demo_with_a_tokens_file_authenticates(tmp_path: Path) -> None:
     tokens = tmp_path / "tokens.json"
     tokens.write_text(json.dumps([OPS_ENTRY]))
-    port = free_port()
-    log_path = tmp_path / "demo.log"
+    log_path, port_file = tmp_path / "demo.log", tmp_path / "demo.port"
     env = {**os.environ}
     env.pop("GRAPHSVC_INSECURE_DEV", None)
     cmd = [sys.executable, "-m", "graphsvc.cli", "--log-level", "warning", "demo", "--profile", "l40s:hosts=2",
-           "--tokens-file", str(tokens), "--data-dir", str(tmp_path / "data"), "--port", str(port)]  # fmt: skip
+           "--tokens-file", str(tokens), "--data-dir", str(tmp_path / "data"),
+           "--port", "0", "--port-file", str(port_file)]  # fmt: skip
     with open(log_path, "wb") as log_file:
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log_file, env=env)
     try:
+        port = port_once_listening(port_file, proc, log_path.read_text)
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as c:
             for _ in range(3000):  # bounded attempts: a loaded machine only takes longer
                 assert proc.poll() is None, log_path.read_text()[-3000:]

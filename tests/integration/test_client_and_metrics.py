@@ -13,7 +13,6 @@ from prometheus_client.parser import text_string_to_metric_families
 from graphsvc.cli import push_cluster
 from graphsvc.client import ConflictError, GraphsvcClient, InfeasibleError, ValidationError
 from graphsvc.synthetic.clusters import build
-from tests.conftest import free_port
 from tests.service import ServiceProcess
 from tests.stores import STORES, service_store_env
 
@@ -23,7 +22,7 @@ def service(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     # The cluster is pushed once for the module's tests: its facts must not go stale before the
     # last of them runs, however loaded the machine (the default is 300 s).
     env = {**service_store_env(request.param, request), "GRAPHSVC_STALE_AFTER_S": "86400"}
-    svc = ServiceProcess(tmp_path_factory.mktemp("svc") / "data", free_port(), env=env)
+    svc = ServiceProcess(tmp_path_factory.mktemp("svc") / "data", env=env)
     svc.start()
     try:
         asyncio.run(push_cluster(svc.url, build("demo:sus=1,nvl72_racks=1,a100_hosts=2,l40s_hosts=2")))

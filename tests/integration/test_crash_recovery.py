@@ -13,7 +13,6 @@ import pytest
 from graphsvc.settings import Settings
 from graphsvc.store.factory import open_store
 from graphsvc.synthetic.clusters import build
-from tests.conftest import free_port
 from tests.service import ServiceProcess, private_neo4j
 
 pytestmark = pytest.mark.slow
@@ -31,7 +30,7 @@ async def counter_drift(service: ServiceProcess) -> list[dict[str, object]]:
 
 def test_kill_9_keeps_every_acknowledged_ingest(tmp_path: Path, store: str) -> None:
     cluster = build("superpod-h100:sus=2")
-    service = ServiceProcess(tmp_path / "data", free_port(), neo4j=private_neo4j(store, tmp_path))
+    service = ServiceProcess(tmp_path / "data", neo4j=private_neo4j(store, tmp_path))
     service.start()
     port = service.port
     acked: list[str] = []

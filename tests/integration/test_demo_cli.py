@@ -15,7 +15,7 @@ import pytest
 
 from graphsvc.store.schema import GRAPH_VERSION
 from graphsvc.synthetic.clusters import build
-from tests.conftest import free_port
+from tests.service import port_once_listening
 
 pytestmark = pytest.mark.slow
 
@@ -23,16 +23,17 @@ pytestmark = pytest.mark.slow
 def test_demo_loads_the_declared_cluster(tmp_path: Path) -> None:
     exe = shutil.which("graphsvc")
     assert exe, "the graphsvc console script is not installed"
-    port = free_port()
     expected = build("demo")
+    port_file = tmp_path / "demo.port"
     proc = subprocess.Popen(
-        [exe, "demo", "--port", str(port), "--data-dir", str(tmp_path / "data")],
+        [exe, "demo", "--port", "0", "--port-file", str(port_file), "--data-dir", str(tmp_path / "data")],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         env={**os.environ},
     )
     try:
+        port = port_once_listening(port_file, proc, lambda: proc.stdout.read().decode() if proc.stdout else "")
         health: dict[str, object] = {}
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
@@ -95,7 +96,7 @@ def test_demo_loads_the_declared_cluster(tmp_path: Path) -> None:
         gone = subprocess.run([exe, "reservation", "rsv-nope", "--server", url], capture_output=True, text=True)
         assert gone.returncode == 2 and gone.stdout == "no reservation 'rsv-nope'\n"
         second = subprocess.run(
-            [exe, "demo", "--port", str(free_port()), "--data-dir", str(tmp_path / "data")],
+            [exe, "demo", "--port", "0", "--data-dir", str(tmp_path / "data")],
             capture_output=True, text=True, timeout=120, check=False,
         )  # fmt: skip
         assert second.returncode == 1

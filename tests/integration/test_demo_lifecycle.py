@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import free_port
+from tests.service import port_once_listening
 
 pytestmark = pytest.mark.slow
 
@@ -26,12 +26,13 @@ STALE_AFTER_S = 60.0
 def start_demo(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
     exe = shutil.which("graphsvc")
     assert exe, "the graphsvc console script is not installed"
-    port = free_port()
-    log = (tmp_path / "demo.log").open("wb")  # a file: nobody reads a pipe while it runs
+    log, port_file = (tmp_path / "demo.log").open("wb"), tmp_path / "demo.port"  # a file: nobody reads a pipe
     proc = subprocess.Popen(
-        [exe, "demo", "--profile", "dgx1", "--port", str(port), "--data-dir", str(tmp_path / "data"), *args],
+        [exe, "demo", "--profile", "dgx1", "--port", "0", "--port-file", str(port_file),
+         "--data-dir", str(tmp_path / "data"), *args],
         cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})},
     )  # fmt: skip
+    port = port_once_listening(port_file, proc, (tmp_path / "demo.log").read_text)
     return proc, f"http://127.0.0.1:{port}"
 
 

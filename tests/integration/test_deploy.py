@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from graphsvc.security.auth import Role, new_token
-from tests.conftest import free_port
+from tests.service import port_once_listening
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_serve_refuses_to_run_without_tokens(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHSVC_")}
     proc = subprocess.run(
-        [sys.executable, "-m", "graphsvc.cli", "serve", "--data-dir", str(tmp_path / "d"), "--port", str(free_port())],
+        [sys.executable, "-m", "graphsvc.cli", "serve", "--data-dir", str(tmp_path / "d"), "--port", "0"],
         capture_output=True, text=True, timeout=60, env=env, check=False,
     )  # fmt: skip
     assert proc.returncode == 1
@@ -41,12 +41,14 @@ def test_tls_with_tokens(tmp_path: Path) -> None:
     token, entry = new_token("ops", Role.OPERATOR)
     tokens = tmp_path / "tokens.json"
     tokens.write_text(json.dumps([entry]))
-    port = free_port()
+    port_file = tmp_path / "serve.port"
     trust = ssl.create_default_context(cafile=str(cert))
-    cmd = [sys.executable, "-m", "graphsvc.cli", "serve", "--data-dir", str(tmp_path / "d"), "--port", str(port),
-           "--tokens-file", str(tokens), "--tls-cert", str(cert), "--tls-key", str(key)]  # fmt: skip
+    cmd = [sys.executable, "-m", "graphsvc.cli", "serve", "--data-dir", str(tmp_path / "d"), "--port", "0",
+           "--port-file", str(port_file), "--tokens-file", str(tokens),
+           "--tls-cert", str(cert), "--tls-key", str(key)]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
+        port = port_once_listening(port_file, proc, lambda: "")
         url = f"https://127.0.0.1:{port}"
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:

@@ -11,7 +11,6 @@ import pytest
 from graphsvc.cli import push_cluster
 from graphsvc.client import GraphsvcClient, PreemptionNotice, ResizeNotice, elastic_hold
 from graphsvc.synthetic.clusters import build
-from tests.conftest import free_port
 from tests.service import ServiceProcess
 from tests.stores import STORES, service_store_env
 
@@ -27,7 +26,7 @@ def service(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     # The cluster is pushed once for the module's tests: its facts must not go stale before the
     # last of them runs, however loaded the machine (the default is 300 s).
     env = {**service_store_env(request.param, request), "GRAPHSVC_STALE_AFTER_S": "86400"}
-    svc = ServiceProcess(tmp_path_factory.mktemp("svc") / "data", free_port(), env=env)
+    svc = ServiceProcess(tmp_path_factory.mktemp("svc") / "data", env=env)
     svc.start()
     asyncio.run(push_cluster(svc.url, build(PROFILE)))
     yield svc

@@ -18,7 +18,6 @@ from schemathesis.checks import not_a_server_error, response_schema_conformance
 
 from graphsvc.cli import push_cluster
 from graphsvc.synthetic.clusters import build
-from tests.conftest import free_port
 from tests.service import ServiceProcess
 from tests.stores import STORES, service_store_env
 
@@ -30,7 +29,6 @@ EXAMPLES = 20
 def service(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
     svc = ServiceProcess(
         tmp_path_factory.mktemp("fuzz") / "data",
-        free_port(),
         env={"GRAPHSVC_DEV_MODE": "true", **service_store_env(request.param, request)},
     )
     svc.start()

@@ -19,7 +19,6 @@ from topo_collector.importers import ImportOptions, import_hosts
 from graphsvc.placement.engine import PlacementEngine
 from graphsvc.placement.request import parse_request
 from graphsvc.store.gateway import Gateway
-from tests.conftest import free_port
 from tests.service import ServiceProcess
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "topology"
@@ -71,7 +70,7 @@ async def test_memory_comes_from_the_pci_id(client: httpx.AsyncClient, gateway: 
 def test_place_cli_on_a_two_tray_import(tmp_path: Path) -> None:
     graphsvc, collector = shutil.which("graphsvc"), shutil.which("topo-collector")
     assert graphsvc and collector, "console scripts are not installed"
-    service = ServiceProcess(tmp_path / "data", free_port())
+    service = ServiceProcess(tmp_path / "data")
     service.start()
     try:
         sent = subprocess.run(

@@ -14,7 +14,6 @@ import pytest
 from graphsvc.cli import push_cluster
 from graphsvc.store.neo4j_local import LocalNeo4j
 from graphsvc.synthetic.clusters import build
-from tests.conftest import free_port
 from tests.service import ServiceProcess
 
 pytestmark = pytest.mark.slow
@@ -25,7 +24,7 @@ RESERVE = """mutation { reserve(input: {holder: "outage", ttlSeconds: 600, reque
 
 def test_neo4j_down_answers_503_quickly_and_recovers(tmp_path: Path) -> None:
     neo = LocalNeo4j(tmp_path / "neo4j")
-    service = ServiceProcess(tmp_path / "data", free_port(), neo4j=neo)
+    service = ServiceProcess(tmp_path / "data", neo4j=neo)
     service.start(timeout_s=180)
     try:
         asyncio.run(push_cluster(service.url, build("l40s:hosts=2")))

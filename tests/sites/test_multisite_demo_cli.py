@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import free_port
+from tests.service import port_once_listening
 
 pytestmark = pytest.mark.slow
 
@@ -34,12 +34,14 @@ def _ready(url: str) -> bool:
 def test_multisite_demo_and_the_sites_cli(tmp_path: Path) -> None:
     exe = shutil.which("graphsvc")
     assert exe, "the graphsvc console script is not installed"
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
+    port_file = tmp_path / "demo.port"
     proc = subprocess.Popen(
-        [exe, "demo", "--profile", "multisite", "--port", str(port), "--data-dir", str(tmp_path / "data")],
+        [exe, "demo", "--profile", "multisite", "--port", "0", "--port-file", str(port_file),
+         "--data-dir", str(tmp_path / "data")],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ},
     )  # fmt: skip
+    port = port_once_listening(port_file, proc, lambda: proc.stdout.read().decode() if proc.stdout else "")
+    url = f"http://127.0.0.1:{port}"
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([exe, *args, "--server", url], capture_output=True, text=True, timeout=120, check=False)

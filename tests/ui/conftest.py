@@ -20,7 +20,6 @@ import pytest
 
 from graphsvc.cli import push_cluster
 from graphsvc.synthetic.clusters import build
-from tests.conftest import free_port
 from tests.service import ServiceProcess
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -54,7 +53,7 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess
     # Facts pushed once must not go stale during a long UI run (other modules' services start
     # between): staleness has its own service in test_stale.py.
     env = {"GRAPHSVC_DEV_MODE": "true", "GRAPHSVC_STALE_AFTER_S": "86400"}
-    svc = ServiceProcess(tmp_path_factory.mktemp("ui") / "data", free_port(), env=env)
+    svc = ServiceProcess(tmp_path_factory.mktemp("ui") / "data", env=env)
     svc.start()
     asyncio.run(push_cluster(svc.url, build("demo")))
     yield svc

@@ -20,7 +20,6 @@ from topo_facts import Health
 from graphsvc.cli import push_cluster
 from graphsvc.store.neo4j_backend import Neo4jBackend
 from graphsvc.synthetic.clusters import build
-from tests.conftest import free_port
 from tests.service import ServiceProcess
 from tests.stores import STORES, Neo4jServer, neo4j_env, reset_neo4j
 from tests.ui.conftest import offline_page
@@ -62,7 +61,7 @@ def elastic_service(
         server: Neo4jServer = request.getfixturevalue("neo4j_server")
         env.update(neo4j_env(server.uri, server.password))
         _in_thread(_reset(server))
-    svc = ServiceProcess(tmp_path_factory.mktemp(f"ui-elastic-{request.param}") / "data", free_port(), env=env)
+    svc = ServiceProcess(tmp_path_factory.mktemp(f"ui-elastic-{request.param}") / "data", env=env)
     svc.start(timeout_s=300 if request.param == "neo4j" else 60)  # Neo4j: schema and migrations first
     _in_thread(push_cluster(svc.url, build(CLUSTER)))
     yield svc

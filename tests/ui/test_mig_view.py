@@ -14,7 +14,6 @@ import pytest
 
 from graphsvc.cli import push_cluster
 from graphsvc.synthetic.clusters import SyntheticCluster, add_spines, add_superpod_h100
-from tests.conftest import free_port
 from tests.integration.test_mig_slices import LAYOUT, with_mig
 from tests.service import ServiceProcess
 from tests.ui.conftest import offline_page
@@ -32,7 +31,7 @@ def mig_cluster() -> SyntheticCluster:
 
 @pytest.fixture(scope="module")
 def mig_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServiceProcess, SyntheticCluster]]:
-    svc = ServiceProcess(tmp_path_factory.mktemp("ui-mig") / "data", free_port(), env={"GRAPHSVC_DEV_MODE": "true"})
+    svc = ServiceProcess(tmp_path_factory.mktemp("ui-mig") / "data", env={"GRAPHSVC_DEV_MODE": "true"})
     svc.start()
     cluster = mig_cluster()
     with ThreadPoolExecutor(1) as pool:  # Playwright's loop runs in this thread: push from another

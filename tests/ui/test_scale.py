@@ -15,7 +15,6 @@ import pytest
 
 from graphsvc.cli import push_cluster
 from graphsvc.synthetic.clusters import build
-from tests.conftest import free_port
 from tests.service import ServiceProcess
 from tests.ui.conftest import offline_page
 from tests.ui.test_explorer import open_view
@@ -25,7 +24,7 @@ GPUS = 10_000
 
 @pytest.fixture(scope="module")
 def big(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
-    svc = ServiceProcess(tmp_path_factory.mktemp("ui-scale") / "data", free_port(), env={"GRAPHSVC_DEV_MODE": "true"})
+    svc = ServiceProcess(tmp_path_factory.mktemp("ui-scale") / "data", env={"GRAPHSVC_DEV_MODE": "true"})
     svc.start()
     cluster = build(f"sized:gpus={GPUS}")
     with ThreadPoolExecutor(1) as pool:  # Playwright's sync API owns this thread's event loop

@@ -11,7 +11,6 @@ import pytest
 
 from graphsvc.cli import push_cluster
 from graphsvc.synthetic import multisite
-from tests.conftest import free_port
 from tests.service import ServiceProcess
 from tests.ui.conftest import offline_page
 from tests.ui.test_explorer import open_view
@@ -25,7 +24,7 @@ async def _load(url: str) -> None:
 
 @pytest.fixture(scope="module")
 def sites_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
-    svc = ServiceProcess(tmp_path_factory.mktemp("ui-sites") / "data", free_port(), env={"GRAPHSVC_DEV_MODE": "true"})
+    svc = ServiceProcess(tmp_path_factory.mktemp("ui-sites") / "data", env={"GRAPHSVC_DEV_MODE": "true"})
     svc.start()
     with ThreadPoolExecutor(1) as pool:  # Playwright's loop runs in this thread: load from another
         pool.submit(asyncio.run, _load(svc.url)).result()

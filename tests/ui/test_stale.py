@@ -13,7 +13,6 @@ import pytest
 
 from graphsvc.cli import push_cluster
 from graphsvc.synthetic.clusters import build
-from tests.conftest import free_port
 from tests.service import ServiceProcess
 from tests.ui.conftest import offline_page
 from tests.ui.test_explorer import open_view
@@ -22,7 +21,7 @@ from tests.ui.test_explorer import open_view
 @pytest.fixture(scope="module")
 def stale_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServiceProcess]:
     env = {"GRAPHSVC_DEV_MODE": "true", "GRAPHSVC_STALE_AFTER_S": "1"}
-    svc = ServiceProcess(tmp_path_factory.mktemp("ui-stale") / "data", free_port(), env=env)
+    svc = ServiceProcess(tmp_path_factory.mktemp("ui-stale") / "data", env=env)
     svc.start()
     cluster = build("demo:sus=1,nvl72_racks=0,a100_hosts=2,l40s_hosts=0")
     with ThreadPoolExecutor(1) as pool:

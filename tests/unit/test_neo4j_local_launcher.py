@@ -16,7 +16,6 @@ import pytest
 
 from graphsvc.store.errors import StoreUnavailableError
 from graphsvc.store.neo4j_local import LocalNeo4j
-from tests.conftest import free_port
 
 # What the real launcher prints on a data directory another server holds (abridged).
 LOCKED = """\
@@ -31,6 +30,7 @@ FAKE_JAVA = f"""#!{sys.executable}
 import os, sys, time
 mode = os.environ["FAKE_NEO4J"]
 port = sys.argv[sys.argv.index("--port") + 1]
+port = "17687" if port == "0" else port  # as the real one: the port the kernel picked for 0
 if mode == "locked":
     print({LOCKED!r}, flush=True)
     sys.exit(1)
@@ -102,6 +102,7 @@ def test_ready_then_stopped(fake_launcher: Path, tmp_path: Path, monkeypatch: py
     server = LocalNeo4j(tmp_path / "data")
     server.start(timeout_s=60)
     assert server.proc is not None
+    assert server.uri == "bolt://127.0.0.1:17687"  # the port its ready line names (it was asked for 0)
     pid = server.proc.pid
     assert "Neo4jLocal" in Path(f"/proc/{pid}/cmdline").read_text()  # the launcher itself, no wrapper left
     server.stop(timeout_s=30)
@@ -146,7 +147,7 @@ def test_the_demo_says_why_the_local_neo4j_did_not_start(
     assert exe, "the graphsvc console script is not installed"
     monkeypatch.setenv("FAKE_NEO4J", "locked")
     done = subprocess.run(
-        [exe, "demo", "--store", "neo4j", "--port", str(free_port()), "--data-dir", str(tmp_path / "data")],
+        [exe, "demo", "--store", "neo4j", "--port", "0", "--data-dir", str(tmp_path / "data")],
         cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert done.returncode == 1, done.stderr

@@ -4,8 +4,9 @@
  * Run with the jars that pom.xml fetches:
  *   java -cp 'tools/neo4j-local/lib/*' tools/neo4j-local/Neo4jLocal.java --port 7687 --data DIR [--password PW]
  *
- * It embeds the database (DatabaseManagementServiceBuilder) and opens Bolt on 127.0.0.1:PORT,
- * prints "NEO4J READY bolt://127.0.0.1:PORT" once Bolt answers, and shuts the database down
+ * It embeds the database (DatabaseManagementServiceBuilder) and opens Bolt on 127.0.0.1:PORT
+ * (--port 0: a free port the kernel picks), prints "NEO4J READY bolt://127.0.0.1:PORT" with the
+ * port it listens on once Bolt answers, and shuts the database down
  * cleanly on SIGTERM/SIGINT (a JVM shutdown hook), so the store files stay consistent.
  * A SIGKILL is a crash: Neo4j recovers from its transaction log on the next start.
  */
@@ -17,11 +18,14 @@ import java.util.concurrent.CountDownLatch;
 
 import org.neo4j.configuration.GraphDatabaseSettings;
 import org.neo4j.configuration.connectors.BoltConnector;
+import org.neo4j.configuration.connectors.ConnectorPortRegister;
+import org.neo4j.configuration.connectors.ConnectorType;
 import org.neo4j.configuration.connectors.HttpConnector;
 import org.neo4j.configuration.helpers.SocketAddress;
 import org.neo4j.dbms.api.DatabaseManagementService;
 import org.neo4j.dbms.api.DatabaseManagementServiceBuilder;
 import org.neo4j.graphdb.GraphDatabaseService;
+import org.neo4j.kernel.internal.GraphDatabaseAPI;
 
 public final class Neo4jLocal {
     /** The data directory may already hold this password (a restart): that is not an error. */
@@ -67,7 +71,6 @@ public final class Neo4jLocal {
         DatabaseManagementService dbms = new DatabaseManagementServiceBuilder(data.toAbsolutePath())
                 .setConfig(BoltConnector.enabled, true)
                 .setConfig(BoltConnector.listen_address, new SocketAddress("127.0.0.1", port))
-                .setConfig(BoltConnector.advertised_address, new SocketAddress("127.0.0.1", port))
                 .setConfig(HttpConnector.enabled, false)
                 .setConfig(GraphDatabaseSettings.auth_enabled, auth)
                 .setConfig(GraphDatabaseSettings.pagecache_memory, org.neo4j.io.ByteUnit.parse(pageCache))
@@ -89,6 +92,7 @@ public final class Neo4jLocal {
             }
             GraphDatabaseService db = dbms.database(GraphDatabaseSettings.DEFAULT_DATABASE_NAME);
             db.executeTransactionally("RETURN 1");
+            port = boundBoltPort(db);
         } catch (RuntimeException e) {
             System.err.println("NEO4J FAILED " + e.getMessage());
             System.exit(1);
@@ -96,5 +100,14 @@ public final class Neo4jLocal {
         System.out.println("NEO4J READY bolt://127.0.0.1:" + port);
         System.out.flush();
         stopped.await();
+    }
+
+    /** The port Bolt listens on: the kernel's choice for --port 0. Why 0: a port found free
+     * beforehand can be taken by another process before the server binds it. */
+    static int boundBoltPort(GraphDatabaseService db) {
+        return ((GraphDatabaseAPI) db).getDependencyResolver()
+                .resolveDependency(ConnectorPortRegister.class)
+                .getLocalAddress(ConnectorType.BOLT)
+                .getPort();
     }
 }
