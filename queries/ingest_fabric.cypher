@@ -25,7 +25,12 @@
 // this statement holding the leaf and waiting for the host deadlocked (Neo4j found it and one
 // of them ran again). Under the hosts' locks it counts the cabled NICs again: a host document that
 // dropped one and committed while this statement waited would otherwise see it recreated, hostless,
-// by the cables' MERGE.
+// by the cables' MERGE. A host that joins the cluster after the lock block read (its document
+// committing while this statement waited) is locked late, when `placed` sets it, out of order.
+// It is cabled to none of the switches this statement holds (a cabled host was locked with the
+// others; only fabric imports cable hosts, and they are serialised by those switches' locks), so
+// at worst the two statements deadlock and Neo4j ends one, which the gateway runs again (a
+// transient error): either order leaves the host in the cluster with no fabric of its own.
 OPTIONAL MATCH (n:NIC)
 WHERE n.uuid IN $nic_uuids
 WITH count(n) AS found

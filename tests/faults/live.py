@@ -9,18 +9,19 @@ serve` runs (one write per answer, graphsvc/api/http_protocol.py).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 import uvicorn
-from fastapi import FastAPI
 
 from graphsvc.api.http_protocol import CoalescingHttpToolsProtocol
 
 
 @asynccontextmanager
-async def serving(app: FastAPI) -> AsyncIterator[str]:
-    """Serve `app` until the block ends; yields "127.0.0.1:PORT"."""
+async def serving(app: Callable[..., Any]) -> AsyncIterator[str]:
+    """Serve `app` (the service's FastAPI app, or any ASGI app) until the block ends; yields
+    "127.0.0.1:PORT"."""
     # Port 0: the kernel picks a free port as the server binds (a port found free and bound later
     # could be taken in between by the other test process).
     config = uvicorn.Config(

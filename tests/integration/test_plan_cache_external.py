@@ -28,27 +28,44 @@ def _free_port() -> int:
 
 @contextmanager
 def _falkordb_on_tcp(tmp_path: Path, cache_size: int) -> Iterator[int]:
-    """redis-server with the FalkorDB module on a TCP port, as an operator would run one."""
+    """redis-server with the FalkorDB module on a TCP port, as an operator would run one. The port
+    is found free first (redis-server's --port 0 means no TCP at all), so another process can take
+    it before redis-server binds it: a server that exits while starting is started again on
+    another port (three tries)."""
     server, module = locate_binaries(EmbeddedOptions(data_dir=tmp_path))
-    port = _free_port()
-    proc = subprocess.Popen(
-        [server, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(tmp_path), "--save", "",
-         "--appendonly", "no", "--loadmodule", module, "CACHE_SIZE", str(cache_size)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    for _ in range(3):
+        port = _free_port()
+        proc = subprocess.Popen(
+            [server, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(tmp_path), "--save", "",
+             "--appendonly", "no", "--loadmodule", module, "CACHE_SIZE", str(cache_size)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        if _answers(port, proc):
+            break
+        proc.kill()
+        proc.wait(timeout=30)
+    else:
+        raise AssertionError("redis-server exited while starting, three times")
     try:
-        client = redis.Redis(port=port)
-        for _ in range(300):
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                assert proc.poll() is None, "redis-server exited while starting"
-                time.sleep(0.1)
         yield port
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def _answers(port: int, proc: subprocess.Popen[bytes]) -> bool:
+    """True once redis-server answers on `port`; False if it exited first or another process
+    answers there (its port was taken)."""
+    client = redis.Redis(port=port)
+    for _ in range(300):
+        if proc.poll() is not None:
+            return False
+        try:
+            return bool(client.info("server")["process_id"] == proc.pid)  # not another server on that port
+        except redis.ConnectionError:
+            time.sleep(0.1)
+    proc.kill()
+    raise AssertionError("redis-server did not answer in 30 s")
 
 
 @pytest.mark.parametrize(("cache_size", "warned"), [(25, True), (sized_plan_cache(), False)])

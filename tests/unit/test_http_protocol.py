@@ -8,9 +8,9 @@ import socket
 from typing import Any
 
 import pytest
-import uvicorn
 
-from graphsvc.api.http_protocol import FLUSH_AT, CoalescingHttpToolsProtocol, CoalescingTransport
+from graphsvc.api.http_protocol import FLUSH_AT, CoalescingTransport
+from tests.faults.live import serving
 
 
 class Recording:
@@ -135,19 +135,9 @@ async def test_a_real_server_answers_also_a_client_that_half_closed(half_close: 
     """uvicorn with this protocol on a socket. A client that sends its request and then shuts its
     side (the transport closes itself right after the end of file, before the turn's writes went
     out) still gets its whole answer, every time."""
-    config = uvicorn.Config(
-        answer, host="127.0.0.1", port=0, http=CoalescingHttpToolsProtocol, log_config=None, lifespan="off"
-    )
-    server = uvicorn.Server(config)
-    serving = asyncio.create_task(server.serve())
-    try:
-        while not server.started:
-            await asyncio.sleep(0.01)
-        port = server.servers[0].sockets[0].getsockname()[1]
+    async with serving(answer) as address:
+        port = int(address.rsplit(":", 1)[1])
         for _ in range(20):
             data = await asyncio.to_thread(ask, port, half_close=half_close)
             head, _, body = data.partition(b"\r\n\r\n")
             assert head.startswith(b"HTTP/1.1 200") and body == b'{"ok": true}', data
-    finally:
-        server.should_exit = True
-        await serving
