@@ -97,6 +97,8 @@ class Connection:
 
 class Served:
     """`graphsvc serve --insecure-dev` on a free port with a fresh data directory, rate limits opened.
+    The port is the kernel's choice as the service binds it (`--port 0 --port-file`), where the
+    tree measured has that option; an older tree's gets a port found free beforehand.
 
     `auth=True`: with tokens instead, as deployed for schedulers: `tokens["scheduler"]` for the
     clients (a scheduler's renew and release check that it owns the reservation), and the CLI
@@ -104,10 +106,7 @@ class Served:
 
     def __init__(self, *, auth: bool = False, **settings: str) -> None:
         self.data = Path(tempfile.mkdtemp(prefix="bench-served-"))
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port: int = s.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.port = 0
         self.env = {
             **os.environ,
             "GRAPHSVC_DATA_DIR": str(self.data),
@@ -130,14 +129,31 @@ class Served:
         self.process: subprocess.Popen[bytes] | None = None
         self.store_pid: int | None = None
 
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
     def __enter__(self) -> Served:
         dev = [] if self.tokens else ["--insecure-dev"]
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", CLI, "serve", *dev, "--port", str(self.port)],
-            env=self.env,
-            cwd=TREE,
-        )
+        port_file = self.data / "service.port"
+        serve_help = subprocess.run([sys.executable, "-c", CLI, "serve", "--help"], env=self.env, cwd=TREE,
+                                    capture_output=True, text=True, check=True).stdout  # fmt: skip
+        if "--port-file" in serve_help:
+            listen = ["--port", "0", "--port-file", str(port_file)]
+        else:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                self.port = s.getsockname()[1]
+            listen = ["--port", str(self.port)]
+        self.process = subprocess.Popen([sys.executable, "-c", CLI, "serve", *dev, *listen], env=self.env, cwd=TREE)
         for _ in range(1200):
+            if self.port == 0 and port_file.exists():
+                self.port = int(port_file.read_text())
+            if self.port == 0:
+                if self.process.poll() is not None:
+                    raise SystemExit("the service did not start")
+                time.sleep(0.1)
+                continue
             try:
                 self.statements()
                 break

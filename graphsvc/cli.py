@@ -585,22 +585,31 @@ def _server(settings: Settings) -> uvicorn.Server:
     return uvicorn.Server(config)
 
 
+def local_url(settings: Settings) -> str:
+    """The service's URL from this machine: a wildcard address as the loopback of its family
+    (asyncio binds "::" to IPv6 only), an IPv6 address in brackets, https with TLS."""
+    scheme = "https" if settings.tls_certfile else "http"
+    host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(settings.host, settings.host)  # noqa: S104 (naming, not binding)
+    return f"{scheme}://{f'[{host}]' if ':' in host else host}:{settings.port}"
+
+
 def ready_line(settings: Settings) -> str:
     """Where to go once the service is up: the explorer, GraphiQL (dev mode) and the API docs."""
-    scheme = "https" if settings.tls_certfile else "http"
-    wildcard = settings.host in ("0.0.0.0", "::")  # noqa: S104 (naming an address, not binding)
-    host = "127.0.0.1" if wildcard else settings.host
-    url = f"{scheme}://{host}:{settings.port}"
+    url = local_url(settings)
     graphiql = f"{url}/graphql" if settings.dev_mode else "off (dev mode only)"
     return f"ready at {url}: explorer {url}/ui/ · GraphiQL {graphiql} · API docs {url}/docs ({url}/redoc)"
 
 
 async def _start(settings: Settings) -> tuple[uvicorn.Server, asyncio.Task[None]]:
-    """Start uvicorn and wait until it listens; a start-up failure is one CLIError line."""
+    """Start uvicorn and wait until it listens; a start-up failure is one CLIError line. With a
+    port file, the port goes into it once the service listens (an earlier run's file is removed
+    first: a reader never sees a port this process does not hold)."""
     import asyncio
 
     from graphsvc import logs
 
+    if settings.port_file is not None:
+        settings.port_file.unlink(missing_ok=True)
     server = _server(settings)
 
     async def serve() -> None:
@@ -613,16 +622,37 @@ async def _start(settings: Settings) -> tuple[uvicorn.Server, asyncio.Task[None]
             await task
             raise CLIError(logs.startup_error or "the service did not start; see the log above")
         await asyncio.sleep(0.05)
-    settings.port = _listening_port(server)
-    if settings.port_file is not None:
-        _write_port_file(settings.port_file, settings.port)
+    try:
+        port = _listening_port(server)
+        if port is None:  # a signal came during start-up: uvicorn is shutting down already
+            await task
+            raise CLIError("the service stopped while it was starting")
+        settings.port = port
+        if settings.port_file is not None:
+            _write_port_file(settings.port_file, port)
+    except BaseException:
+        # Whatever fails here (a port file in a missing folder): the server stops, and its
+        # lifespan shutdown stops the embedded store, before the error goes on.
+        server.should_exit = True
+        await task
+        raise
     return server, task
 
 
-def _listening_port(server: uvicorn.Server) -> int:
-    """The port uvicorn listens on: the kernel's choice where the settings said 0."""
-    port: int = server.servers[0].sockets[0].getsockname()[1]
+def _listening_port(server: uvicorn.Server) -> int | None:
+    """The port uvicorn listens on (the kernel's choice where the settings said 0; its first
+    socket's where the host names several addresses), None once it closed its sockets."""
+    sockets = [sock for listener in server.servers for sock in listener.sockets]
+    if not sockets:
+        return None
+    port: int = sockets[0].getsockname()[1]
     return port
+
+
+def _forget_port_file(settings: Settings) -> None:
+    """The port file goes with the service: a supervisor never reads the port of one that ended."""
+    if settings.port_file is not None:
+        settings.port_file.unlink(missing_ok=True)
 
 
 def _write_port_file(path: Path, port: int) -> None:
@@ -630,14 +660,20 @@ def _write_port_file(path: Path, port: int) -> None:
     Why a file: with --port 0 a supervisor or a test learns the port from the process that holds
     it; a port found free beforehand can be taken by another process before the service binds it."""
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(f"{port}\n")
-    tmp.replace(path)
+    try:
+        tmp.write_text(f"{port}\n")
+        tmp.replace(path)
+    except OSError as exc:
+        raise CLIError(f"cannot write the port file {path}: {exc.strerror or exc}") from None
 
 
 async def _serve(settings: Settings) -> None:
     _, task = await _start(settings)
-    log.info(ready_line(settings))
-    await task
+    try:
+        log.info(ready_line(settings))
+        await task
+    finally:
+        _forget_port_file(settings)
 
 
 @contextlib.contextmanager
@@ -694,13 +730,23 @@ def _demo_token(
 
 
 async def _demo(settings: Settings, profile: str) -> None:
+    clusters = _demo_clusters(profile)
+    server, task = await _start(settings)
+    try:
+        await _demo_on(settings, profile, clusters, server, task)
+    finally:
+        _forget_port_file(settings)
+
+
+async def _demo_on(
+    settings: Settings, profile: str, clusters: list[SyntheticCluster], server: uvicorn.Server, task: asyncio.Task[None]
+) -> None:
+    """The demo on its started server: load the clusters, say where it is, keep the hosts fresh."""
     import asyncio
 
-    clusters = _demo_clusters(profile)
     from fastapi import FastAPI
 
-    server, task = await _start(settings)
-    url = f"http://{settings.host}:{settings.port}"
+    url = local_url(settings)
     app = server.config.app
     assert isinstance(app, FastAPI)
     tokens = app.state.tokens

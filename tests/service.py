@@ -131,6 +131,7 @@ def port_once_listening(
             raise RuntimeError(f"service exited: {log_tail()[-3000:]}")
         time.sleep(0.1)
     proc.kill()
+    proc.wait()
     raise RuntimeError(f"service did not listen in {timeout_s:.0f} s: {log_tail()[-3000:]}")
 
 

@@ -175,7 +175,12 @@ class LocalNeo4j:
             raise StoreUnavailableError(
                 f"local Neo4j exited before it was ready (exit status {status}): {last_words(self.output())}"
             )
-        self.port = int(verdict.rsplit(":", 1)[1])  # the port it listens on: the kernel's choice for port 0
+        port = int(verdict.rsplit(":", 1)[1])  # the port it listens on: the kernel's choice for port 0
+        if port <= 0:  # a launcher built before it said which port it bound (start() kills it)
+            raise StoreUnavailableError(
+                f"local Neo4j named no port it listens on ({verdict}): rebuild it with scripts/neo4j-jars.sh"
+            )
+        self.port = port
 
     def _pump(self, proc: subprocess.Popen[str], ready: threading.Event) -> None:
         assert proc.stdout is not None

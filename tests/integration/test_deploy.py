@@ -48,7 +48,7 @@ def test_tls_with_tokens(tmp_path: Path) -> None:
            "--tls-cert", str(cert), "--tls-key", str(key)]  # fmt: skip
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        port = port_once_listening(port_file, proc, lambda: "")
+        port = port_once_listening(port_file, proc, lambda: proc.stderr.read().decode() if proc.stderr else "")
         url = f"https://127.0.0.1:{port}"
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:

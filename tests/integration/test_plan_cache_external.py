@@ -56,7 +56,7 @@ def _falkordb_on_tcp(tmp_path: Path, cache_size: int) -> Iterator[int]:
 def _answers(port: int, proc: subprocess.Popen[bytes]) -> bool:
     """True once redis-server answers on `port`; False if it exited first or another process
     answers there (its port was taken)."""
-    client = redis.Redis(port=port)
+    client = redis.Redis(port=port, socket_timeout=5, socket_connect_timeout=5)
     for _ in range(300):
         if proc.poll() is not None:
             return False
@@ -64,6 +64,8 @@ def _answers(port: int, proc: subprocess.Popen[bytes]) -> bool:
             return bool(client.info("server")["process_id"] == proc.pid)  # not another server on that port
         except redis.ConnectionError:
             time.sleep(0.1)
+        except redis.RedisError:  # another kind of server there, or one that does not answer
+            return False
     proc.kill()
     raise AssertionError("redis-server did not answer in 30 s")
 

@@ -7,12 +7,14 @@ import argparse
 import logging
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from graphsvc import logs
-from graphsvc.cli import human_time, main
+from graphsvc.cli import CLIError, _listening_port, _write_port_file, human_time, local_url, main, ready_line
 from graphsvc.placement.options import OPTIONS
+from graphsvc.settings import Settings
 
 HEAVY = ("fastapi", "uvicorn", "strawberry", "pydantic", "httpx", "graphsvc.api", "graphsvc.store")
 
@@ -177,3 +179,50 @@ def test_fastapi_s_opentelemetry_is_on_only_when_asked() -> None:
     assert not off._native_telemetry.enabled()
     assert (off._telemetry["tracing"], off._telemetry["metrics"], off._telemetry["logs"]) == (False, False, False)
     assert (on._telemetry["tracing"], on._telemetry["metrics"], on._telemetry["logs"]) == (True, True, True)
+
+
+@pytest.mark.parametrize(
+    ("host", "tls", "url"),
+    [
+        ("127.0.0.1", False, "http://127.0.0.1:8123"),
+        ("0.0.0.0", False, "http://127.0.0.1:8123"),
+        ("::", False, "http://[::1]:8123"),  # asyncio binds "::" to IPv6 only
+        ("fe80::1", True, "https://[fe80::1]:8123"),
+        ("graphsvc.internal", True, "https://graphsvc.internal:8123"),
+    ],
+)
+def test_the_local_url_reaches_the_address_it_listens_on(host: str, tls: bool, url: str, tmp_path: Path) -> None:
+    settings = Settings(host=host, port=8123)
+    if tls:
+        settings.tls_certfile, settings.tls_keyfile = tmp_path / "c.pem", tmp_path / "k.pem"
+    assert local_url(settings) == url
+    assert ready_line(settings).startswith(f"ready at {url}: explorer {url}/ui/")
+
+
+class _Listener:
+    def __init__(self, *ports: int) -> None:
+        self.sockets = [_Sock(p) for p in ports]
+
+
+class _Sock:
+    def __init__(self, port: int) -> None:
+        self.port = port
+
+    def getsockname(self) -> tuple[str, int]:
+        return ("127.0.0.1", self.port)
+
+
+def test_the_port_listened_on_is_the_first_socket_s_and_none_once_closed() -> None:
+    server = argparse.Namespace(servers=[_Listener(40001, 40002)])
+    assert _listening_port(server) == 40001  # type: ignore[arg-type]
+    closed = argparse.Namespace(servers=[_Listener()])  # a signal during start-up: uvicorn closed them
+    assert _listening_port(closed) is None  # type: ignore[arg-type]
+
+
+def test_the_port_file_is_written_whole_and_a_missing_folder_is_one_error_line(tmp_path: Path) -> None:
+    path = tmp_path / "service.port"
+    path.write_text("12345\n")  # an earlier run's
+    _write_port_file(path, 40001)
+    assert path.read_text() == "40001\n" and sorted(p.name for p in tmp_path.iterdir()) == ["service.port"]
+    with pytest.raises(CLIError, match=r"^cannot write the port file .*/nowhere/service.port: No such file"):
+        _write_port_file(tmp_path / "nowhere" / "service.port", 40001)

@@ -30,7 +30,7 @@ FAKE_JAVA = f"""#!{sys.executable}
 import os, sys, time
 mode = os.environ["FAKE_NEO4J"]
 port = sys.argv[sys.argv.index("--port") + 1]
-port = "17687" if port == "0" else port  # as the real one: the port the kernel picked for 0
+port = "17687" if port == "0" and mode != "old" else port  # as the real one: the port picked for 0
 if mode == "locked":
     print({LOCKED!r}, flush=True)
     sys.exit(1)
@@ -95,6 +95,16 @@ def test_a_failed_line_is_one_line_too(fake_launcher: Path, tmp_path: Path, monk
     monkeypatch.setenv("FAKE_NEO4J", "failed")
     with pytest.raises(StoreUnavailableError, match=r"^local Neo4j failed: the password could not be set$"):
         LocalNeo4j(tmp_path / "data").start(timeout_s=60)
+
+
+def test_a_launcher_that_names_no_port_is_an_error(
+    fake_launcher: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_NEO4J", "old")  # built before it said which port it bound: READY ...:0
+    server = LocalNeo4j(tmp_path / "data")
+    with pytest.raises(StoreUnavailableError, match=r"^local Neo4j named no port it listens on .*neo4j-jars.sh$"):
+        server.start(timeout_s=60)
+    assert server.proc is None
 
 
 def test_ready_then_stopped(fake_launcher: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
