@@ -1,11 +1,13 @@
 """Benchmark: placement's candidate statements in their seek and scan forms, quiet and after
 sustained reservations (not a test).
 
-Each candidate statement (`placement_domains_fit`, `placement_hosts_fit`, `placement_leaves_fit`)
-reads the cluster's largest free blocks by index seeks per free count and tie bucket
-(`placement_free_blocks`), and the leaf statement its page of leaves by a free-count seek
-(`placement_leaf_page`); its `_scan` form, derived by the query registry, reads them by scans
-(`placement_free_blocks_scan`, `placement_leaf_page_scan`). The engine runs the scan form on
+The one-host and one-domain statements (`placement_hosts_fit`, `placement_domains_fit`) read the
+cluster's largest free blocks by index seeks per free count and tie bucket
+(`placement_free_blocks`), the domain and leaf statements their page of units by a free-count
+seek (`placement_domain_page`, `placement_leaf_page`; since stop 56 the leaf statement has no
+free blocks of its own, `placement_cluster_blocks` reads them beside it); each `_scan` form,
+derived by the query registry, reads them by scans (`placement_free_blocks_scan`,
+`placement_domain_page_scan`, `placement_leaf_page_scan`). The engine runs the scan form on
 clusters of up to `SCAN_BLOCKS_UP_TO` hosts. This loads a cluster into a fresh embedded store in
 process (optionally reserving a fraction of its GPUs at random), captures the parameters the
 engine sends for three requests, and times both forms of each statement alternately on the same

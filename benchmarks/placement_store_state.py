@@ -1,8 +1,10 @@
 """Benchmark: the multi-host placement statement against the embedded store's state (not a test).
 
 The same graph answers at different speeds depending on its history. This times the statement
-a multi-host request runs (`placement_leaves_fit`, with the parameters the placement engine sends,
-free_blocks_forms.captured_params) on a kept store from `placement_latency.py --keep` in three states:
+a multi-host request ran until stop 56 (`placement_leaves_fit` with the cluster's free blocks
+inside it, `one_statement`; since then the engine reads the blocks beside it), with the parameters
+the placement engine sends (free_blocks_forms.captured_params), on a kept store from
+`placement_latency.py --keep` in three states:
 
 1. `kept`: the store as kept (at each start it replays its log's tail, the writes since the last
    rewrite of the log);
@@ -47,22 +49,53 @@ from graphsvc.api.app import freeze_startup_heap
 from graphsvc.services import Services
 from graphsvc.settings import Settings
 from graphsvc.store.factory import open_store
-from graphsvc.store.queries import NamedQuery, default_registry
+from graphsvc.store.queries import NamedQuery, QueryRegistry, default_registry
 
 REQUEST = "32xH100 ib-hops<=1"
 STATEMENT = REQUESTS[REQUEST]  # placement_leaves_fit
+
+
+BLOCKS_STATEMENT = "placement_cluster_blocks"
 
 
 def _adhoc(text: str) -> NamedQuery:
     return NamedQuery("bench/adhoc", text, default_registry().root)
 
 
+def one_statement(registry: QueryRegistry) -> NamedQuery:
+    """The multi-host statement as it ran until stop 56, the cluster's free blocks inside it (since
+    then the engine reads them beside it, BLOCKS_STATEMENT): the leaf statement's FalkorDB text with
+    the blocks' subquery put back where it was. Its parameters: both statements'
+    (`one_statement_params`)."""
+    leaves, blocks = registry[STATEMENT].falkordb_text, registry[BLOCKS_STATEMENT].falkordb_text
+    call = blocks[blocks.index("\nCALL {") + 1 : blocks.rindex("\nRETURN host_blocks, domain_blocks")]
+    text = leaves.replace(
+        "WITH [scanned, found] AS keep, [] AS host_blocks, [] AS domain_blocks,",
+        call + "\nWITH host_blocks, domain_blocks, [scanned, found] AS keep,",
+    ).replace(
+        "RETURN keep[0] AS scanned, keep[1] AS found, hosts",
+        "RETURN keep[0] AS scanned, keep[1] AS found, hosts, host_blocks, domain_blocks",
+    )
+    assert text.count("block_host:Host") == 4 and text.endswith("host_blocks, domain_blocks"), "the layout changed"
+    return NamedQuery("bench/one_statement", text, registry.root)
+
+
+def one_statement_params(captured: dict[str, dict[str, object]]) -> dict[str, object]:
+    """`one_statement`'s parameters: the leaf statement's and the free blocks' as the engine sent them."""
+    return {**captured[STATEMENT], **captured[BLOCKS_STATEMENT]}
+
+
+def free_blocks_span(text: str) -> tuple[int, int]:
+    """Where the statement's free-blocks subquery (fragment placement_free_blocks) starts and ends."""
+    blocks_at = text.index("\nCALL {", text.index("CALL {\nWITH units") + 5) + 1
+    return blocks_at, text.index("\nWITH host_blocks, domain_blocks, [scanned, found] AS keep")
+
+
 def statement_parts(text: str) -> dict[str, str]:
     """The statement whole, without the cluster's free blocks, without the host maps, and without
     either (what is left: the leaf page and its members): each part's subquery replaced by the
     empty values the rest of the statement carries on with."""
-    blocks_at = text.index("\nCALL {", text.index("CALL {\nWITH units") + 5) + 1
-    blocks_end = text.index("\nWITH host_blocks, domain_blocks, [scanned, found] AS keep")
+    blocks_at, blocks_end = free_blocks_span(text)
     maps_end_line = "\nWITH keep, host_blocks, domain_blocks, hosts"
 
     def without_maps(t: str) -> str:
@@ -109,8 +142,8 @@ async def measure(
                 await asyncio.sleep(0.2)
             return {}
         freeze_startup_heap()
-        params = (await captured_params(gw, Services(gw, settings)))[STATEMENT]
-        form = gw.registry[STATEMENT]
+        params = one_statement_params(await captured_params(gw, Services(gw, settings)))
+        form = one_statement(gw.registry)
         profiled = db.select_graph(backend.graph_name)._build_params_header(params) + form.falkordb_text
 
         async def state(tag: str) -> None:

@@ -11,22 +11,20 @@
 // 3. The free GPUs of each leaf's first hosts (placement_host_maps, once for all the leaves'
 //    windows; a host under two of them is read once): the hosts that cover
 //    $gpus by their counters ($per_host 0: no per-host share) or $need of them (a per-host
-//    share), and $extra more; Python reads further hosts only if those do not do. The
-//    cluster's largest free blocks (placement_free_blocks, read once the page is chosen). `scanned` is the number of leaves
-//    read: fewer than $limit means the seek is exhausted.
+//    share), and $extra more; Python reads further hosts only if those do not do. `scanned`
+//    is the number of leaves read: fewer than $limit means the seek is exhausted.
+// The cluster's largest free blocks are not read here: placement_cluster_blocks reads them
+// beside the first page, at the same time (the store runs the two at once).
 // No unit to read at all: no row.
 // The model prefilter: a unit whose model the engine knows ($known) passes when it is one of
 // $prefilter_models (decided in Python: list membership, not a lower-case substring test per
 // unit); any other model by the substring test (graphsvc.placement.engine.prefilter_params).
 // @read
-// @param blocks int
-// @param domain_top int
 // @param exclude list<string>
 // @param extra int
 // @param fullest_first bool
 // @param gpus int
 // @param host_min int
-// @param host_top int
 // @param known list<string>
 // @param limit int
 // @param min_free int
@@ -37,9 +35,8 @@
 // @param prefilter_models list<string>
 // @param skip int
 // @param stale_before float
-// @param tie_buckets int
 // @param virtual_free list<string>
-// @row scanned int, found list<map>, hosts list<map>, host_blocks list<map>, domain_blocks list<map>
+// @row scanned int, found list<map>, hosts list<map>
 //@include placement_leaf_page
 WITH collect(s) AS units
 WHERE size(units) > 0
@@ -60,8 +57,7 @@ CALL (units) {
          collect({unit: s.name, free: s.free_gpus, members: members, window: window}) AS found,
          collect([m IN members[0..window] | m[0]]) AS windows
 }
-//@include placement_free_blocks
-WITH host_blocks, domain_blocks, [scanned, found] AS keep,
+WITH [scanned, found] AS keep, [] AS host_blocks, [] AS domain_blocks,
      reduce(acc = [], w IN windows | acc + w) AS names
 //@include placement_host_maps
-RETURN keep[0] AS scanned, keep[1] AS found, hosts, host_blocks, domain_blocks
+RETURN keep[0] AS scanned, keep[1] AS found, hosts

@@ -11,6 +11,7 @@ The search pages on until it has enough candidates or has read every unit that c
 
 from __future__ import annotations
 
+import asyncio
 import time
 import zlib
 from collections.abc import Awaitable, Callable, Iterable
@@ -60,6 +61,9 @@ TakeUnits = Callable[[list[FitUnit]], Awaitable[None]]
 
 MAX_HOST_GPUS = 128
 MAX_DOMAIN_GPUS = 576
+BLOCKS_QUERY = "placement_cluster_blocks"
+BLOCKS_BESIDE = frozenset({"placement_leaves_fit"})
+"""Candidate statements without the cluster's free blocks: BLOCKS_QUERY reads them beside the first page."""
 LEAF_EXTRA_HOSTS = 2  # hosts read beyond those that cover a multi-host request, for the best fit
 # Free blocks read per model besides the request's own, by the first candidate statement of a
 # request naming no model on a cluster of several (search_each_model): each model's search adds
@@ -498,6 +502,8 @@ class _Search:
             if params["skip"] == 0 and params["limit"] == limit:  # its hosts joined the loader then
                 self.fullest_host = _largest(row["host_blocks"])
                 return row
+        if query in BLOCKS_BESIDE:
+            return await self.read_fit_beside_blocks(query, params)
         form = self.gw.registry[await self.engine.fit_form(query)]
         dropped = self.gw.registry[query].parameters - form.parameters  # the seek hints: the gateway checks the rest
         params = {k: v for k, v in params.items() if k not in dropped}
@@ -505,7 +511,33 @@ class _Search:
         rows = await self.gw.read(form.name, params)
         if not rows:  # no unit to read at all
             return FitRow(scanned=0, found=[], hosts=[], host_blocks=[], domain_blocks=[])
-        row = cast(FitRow, rows[0])
+        return await self.took_fit(cast(FitRow, rows[0]), params)
+
+    async def read_fit_beside_blocks(self, query: str, params: dict[str, object]) -> FitRow:
+        """A candidate statement that leaves the cluster's free blocks out (BLOCKS_BESIDE): the
+        blocks are read by their own statement, sent at the same time on another connection, with
+        the first page only (later pages keep them). Why: the store runs the two at once; in one
+        statement they ran one after the other (docs/benchmarks.md, "Stop 56")."""
+        form = self.gw.registry[await self.engine.fit_form(query)]
+        own = {k: v for k, v in params.items() if k in form.parameters}
+        self.statements.append(Statement(form.name, form.text, dict(own)))
+        if self.prefetched is not None:
+            _, host_blocks, domain_blocks = self.prefetched
+            rows = await self.gw.read(form.name, own)
+        else:
+            blocks_form = self.gw.registry[await self.engine.fit_form(BLOCKS_QUERY)]
+            blocks_params = {k: v for k, v in params.items() if k in blocks_form.parameters}
+            self.statements.append(Statement(blocks_form.name, blocks_form.text, dict(blocks_params)))
+            rows, blocks_row = await _both(self.gw.read(form.name, own), self.gw.read(blocks_form.name, blocks_params))
+            host_blocks = cast(list[BlockRow], blocks_row[0]["host_blocks"]) if blocks_row else []
+            domain_blocks = cast(list[BlockRow], blocks_row[0]["domain_blocks"]) if blocks_row else []
+        if not rows:  # no unit to read at all
+            return FitRow(scanned=0, found=[], hosts=[], host_blocks=[], domain_blocks=[])
+        row = cast(FitRow, {**rows[0], "host_blocks": host_blocks, "domain_blocks": domain_blocks})
+        return await self.took_fit(row, params)
+
+    async def took_fit(self, row: FitRow, params: dict[str, object]) -> FitRow:
+        """A candidate statement's row: its hosts join the loader, its free blocks are kept."""
         await self.adopt(row["hosts"])
         self.engine.block_tops.saw(row["host_blocks"], row["domain_blocks"])
         self.fullest_host = _largest(row["host_blocks"])
@@ -931,6 +963,20 @@ class _Search:
             ranked[0][1], [f for _, f, _ in ranked[1:]], names_model=self.req.model is not None
         )
         return answered
+
+
+async def _both(first: Awaitable[list[Row]], second: Awaitable[list[Row]]) -> tuple[list[Row], list[Row]]:
+    """Two reads at once; the first failure is raised as it is (a store error keeps its type, not
+    wrapped in an exception group) once the other read was cancelled and collected."""
+    tasks = [asyncio.ensure_future(first), asyncio.ensure_future(second)]
+    try:
+        a, b = await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+    return a, b
 
 
 def cover(free_counts: Iterable[int], n: int) -> int:

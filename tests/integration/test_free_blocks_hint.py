@@ -55,6 +55,13 @@ def fit_params(host_top: int, domain_top: int, blocks: int) -> dict[str, Any]:
     }
 
 
+def blocks_params(host_top: int, domain_top: int, blocks: int) -> dict[str, Any]:
+    """placement_cluster_blocks' parameters: the free blocks' own, as the engine sends them beside
+    the leaf statement."""
+    taken = default_registry()["placement_cluster_blocks"].parameters
+    return {k: v for k, v in fit_params(host_top, domain_top, blocks).items() if k in taken}
+
+
 async def test_every_hint_gives_the_largest_free_blocks(gateway: Gateway) -> None:
     await load(gateway, "nvl72")  # one 72-GPU NVLink domain over 18 trays of 4
     cluster = await load(gateway, "superpod-h100:sus=1")  # 31 hosts, a domain of 8 each
@@ -78,11 +85,14 @@ async def test_every_hint_gives_the_largest_free_blocks(gateway: Gateway) -> Non
 
 
 FIT_STATEMENTS = ("placement_hosts_fit", "placement_domains_fit", "placement_leaves_fit")
+# The statements that read the cluster's free blocks: the one-host and one-domain statements, and
+# the blocks alone, which the engine sends beside the leaf statement (it has none of its own).
+BLOCKS_STATEMENTS = ("placement_hosts_fit", "placement_domains_fit", "placement_cluster_blocks")
 
 
 def test_each_candidate_statement_has_a_scan_form_without_the_seek_hints() -> None:
     registry = default_registry()
-    for name in FIT_STATEMENTS:
+    for name in BLOCKS_STATEMENTS:
         seek, scan = registry[name], registry[f"{name}_scan"]
         paged_by_size = {"probe"} if name == "placement_domains_fit" else set()  # the lazy seek's page bound
         assert seek.parameters - scan.parameters == {"host_top", "domain_top", *paged_by_size}
@@ -92,7 +102,7 @@ def test_each_candidate_statement_has_a_scan_form_without_the_seek_hints() -> No
         assert scan.text.count("block_host:Host") == 1 and seek.text.count("block_host:Host") == 4
         assert "@param host_top" in seek.text and "@param host_top" not in scan.text  # its header too
     assert {n for n in registry.names() if n.endswith("_scan") and n.startswith("placement_")} == {
-        f"{n}_scan" for n in FIT_STATEMENTS
+        f"{n}_scan" for n in (*FIT_STATEMENTS, *BLOCKS_STATEMENTS)
     }
     assert SCAN_FORMS == {
         "placement_free_blocks": "placement_free_blocks_scan",
@@ -101,6 +111,7 @@ def test_each_candidate_statement_has_a_scan_form_without_the_seek_hints() -> No
     }
     leaves, leaves_scan = registry["placement_leaves_fit"], registry["placement_leaves_fit_scan"]
     assert "coalesce(s.tier = 'leaf', false)" in leaves_scan.text and "s.tier = 'leaf' AND" in leaves.text
+    assert leaves.parameters == leaves_scan.parameters and "block_host" not in leaves.text  # no blocks, no hints
     domains, domains_scan = registry["placement_domains_fit"], registry["placement_domains_fit_scan"]
     assert "d.free_gpus = want" in domains.text and "d.free_gpus = want" not in domains_scan.text
     assert "coalesce(d.free_gpus >=" in domains_scan.text
@@ -144,7 +155,8 @@ def alike(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def leaves_params(min_free: int, skip: int, limit: int) -> dict[str, Any]:
     """placement_leaves_fit's parameters (test_queries_run's example), a page of leaves."""
     hosts_only = ("filters", "first_size", "last_size", "step", "mode", "n", "probe")
-    fit = {k: v for k, v in fit_params(8, 72, 5).items() if k not in hosts_only}
+    blocks_only = ("blocks", "host_top", "domain_top", "tie_buckets")  # the blocks are read beside it
+    fit = {k: v for k, v in fit_params(8, 72, 5).items() if k not in (*hosts_only, *blocks_only)}
     return {
         **fit,
         "min_free": min_free,
@@ -176,6 +188,11 @@ async def test_the_scan_form_reads_the_same_blocks(gateway: Gateway) -> None:
         scan = await gateway.read("placement_hosts_fit_scan", {**hosts_scan, "blocks": blocks})
         assert alike(scan) == alike(seek), blocks
         assert len(seek[0]["host_blocks"]) == min(blocks, with_free)
+        alone = await gateway.read("placement_cluster_blocks", blocks_params(8, 72, blocks))
+        alone_scan = await gateway.read(
+            "placement_cluster_blocks_scan", scan_params("placement_cluster_blocks", blocks_params(8, 72, blocks))
+        )
+        assert alone == alone_scan == [{k: seek[0][k] for k in ("host_blocks", "domain_blocks")}], blocks
     # The leaf statement: its page of leaves read by a scan too (placement_leaf_page_scan).
     pages = []
     for min_free, skip, limit in ((1, 0, 2), (16, 0, 8), (16, 1, 1), (64, 0, 8), (10_000, 0, 2)):
@@ -296,18 +313,21 @@ async def test_the_scan_form_reads_no_index_on_falkordb(gateway: Gateway) -> Non
         text = graph._build_params_header({k: v for k, v in params.items() if k in q.parameters}) + q.falkordb_text
         return "\n".join(str(op) for op in await graph.execute_command("GRAPH.EXPLAIN", graph.name, text))
 
-    pages = {
-        "placement_leaves_fit": ["s:Switch"],
-        "placement_hosts_fit": [],
-        "placement_domains_fit": ["d:NVLinkDomain"],
+    blocks = ["block_host:Host", "block_domain:NVLinkDomain"]
+    read = {
+        "placement_leaves_fit": ["s:Switch"],  # its page; the blocks are read beside it
+        "placement_hosts_fit": blocks,
+        "placement_domains_fit": [*blocks, "d:NVLinkDomain"],
+        "placement_cluster_blocks": blocks,
     }
     for name, params in (
         ("placement_hosts_fit", fit_params(8, 8, 3)),
         ("placement_domains_fit", domain_params(8, 576, 1, 0, 3)),
         ("placement_leaves_fit", leaves_params(16, 0, 2)),
+        ("placement_cluster_blocks", blocks_params(8, 8, 3)),
     ):
         seek, scan = await plan(name, params), await plan(f"{name}_scan", params)
-        labels = ["block_host:Host", "block_domain:NVLinkDomain", *pages[name]]
+        labels = read[name]
         for label in labels:
             assert f"Node By Index Scan | ({label})" in seek, (name, label)
             assert f"Node By Index Scan | ({label})" not in scan, (name, label)

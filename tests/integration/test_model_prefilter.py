@@ -33,12 +33,13 @@ COMMON: dict[str, Any] = {
     "skip": 0,
     "tie_buckets": TIE_BUCKETS,
 }
+LEAVES_COMMON = {k: v for k, v in COMMON.items() if k not in ("blocks", "host_top", "domain_top", "tie_buckets")}
 STATEMENTS: dict[str, dict[str, Any]] = {
     "placement_hosts_fit": {**COMMON, "filters": DEFAULT_GPU_FILTERS, "first_size": 1, "last_size": 128, "step": 1,
                             "mode": "none", "n": 1, "limit": 50, "probe": 50},
     "placement_domains_fit": {**COMMON, "filters": DEFAULT_GPU_FILTERS, "first_size": 1, "last_size": 576, "step": 1,
                               "n": 1, "limit": 50, "probe": 50},
-    "placement_leaves_fit": {**COMMON, "min_free": 1, "gpus": 1, "per_host": 0, "host_min": 1, "need": 1,
+    "placement_leaves_fit": {**LEAVES_COMMON, "min_free": 1, "gpus": 1, "per_host": 0, "host_min": 1, "need": 1,
                              "extra": 0, "fullest_first": True, "limit": 50},
 }  # fmt: skip
 

@@ -44,6 +44,11 @@ def fit(statement: str) -> str:
     return f"{statement}{SCAN_SUFFIX}"
 
 
+# A multi-host request under one leaf: the leaf statement, and the cluster's free blocks read
+# beside it (placement_cluster_blocks, sent at the same time on another connection).
+LEAVES_AND_BLOCKS = {fit("placement_leaves_fit"): 1, fit("placement_cluster_blocks"): 1}
+
+
 def calls(gw: Gateway, *, topology: bool = True) -> dict[str, int]:
     skip = CACHED if topology else {*CACHED, TOPOLOGY}
     return {name: stat.calls for name, stat in gw.stats.items() if stat.calls and name not in skip}
@@ -99,10 +104,11 @@ async def test_single_host_and_single_domain_cost_one_statement(
     ("text", "statements"),
     [
         # No host holds 16, and the engine has seen that (the fullest host in every statement's
-        # free blocks): the leaf statement alone, the one-host statement skipped.
-        ("16xH100 ib-hops<=1", {fit("placement_leaves_fit"): 1}),
-        ("16xH100 per-host=4 ib-hops<=1", {fit("placement_leaves_fit"): 1}),
-        ("8xH100 per-host=2 ib-hops<=1 rail-aligned", {fit("placement_leaves_fit"): 1}),
+        # free blocks): the leaf statement alone, with the cluster's free blocks read beside it
+        # (sent at the same time), the one-host statement skipped.
+        ("16xH100 ib-hops<=1", LEAVES_AND_BLOCKS),
+        ("16xH100 per-host=4 ib-hops<=1", LEAVES_AND_BLOCKS),
+        ("8xH100 per-host=2 ib-hops<=1 rail-aligned", LEAVES_AND_BLOCKS),
     ],
 )
 async def test_multi_host_under_one_leaf(
@@ -242,7 +248,7 @@ def _close(a: Any, b: Any) -> bool:
     [
         ("4xH100 limit=20", {fit("placement_hosts_fit"): 1}),
         ("2xA100 nvlink=any limit=20", {fit("placement_domains_fit"): 1}),
-        ("16xH100 per-host=4 ib-hops<=1 limit=20", {fit("placement_leaves_fit"): 1}),
+        ("16xH100 per-host=4 ib-hops<=1 limit=20", LEAVES_AND_BLOCKS),
     ],
 )
 async def test_failed_gpu_is_never_a_candidate_of_the_one_statement_paths(
@@ -273,11 +279,16 @@ async def test_a_host_fuller_than_any_seen_before_is_still_offered(gateway: Gate
     gateway.stats.clear()
     two_hosts = await engine.place(parse_request("8xH100 ib-hops<=1 limit=1"))
     assert two_hosts.candidates and all(len({g.host for g in x.gpus}) == 2 for x in two_hosts.candidates)
-    assert calls(gateway, topology=False) == {"placement_leaves_fit": 1}
+    assert calls(gateway, topology=False) == {"placement_leaves_fit": 1, "placement_cluster_blocks": 1}
     whole = c.hosts[5]
     await occupy(gateway, [g.uuid for g in whole.gpus[:4]], state="free")
     gateway.stats.clear()
     result = await engine.place(parse_request("8xH100 ib-hops<=1 limit=1"))
-    # The leaf statement that showed the host, then the usual order: the host's, the leaf's again.
-    assert calls(gateway, topology=False) == {"placement_leaves_fit": 2, "placement_hosts_fit": 1}
+    # The leaf statement that showed the host (the free blocks beside it), then the usual order:
+    # the host's, the leaf's again (the free blocks kept from the first).
+    assert calls(gateway, topology=False) == {
+        "placement_leaves_fit": 2,
+        "placement_cluster_blocks": 1,
+        "placement_hosts_fit": 1,
+    }
     assert [{g.host for g in x.gpus} for x in result.candidates] == [{whole.hostname}]

@@ -117,6 +117,8 @@ FIT: dict[str, Any] = {
     "known": [FIRST.gpus[0].model, ""],
 }
 
+BLOCKS_PARAMS = ("blocks", "host_top", "domain_top", "tie_buckets")  # the free blocks' (placement_cluster_blocks)
+
 # What the diagnosis's count statements take (graphsvc/placement/counting.py).
 COUNT_PARAMS: dict[str, Any] = {
     "exclude": [],
@@ -257,8 +259,9 @@ EXAMPLES: dict[str, dict[str, Any]] = {
             {"model": "gb200", "prefilter_models": []},
         ],
     },
+    "placement_cluster_blocks": {k: FIT[k] for k in BLOCKS_PARAMS},
     "placement_leaves_fit": {
-        **{k: v for k, v in FIT.items() if k != "filters"},
+        **{k: v for k, v in FIT.items() if k not in ("filters", *BLOCKS_PARAMS)},
         "min_free": 16,
         "gpus": 16,
         "per_host": 0,
@@ -485,7 +488,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
 EXAMPLES.update(
     {
         f"{name}_scan": {k: v for k, v in EXAMPLES[name].items() if k in default_registry()[f"{name}_scan"].parameters}
-        for name in ("placement_domains_fit", "placement_hosts_fit", "placement_leaves_fit")
+        for name in ("placement_domains_fit", "placement_hosts_fit", "placement_leaves_fit", "placement_cluster_blocks")
     }
 )
 
