@@ -501,6 +501,10 @@ class _Search:
             self.first_page = None
             if params["skip"] == 0 and params["limit"] == limit:  # its hosts joined the loader then
                 self.fullest_host = _largest(row["host_blocks"])
+                if (
+                    self.prefetched is None
+                ):  # read with this search's blocks count: a later leaf page needs no read of them
+                    self.prefetched = (int(cast(int, params["blocks"])), row["host_blocks"], row["domain_blocks"])
                 return row
         if query in BLOCKS_BESIDE:
             return await self.read_fit_beside_blocks(query, params)
@@ -528,7 +532,9 @@ class _Search:
             blocks_form = self.gw.registry[await self.engine.fit_form(BLOCKS_QUERY)]
             blocks_params = {k: v for k, v in params.items() if k in blocks_form.parameters}
             self.statements.append(Statement(blocks_form.name, blocks_form.text, dict(blocks_params)))
-            rows, blocks_row = await _both(self.gw.read(form.name, own), self.gw.read(blocks_form.name, blocks_params))
+            rows, blocks_row = await both_reads(
+                self.gw.read(form.name, own), self.gw.read(blocks_form.name, blocks_params)
+            )
             host_blocks = cast(list[BlockRow], blocks_row[0]["host_blocks"]) if blocks_row else []
             domain_blocks = cast(list[BlockRow], blocks_row[0]["domain_blocks"]) if blocks_row else []
         if not rows:  # no unit to read at all
@@ -965,7 +971,7 @@ class _Search:
         return answered
 
 
-async def _both(first: Awaitable[list[Row]], second: Awaitable[list[Row]]) -> tuple[list[Row], list[Row]]:
+async def both_reads(first: Awaitable[list[Row]], second: Awaitable[list[Row]]) -> tuple[list[Row], list[Row]]:
     """Two reads at once; the first failure is raised as it is (a store error keeps its type, not
     wrapped in an exception group) once the other read was cancelled and collected."""
     tasks = [asyncio.ensure_future(first), asyncio.ensure_future(second)]
