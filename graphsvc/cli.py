@@ -608,8 +608,7 @@ async def _start(settings: Settings) -> tuple[uvicorn.Server, asyncio.Task[None]
 
     from graphsvc import logs
 
-    if settings.port_file is not None:
-        settings.port_file.unlink(missing_ok=True)
+    _forget_port_file(settings)
     server = _server(settings)
 
     async def serve() -> None:
@@ -650,7 +649,8 @@ def _listening_port(server: uvicorn.Server) -> int | None:
 
 
 def _forget_port_file(settings: Settings) -> None:
-    """The port file goes with the service: a supervisor never reads the port of one that ended."""
+    """The port file goes with the service (and an earlier run's before it starts): a supervisor
+    never reads the port of one that is not listening."""
     if settings.port_file is not None:
         settings.port_file.unlink(missing_ok=True)
 

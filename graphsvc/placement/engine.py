@@ -501,10 +501,7 @@ class _Search:
             self.first_page = None
             if params["skip"] == 0 and params["limit"] == limit:  # its hosts joined the loader then
                 self.fullest_host = _largest(row["host_blocks"])
-                if (
-                    self.prefetched is None
-                ):  # read with this search's blocks count: a later leaf page needs no read of them
-                    self.prefetched = (int(cast(int, params["blocks"])), row["host_blocks"], row["domain_blocks"])
+                self.keep_first_blocks(row, params)  # a later leaf page then reads none of its own
                 return row
         if query in BLOCKS_BESIDE:
             return await self.read_fit_beside_blocks(query, params)
@@ -547,9 +544,13 @@ class _Search:
         await self.adopt(row["hosts"])
         self.engine.block_tops.saw(row["host_blocks"], row["domain_blocks"])
         self.fullest_host = _largest(row["host_blocks"])
+        self.keep_first_blocks(row, params)
+        return row
+
+    def keep_first_blocks(self, row: FitRow, params: dict[str, object]) -> None:
+        """The first free blocks this search read, with the count they were read for (`finish`)."""
         if self.prefetched is None:
             self.prefetched = (int(cast(int, params["blocks"])), row["host_blocks"], row["domain_blocks"])
-        return row
 
     async def _fit_pages(
         self,

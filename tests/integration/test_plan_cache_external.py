@@ -4,7 +4,6 @@ smaller than the service's named statements is logged with the size to set (plan
 from __future__ import annotations
 
 import logging
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -18,12 +17,7 @@ from graphsvc.settings import Settings
 from graphsvc.store.embedded import EmbeddedOptions, locate_binaries
 from graphsvc.store.factory import open_store
 from graphsvc.store.plan_cache import sized_plan_cache
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.conftest import free_port
 
 
 @contextmanager
@@ -34,7 +28,7 @@ def _falkordb_on_tcp(tmp_path: Path, cache_size: int) -> Iterator[int]:
     another port (three tries)."""
     server, module = locate_binaries(EmbeddedOptions(data_dir=tmp_path))
     for _ in range(3):
-        port = _free_port()
+        port = free_port()
         proc = subprocess.Popen(
             [server, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(tmp_path), "--save", "",
              "--appendonly", "no", "--loadmodule", module, "CACHE_SIZE", str(cache_size)],
