@@ -19,6 +19,8 @@
 // The model prefilter: a unit whose model the engine knows ($known) passes when it is one of
 // $prefilter_models (decided in Python: list membership, not a lower-case substring test per
 // unit); any other model by the substring test (graphsvc.placement.engine.prefilter_params).
+// Traversals from bound nodes name no label at an end the schema allows one label at (a label test
+// per row on FalkorDB; docs/store.md, "No label test the schema already makes").
 // @read
 // @param exclude list<string>
 // @param extra int
@@ -42,7 +44,7 @@ WITH collect(s) AS units
 WHERE size(units) > 0
 CALL (units) {
   UNWIND units AS s
-  OPTIONAL MATCH (s)<-[:UPLINK]-(:NIC)<-[:HAS_NIC]-(h:Host)
+  OPTIONAL MATCH (s)<-[:UPLINK]-()<-[:HAS_NIC]-(h)
   WHERE h.free_gpus >= $host_min AND NOT h.name IN $exclude AND coalesce(h.received_at, $now) >= $stale_before
     AND ($model = '' OR h.gpu_model IN $prefilter_models
          OR (NOT coalesce(h.gpu_model, '') IN $known AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model))

@@ -18,6 +18,7 @@ import contextlib
 import itertools
 import logging
 import os
+import random
 import socket
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -154,11 +155,34 @@ async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
         yield c
 
 
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+    """A TCP port on 127.0.0.1 that nothing holds now, for a server that cannot bind port 0 and
+    say which port it got (slurmctld and slurmd, redis-server's TCP port).
+
+    Why not the port a bind to 0 hands out: the kernel hands out the same ephemeral range to every
+    bind to port 0 and every outgoing connection, so between this check and the server's own bind
+    any of the suite's other services or clients could take it (a CI run lost a service's port that
+    way; those services now bind 0 themselves). Chosen at random below that range instead, where
+    only explicit binds like this one land, and checked by binding it."""
+    low = _ephemeral_low()
+    rng = random.SystemRandom()
+    for _ in range(200):
+        port = rng.randrange(20000, low) if low > 21000 else 0
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            found: int = s.getsockname()[1]
+            return found
+    raise RuntimeError("no free TCP port found below the ephemeral range in 200 tries")
 
 
 REPO = Path(__file__).resolve().parents[1]

@@ -4,12 +4,14 @@
 // (placement_usable) on hosts neither excluded nor stale: a domain qualifies with $n of them.
 // Out: `scanned` (the page's domains) and `found` ({unit, free, hosts}: the qualifying domains
 // and the hosts of their usable GPUs), one row per input row.
+// Traversals from bound nodes name no label at an end the schema allows one label at (a label test
+// per row on FalkorDB; docs/store.md, "No label test the schema already makes").
 CALL (units) {
   UNWIND units AS d
-  OPTIONAL MATCH (d)<-[:IN_DOMAIN]-(g:GPU)
+  OPTIONAL MATCH (d)<-[:IN_DOMAIN]-(g)
   WHERE g.state = 'free' OR g.uuid IN $virtual_free OR (g.state = 'reserved' AND g.lease_expires_at < $now)
-  OPTIONAL MATCH (h:Host)-[:HAS_GPU]->(g)
-  OPTIONAL MATCH (g)-[a:NIC_AFFINITY]->(n:NIC)
+  OPTIONAL MATCH (h)-[:HAS_GPU]->(g)
+  OPTIONAL MATCH (g)-[a:NIC_AFFINITY]->(n)
   WITH d, h,
 //@include placement_usable
   WITH d, CASE WHEN usable AND NOT h.name IN $exclude AND coalesce(h.received_at, $now) >= $stale_before

@@ -30,6 +30,8 @@
 // "Dialect").
 // In: `keep` (any value carried through), `host_blocks`, `domain_blocks`, `names`. Out:
 // `WITH keep, host_blocks, domain_blocks, hosts`, one row per input row.
+// Traversals from bound nodes name no label at an end the schema allows one label at (a label test
+// per row on FalkorDB; docs/store.md, "No label test the schema already makes").
 CALL (names) {
   UNWIND (CASE WHEN size(names) = 0 THEN [null] ELSE names END) AS map_name
   WITH DISTINCT map_name
@@ -38,7 +40,7 @@ CALL (names) {
   OPTIONAL MATCH (map_site:Site)-[:HAS_CLUSTER]->(map_cluster:Cluster {name: map_cluster_name})
   UNWIND map_hosts AS map_host
   WITH DISTINCT map_host, map_site.name AS map_site_name
-  OPTIONAL MATCH (map_host)-[:HAS_GPU]->(map_gpu:GPU)
+  OPTIONAL MATCH (map_host)-[:HAS_GPU]->(map_gpu)
   WHERE map_gpu.state = 'free' OR map_gpu.uuid IN $virtual_free
     OR (map_gpu.state = 'reserved' AND map_gpu.lease_expires_at < $now)
   WITH map_host, map_site_name, collect(CASE WHEN map_gpu IS NULL THEN null ELSE [

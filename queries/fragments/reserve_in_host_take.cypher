@@ -11,10 +11,12 @@
 // the states, the stale HOLDS edges of ended reservations deleted before the new ones are made,
 // and counters moved by deltas. Out: one row with the new reservation's id, the reservation as
 // stored and the GPUs it holds (as reserve_gpus answers: nothing read back), or none.
-MATCH (h)-[:HAS_GPU]->(g:GPU)
+// Traversals from bound nodes name no label at an end the schema allows one label at (a label test
+// per row on FalkorDB; docs/store.md, "No label test the schema already makes").
+MATCH (h)-[:HAS_GPU]->(g)
 WHERE g.state = 'free' AND g.model IN $models AND NOT toLower(coalesce(g.health, 'ok')) IN ['failed', 'degraded']
   AND NOT coalesce(g.mig_mode, false)
-OPTIONAL MATCH (g)-[:IN_DOMAIN]->(d:NVLinkDomain)
+OPTIONAL MATCH (g)-[:IN_DOMAIN]->(d)
 WITH h, want, d, g
 ORDER BY h.name, coalesce(g.temperature_c, 50.0), g.index
 WITH h, want, d, collect(g) AS members, min(g.index) AS first
@@ -44,7 +46,7 @@ FOREACH (x IN gpus |
   MERGE (r)-[:HOLDS]->(x))
 WITH r AS carry, gpus AS moved, -1 AS sign
 //@include delta_tail
-MATCH (carry)-[:HOLDS]->(x:GPU)
-OPTIONAL MATCH (x)<-[:HAS_GPU]-(h:Host)
+MATCH (carry)-[:HOLDS]->(x)
+OPTIONAL MATCH (x)<-[:HAS_GPU]-(h)
 WITH carry, collect([x.uuid, x.index, x.model, h.name, h.rack, h.scalable_unit]) AS held
 RETURN carry.id AS id, properties(carry) AS reservation, held AS taken

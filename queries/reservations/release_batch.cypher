@@ -12,12 +12,14 @@
 // the two reads there (FalkorDB: a batch of six 2.07 -> 1.75 ms; docs/benchmarks.md, "Stop 52").
 // A reservation whose lease ran out before it ends is ended as `expired` at its lease's end (as the
 // reaper would, and as readers already see it: service.as_seen), whatever $state asks.
+// Traversals from bound nodes name no label at an end the schema allows one label at (a label test
+// per row on FalkorDB; docs/store.md, "No label test the schema already makes").
 // @write
 // @param ids list<string>
 // @param now float
 // @param state string
 // @row ids any, reservations any, taken any
-MATCH (r:Reservation)-[:HOLDS]->(g:GPU)
+MATCH (r:Reservation)-[:HOLDS]->(g)
 WHERE r.id IN $ids
 WITH DISTINCT g
 ORDER BY g.uuid
@@ -31,7 +33,7 @@ ORDER BY r.id
 SET r:Reservation //@lock
 WITH r, gpus
 //@lock-begin
-OPTIONAL MATCH (r)-[:HOLDS]->(now:GPU)
+OPTIONAL MATCH (r)-[:HOLDS]->(now)
 WITH r, gpus, collect(CASE WHEN now.reservation = r.id THEN now.uuid END) AS held
 WITH r, gpus, held
 WHERE size([u IN held WHERE NOT u IN [x IN gpus | x.uuid]]) = 0
@@ -46,6 +48,6 @@ WITH collect(r) AS carry, collect(moved) AS freed
 WITH carry, reduce(m = [], s IN freed | m + s) AS moved, 1 AS sign
 //@include delta_tail
 UNWIND carry AS r
-OPTIONAL MATCH (r)-[:HOLDS]->(x:GPU)<-[:HAS_GPU]-(xh:Host)
+OPTIONAL MATCH (r)-[:HOLDS]->(x)<-[:HAS_GPU]-(xh)
 WITH r, collect(CASE WHEN x IS NULL THEN NULL ELSE [x.uuid, x.index, x.model, xh.name, xh.rack, xh.scalable_unit] END) AS held
 RETURN collect(r.id) AS ids, collect(properties(r)) AS reservations, collect(held) AS taken

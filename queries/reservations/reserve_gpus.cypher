@@ -8,6 +8,8 @@
 // read committed isolation two reservations cannot both take a GPU, cannot write a stale
 // counter, and cannot deadlock. FalkorDB runs the statement as one atomic write. A GPU whose
 // hold has expired counts as free (even before the lease reaper has run).
+// Traversals from bound nodes name no label at an end the schema allows one label at (a label test
+// per row on FalkorDB; docs/store.md, "No label test the schema already makes").
 // @write
 // @param now float
 // @param props map
@@ -36,7 +38,7 @@ WHERE old.id <> $props.id
 DELETE stale
 WITH DISTINCT r AS carry, moved, -1 AS sign
 //@include delta_tail
-MATCH (carry)-[:HOLDS]->(x:GPU)
-OPTIONAL MATCH (x)<-[:HAS_GPU]-(h:Host)
+MATCH (carry)-[:HOLDS]->(x)
+OPTIONAL MATCH (x)<-[:HAS_GPU]-(h)
 WITH carry, collect([x.uuid, x.index, x.model, h.name, h.rack, h.scalable_unit]) AS held
 RETURN carry.id AS id, properties(carry) AS reservation, held AS taken

@@ -25,7 +25,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -117,12 +116,6 @@ def collected_at(kind: str, body: bytes) -> datetime:
     return model.model_validate_json(body).collected_at
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def replay_args(replay: Path | None) -> list[str]:
     return ["--nvml-replay", str(replay)] if replay else []
 
@@ -137,13 +130,18 @@ def agent(port: int, spool: Path, log: Path, replay: Path | None) -> subprocess.
 def outage(work: Path, replay: Path | None) -> dict[str, Any]:
     spool_dir = work / "spool"
     log = work / "agent.log"
-    port = free_port()
+    # The service's socket is bound from the start and listens only once the service is "up": while
+    # it does not listen the agent's connections are refused, as by a host with no service, and no
+    # other process can take the port in between (a port found free and bound later can be).
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver, bind_and_activate=False)
+    server.server_bind()
+    port = int(server.server_address[1])
     down = agent(port, spool_dir, log, replay)
     time.sleep(6)
     os.killpg(down.pid, signal.SIGKILL)
     down.wait()
     spooled = [(e.kind, e.body()) for e in Spool(spool_dir).pending()]
-    server = ThreadingHTTPServer(("127.0.0.1", port), Receiver)
+    server.server_activate()
     threading.Thread(target=server.serve_forever, daemon=True).start()
     up = agent(port, spool_dir, log, replay)
     deadline = time.monotonic() + 30
@@ -156,6 +154,7 @@ def outage(work: Path, replay: Path | None) -> dict[str, Any]:
         os.killpg(up.pid, signal.SIGKILL)
         rc = -9
     server.shutdown()
+    server.server_close()
     received = [("facts" if path.endswith("/facts") else "metrics", body) for path, body in Receiver.received]
     received_at = [(kind, collected_at(kind, body)) for kind, body in received]
     # Nothing lost: each spooled entry arrived, or a newer one that supersedes it did.
