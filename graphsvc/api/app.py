@@ -25,17 +25,35 @@ from graphsvc.settings import Settings
 from graphsvc.ui import mount_ui
 from graphsvc.ui.offline import LocalGraphiQLRouter, mount_api_docs
 
+# Container objects allocated (less those freed) before the collector walks the young generation;
+# CPython's default is 700. A placement answer holds a few thousand young lists and dicts at its
+# peak (the store's rows, the candidates), so at 700 the collector ran ~5.5 times per multi-host
+# answer and walked them each time, 0.2-0.3 ms of a ~7 ms answer; at 20,000 about once per 60
+# answers (docs/benchmarks.md, Placement latency, "Stop 57"). What it waits for is a few MB.
+YOUNG_COLLECTION_THRESHOLD = 20_000
 
-def freeze_startup_heap() -> None:
+
+def freeze_startup_heap() -> tuple[int, int, int]:
     """Move every object alive once the service has started (modules, schemas, the GraphQL
     schema, the store client) out of the garbage collector's reach (`gc.freeze`), after one
-    full collection. Those objects live as long as the process, yet each full collection
-    walked all of them: ~0.1 s, a stop of every request in flight, once per few hundred
-    reservations (#15: 0.2-0.4 ms of the service's CPU per reserve+release cycle, and the
-    p99). Called once the lifespan has opened the store; benchmarks call it where the server
-    would."""
+    full collection, and collect the young generation less often (YOUNG_COLLECTION_THRESHOLD).
+    The frozen objects live as long as the process, yet each full collection walked all of
+    them: ~0.1 s, a stop of every request in flight, once per few hundred reservations (#15:
+    0.2-0.4 ms of the service's CPU per reserve+release cycle, and the p99). Called once the
+    lifespan has opened the store; benchmarks call it where the server would. Returns the
+    collector's thresholds before, for `thaw_startup_heap`."""
     gc.collect()
     gc.freeze()
+    before: tuple[int, int, int] = gc.get_threshold()
+    gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, before[1], before[2])
+    return before
+
+
+def thaw_startup_heap(thresholds: tuple[int, int, int]) -> None:
+    """Undo `freeze_startup_heap` when the service stops: what it held becomes garbage it may
+    collect again, at the thresholds it had."""
+    gc.unfreeze()
+    gc.set_threshold(*thresholds)
 
 
 def _install(app: FastAPI, services: Services) -> None:
@@ -55,11 +73,11 @@ def create_app(settings: Settings | None = None, *, gateway: Gateway | None = No
             return
         async with running(settings) as services:
             _install(app, services)
-            freeze_startup_heap()
+            thresholds = freeze_startup_heap()
             try:
                 yield
             finally:
-                gc.unfreeze()  # what the service held becomes garbage it may collect again
+                thaw_startup_heap(thresholds)
 
     app = FastAPI(
         title="graphsvc",

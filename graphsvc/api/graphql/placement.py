@@ -77,7 +77,7 @@ def to_graphql(req: PlacementRequest, result: EngineResult) -> PlacementResult:
         elapsed_ms=round(result.elapsed_ms, 3),
         explain=PlacementExplain(
             cypher=[
-                CypherStatement(name=s.name, statement=s.text, parameters=cast(JSON, s.params), browser=s.browser)
+                CypherStatement(name=s.name, statement=s.text, parameters=cast(JSON, s.params), source=s)
                 for s in result.statements
             ]
         ),

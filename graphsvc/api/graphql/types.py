@@ -20,6 +20,7 @@ from graphsvc.api.graphql.mig import MigSlice, MigSliceCandidate
 from graphsvc.api.graphql.mig import of_host as mig_slice_of_host
 from graphsvc.placement.model import InfeasibleReason
 from graphsvc.placement.request import NVLinkRequirement, Packing
+from graphsvc.placement.statement import Statement
 from graphsvc.read import browse, hosts
 from graphsvc.read.browse import (
     ClusterSummary,
@@ -318,9 +319,16 @@ class CypherStatement:
     name: str = strawberry.field(description="The named query, queries/NAME.cypher")
     statement: str = strawberry.field(description="Its text, fragments expanded")
     parameters: JSON = strawberry.field(description="The values it ran with")
-    browser: str = strawberry.field(
+    # Rendered only when a query selects `browser`: every placement answer carries its statements,
+    # and rendering each one's parameters as Cypher cost ~0.2 ms of a multi-host answer that no
+    # scheduler reads (docs/benchmarks.md, Placement latency, "Stop 57").
+    source: strawberry.Private[Statement]
+
+    @strawberry.field(
         description="One paste for Neo4j Browser: a :params command with these values, then the statement"
     )
+    def browser(self) -> str:
+        return self.source.browser
 
 
 @strawberry.type(description="How the candidates were found: the store's part, runnable as it ran")
