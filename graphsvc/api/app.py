@@ -29,7 +29,7 @@ from graphsvc.ui.offline import LocalGraphiQLRouter, mount_api_docs
 # CPython's default is 700. A placement answer holds a few thousand young lists and dicts at its
 # peak (the store's rows, the candidates), so at 700 the collector ran ~5.5 times per multi-host
 # answer and walked them each time, 0.2-0.3 ms of a ~7 ms answer; at 20,000 about once per 60
-# answers (docs/benchmarks.md, Placement latency, "Stop 57"). What it waits for is a few MB.
+# answers (docs/benchmarks.md, Placement latency, "Stop 57, second step"). It waits for a few MB.
 YOUNG_COLLECTION_THRESHOLD = 20_000
 
 

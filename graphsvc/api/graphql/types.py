@@ -321,7 +321,7 @@ class CypherStatement:
     parameters: JSON = strawberry.field(description="The values it ran with")
     # Rendered only when a query selects `browser`: every placement answer carries its statements,
     # and rendering each one's parameters as Cypher cost ~0.2 ms of a multi-host answer that no
-    # scheduler reads (docs/benchmarks.md, Placement latency, "Stop 57").
+    # scheduler reads (docs/benchmarks.md, Placement latency, "Stop 57, second step").
     source: strawberry.Private[Statement]
 
     @strawberry.field(
