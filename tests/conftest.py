@@ -40,6 +40,8 @@ from graphsvc.store.neo4j_backend import Neo4jBackend
 from tests.queries import with_test_queries
 from tests.stores import NEO4J_TEST_TIMEOUT_S, STORES, Neo4jServer, reset_neo4j, start_neo4j_server
 
+log = logging.getLogger(__name__)
+
 _graph_ids = itertools.count(1)
 
 # Hypothesis judges no example by its wall time (its default deadline is 200 ms, and data that
@@ -172,6 +174,8 @@ def free_port() -> int:
     way; those services now bind 0 themselves). Chosen at random below that range instead, where
     only explicit binds like this one land, and checked by binding it."""
     low = _ephemeral_low()
+    if low <= 21000:  # no room below the range (e.g. `1024 65535`): the kernel's choice, race and all
+        log.warning("the ephemeral port range starts at %d: free_port falls back to a port from it", low)
     rng = random.SystemRandom()
     for _ in range(200):
         port = rng.randrange(20000, low) if low > 21000 else 0
@@ -181,8 +185,14 @@ def free_port() -> int:
             except OSError:
                 continue
             found: int = s.getsockname()[1]
-            return found
+        if found in _HANDED_OUT:  # two calls in a row (slurmctld's and slurmd's) must differ
+            continue
+        _HANDED_OUT.add(found)
+        return found
     raise RuntimeError("no free TCP port found below the ephemeral range in 200 tries")
+
+
+_HANDED_OUT: set[int] = set()  # ports free_port has returned in this process
 
 
 REPO = Path(__file__).resolve().parents[1]

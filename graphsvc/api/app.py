@@ -28,32 +28,44 @@ from graphsvc.ui.offline import LocalGraphiQLRouter, mount_api_docs
 # Container objects allocated (less those freed) before the collector walks the young generation;
 # CPython's default is 700. A placement answer holds a few thousand young lists and dicts at its
 # peak (the store's rows, the candidates), so at 700 the collector ran ~5.5 times per multi-host
-# answer and walked them each time, 0.2-0.3 ms of a ~7 ms answer; at 20,000 about once per 60
-# answers (docs/benchmarks.md, Placement latency, "Stop 57, second step"). It waits for a few MB.
-YOUNG_COLLECTION_THRESHOLD = 20_000
+# answer and walked them each time, 0.2-0.3 ms of a ~7 ms answer; at 5,000 about once per ten
+# GraphQL answers and once per 60 REST ones, as few as at 20,000 (docs/benchmarks.md, Placement
+# latency, "Stop 57, second step"). Kept at that: cyclic garbage (~200 small objects a request)
+# waits for the next collection, and a larger threshold lets more of it wait.
+YOUNG_COLLECTION_THRESHOLD = 5_000
 
 
-def freeze_startup_heap() -> tuple[int, int, int]:
+class _Heap:
+    """What the services started in this process have set (tests start several whose lifespans
+    overlap): the first start saves the collector's thresholds, the last stop restores them."""
+
+    holders = 0
+    thresholds: tuple[int, int, int] = (700, 10, 10)
+
+
+def freeze_startup_heap() -> None:
     """Move every object alive once the service has started (modules, schemas, the GraphQL
     schema, the store client) out of the garbage collector's reach (`gc.freeze`), after one
     full collection, and collect the young generation less often (YOUNG_COLLECTION_THRESHOLD).
     The frozen objects live as long as the process, yet each full collection walked all of
     them: ~0.1 s, a stop of every request in flight, once per few hundred reservations (#15:
     0.2-0.4 ms of the service's CPU per reserve+release cycle, and the p99). Called once the
-    lifespan has opened the store; benchmarks call it where the server would. Returns the
-    collector's thresholds before, for `thaw_startup_heap`."""
+    lifespan has opened the store; benchmarks call it where the server would."""
     gc.collect()
     gc.freeze()
-    before: tuple[int, int, int] = gc.get_threshold()
-    gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, before[1], before[2])
-    return before
+    if _Heap.holders == 0:
+        _Heap.thresholds = gc.get_threshold()
+    _Heap.holders += 1
+    gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, _Heap.thresholds[1], _Heap.thresholds[2])
 
 
-def thaw_startup_heap(thresholds: tuple[int, int, int]) -> None:
-    """Undo `freeze_startup_heap` when the service stops: what it held becomes garbage it may
-    collect again, at the thresholds it had."""
-    gc.unfreeze()
-    gc.set_threshold(*thresholds)
+def thaw_startup_heap() -> None:
+    """Undo `freeze_startup_heap` when the last service started in this process stops: what
+    they held becomes garbage it may collect again, at the thresholds it had before."""
+    _Heap.holders = max(0, _Heap.holders - 1)
+    if _Heap.holders == 0:
+        gc.unfreeze()
+        gc.set_threshold(*_Heap.thresholds)
 
 
 def _install(app: FastAPI, services: Services) -> None:
@@ -73,11 +85,11 @@ def create_app(settings: Settings | None = None, *, gateway: Gateway | None = No
             return
         async with running(settings) as services:
             _install(app, services)
-            thresholds = freeze_startup_heap()
+            freeze_startup_heap()
             try:
                 yield
             finally:
-                thaw_startup_heap(thresholds)
+                thaw_startup_heap()
 
     app = FastAPI(
         title="graphsvc",

@@ -127,34 +127,55 @@ def agent(port: int, spool: Path, log: Path, replay: Path | None) -> subprocess.
     return subprocess.Popen(cmd, stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True)
 
 
+class _ExclusiveServer(ThreadingHTTPServer):
+    """No SO_REUSEADDR: while bound and not yet listening, no other socket can bind its port."""
+
+    allow_reuse_address = False
+
+
+def _stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> int:
+    os.killpg(proc.pid, sig)
+    try:
+        return proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        return -9
+
+
 def outage(work: Path, replay: Path | None) -> dict[str, Any]:
     spool_dir = work / "spool"
     log = work / "agent.log"
     # The service's socket is bound from the start and listens only once the service is "up": while
     # it does not listen the agent's connections are refused, as by a host with no service, and no
     # other process can take the port in between (a port found free and bound later can be).
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver, bind_and_activate=False)
-    server.server_bind()
-    port = int(server.server_address[1])
-    down = agent(port, spool_dir, log, replay)
-    time.sleep(6)
-    os.killpg(down.pid, signal.SIGKILL)
-    down.wait()
-    spooled = [(e.kind, e.body()) for e in Spool(spool_dir).pending()]
-    server.server_activate()
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    up = agent(port, spool_dir, log, replay)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and len(Receiver.received) < len(spooled) + 2:
-        time.sleep(0.2)
-    os.killpg(up.pid, signal.SIGTERM)
+    server = _ExclusiveServer(("127.0.0.1", 0), Receiver, bind_and_activate=False)
+    agents: list[subprocess.Popen[bytes]] = []
+    serving = False
     try:
-        rc = up.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(up.pid, signal.SIGKILL)
-        rc = -9
-    server.shutdown()
-    server.server_close()
+        server.server_bind()
+        port = int(server.server_address[1])
+        down = agent(port, spool_dir, log, replay)
+        agents.append(down)
+        time.sleep(6)
+        _stop(down, signal.SIGKILL)
+        spooled = [(e.kind, e.body()) for e in Spool(spool_dir).pending()]
+        server.server_activate()
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        serving = True
+        up = agent(port, spool_dir, log, replay)
+        agents.append(up)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(Receiver.received) < len(spooled) + 2:
+            time.sleep(0.2)
+        rc = _stop(up)
+    finally:
+        for proc in agents:  # a step that failed leaves no agent running in its own session
+            if proc.poll() is None:
+                _stop(proc, signal.SIGKILL)
+        if serving:
+            server.shutdown()
+        server.server_close()
     received = [("facts" if path.endswith("/facts") else "metrics", body) for path, body in Receiver.received]
     received_at = [(kind, collected_at(kind, body)) for kind, body in received]
     # Nothing lost: each spooled entry arrived, or a newer one that supersedes it did.

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from graphsvc.api.app import create_app
+from graphsvc.api.app import YOUNG_COLLECTION_THRESHOLD, create_app
 from graphsvc.settings import Settings
 from tests.stores import NEO4J_TEST_TIMEOUT_S, Neo4jServer
 
@@ -27,7 +27,10 @@ async def test_the_lifespan_freezes_the_heap_once_the_store_is_open(
         settings = Settings(data_dir=tmp_path, query_timeout_s=NEO4J_TEST_TIMEOUT_S)
     app = create_app(settings.model_copy(update={"insecure_dev": True}))
     assert gc.get_freeze_count() == 0
+    thresholds = gc.get_threshold()
     async with app.router.lifespan_context(app):
         assert app.state.services is not None
         assert gc.get_freeze_count() > 0
+        assert gc.get_threshold()[0] == YOUNG_COLLECTION_THRESHOLD
     assert gc.get_freeze_count() == 0
+    assert gc.get_threshold() == thresholds
