@@ -29,8 +29,8 @@ from graphsvc.ui.offline import LocalGraphiQLRouter, mount_api_docs
 # CPython's default is 700. A placement answer holds a few thousand young lists and dicts at its
 # peak (the store's rows, the candidates), so at 700 the collector ran ~5.5 times per multi-host
 # answer and walked them each time, 0.2-0.3 ms of a ~7 ms answer; at 5,000 about once per ten
-# GraphQL answers and once per 60 REST ones, as few as at 20,000 (docs/benchmarks.md, Placement
-# latency, "Stop 57, second step"). Kept at that: cyclic garbage (~200 small objects a request)
+# GraphQL answers and once per 60 REST ones, 0.07 ms an answer as at 20,000 (docs/benchmarks.md,
+# Placement latency, "Stop 57, second step"). Kept at that: cyclic garbage (~200 small objects a request)
 # waits for the next collection, and a larger threshold lets more of it wait.
 YOUNG_COLLECTION_THRESHOLD = 5_000
 
