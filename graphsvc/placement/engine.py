@@ -519,25 +519,27 @@ class _Search:
         blocks are read by their own statement, sent at the same time on another connection, with
         the first page only (later pages keep them). Why: the store runs the two at once; in one
         statement they ran one after the other (docs/benchmarks.md, "Stop 56")."""
-        form = self.gw.registry[await self.engine.fit_form(query)]
-        own = {k: v for k, v in params.items() if k in form.parameters}
-        self.statements.append(Statement(form.name, form.text, dict(own)))
+        name, own = await self.recorded(query, params)
         if self.prefetched is not None:
             _, host_blocks, domain_blocks = self.prefetched
-            rows = await self.gw.read(form.name, own)
+            rows = await self.gw.read(name, own)
         else:
-            blocks_form = self.gw.registry[await self.engine.fit_form(BLOCKS_QUERY)]
-            blocks_params = {k: v for k, v in params.items() if k in blocks_form.parameters}
-            self.statements.append(Statement(blocks_form.name, blocks_form.text, dict(blocks_params)))
-            rows, blocks_row = await both_reads(
-                self.gw.read(form.name, own), self.gw.read(blocks_form.name, blocks_params)
-            )
+            blocks_name, blocks_params = await self.recorded(BLOCKS_QUERY, params)
+            rows, blocks_row = await both_reads(self.gw.read(name, own), self.gw.read(blocks_name, blocks_params))
             host_blocks = cast(list[BlockRow], blocks_row[0]["host_blocks"]) if blocks_row else []
             domain_blocks = cast(list[BlockRow], blocks_row[0]["domain_blocks"]) if blocks_row else []
         if not rows:  # no unit to read at all
             return FitRow(scanned=0, found=[], hosts=[], host_blocks=[], domain_blocks=[])
         row = cast(FitRow, {**rows[0], "host_blocks": host_blocks, "domain_blocks": domain_blocks})
         return await self.took_fit(row, params)
+
+    async def recorded(self, query: str, params: dict[str, object]) -> tuple[str, dict[str, object]]:
+        """The form `fit_form` picks for `query` and those of `params` it takes (of a set meant for
+        several statements), recorded for `explain`."""
+        form = self.gw.registry[await self.engine.fit_form(query)]
+        own = {k: v for k, v in params.items() if k in form.parameters}
+        self.statements.append(Statement(form.name, form.text, dict(own)))
+        return form.name, own
 
     async def took_fit(self, row: FitRow, params: dict[str, object]) -> FitRow:
         """A candidate statement's row: its hosts join the loader, its free blocks are kept."""

@@ -55,11 +55,16 @@ def fit_params(host_top: int, domain_top: int, blocks: int) -> dict[str, Any]:
     }
 
 
+def taken_by(name: str, params: dict[str, Any]) -> dict[str, Any]:
+    """Those of `params` that the named statement takes."""
+    taken = default_registry()[name].parameters
+    return {k: v for k, v in params.items() if k in taken}
+
+
 def blocks_params(host_top: int, domain_top: int, blocks: int) -> dict[str, Any]:
     """placement_cluster_blocks' parameters: the free blocks' own, as the engine sends them beside
     the leaf statement."""
-    taken = default_registry()["placement_cluster_blocks"].parameters
-    return {k: v for k, v in fit_params(host_top, domain_top, blocks).items() if k in taken}
+    return taken_by("placement_cluster_blocks", fit_params(host_top, domain_top, blocks))
 
 
 async def test_every_hint_gives_the_largest_free_blocks(gateway: Gateway) -> None:
@@ -122,8 +127,7 @@ def test_each_candidate_statement_has_a_scan_form_without_the_seek_hints() -> No
 def scan_params(name: str, params: dict[str, Any]) -> dict[str, Any]:
     """A seek form's parameters as its scan form takes them (no probe hints; the domain statement
     no lazy page bound either)."""
-    taken = default_registry()[f"{name}_scan"].parameters
-    return {k: v for k, v in params.items() if k in taken}
+    return taken_by(f"{name}_scan", params)
 
 
 def alike(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -154,9 +158,7 @@ def alike(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def leaves_params(min_free: int, skip: int, limit: int) -> dict[str, Any]:
     """placement_leaves_fit's parameters (test_queries_run's example), a page of leaves."""
-    hosts_only = ("filters", "first_size", "last_size", "step", "mode", "n", "probe")
-    blocks_only = ("blocks", "host_top", "domain_top", "tie_buckets")  # the blocks are read beside it
-    fit = {k: v for k, v in fit_params(8, 72, 5).items() if k not in (*hosts_only, *blocks_only)}
+    fit = taken_by("placement_leaves_fit", fit_params(8, 72, 5))  # no host filters; the blocks are read beside it
     return {
         **fit,
         "min_free": min_free,

@@ -17,6 +17,7 @@ from graphsvc.placement.engine import PlacementEngine, prefilter_params
 from graphsvc.placement.request import parse_request
 from graphsvc.reservations.service import Reservation, ReservationService
 from graphsvc.store.gateway import Gateway
+from graphsvc.store.queries import default_registry
 from graphsvc.store.schema import TIE_BUCKETS, tie_bucket
 from graphsvc.synthetic.clusters import build
 from tests.cluster_helpers import load
@@ -33,7 +34,8 @@ COMMON: dict[str, Any] = {
     "skip": 0,
     "tie_buckets": TIE_BUCKETS,
 }
-LEAVES_COMMON = {k: v for k, v in COMMON.items() if k not in ("blocks", "host_top", "domain_top", "tie_buckets")}
+# The leaf statement reads no free blocks (the engine reads them beside it): their parameters left out.
+LEAVES_COMMON = {k: v for k, v in COMMON.items() if k in default_registry()["placement_leaves_fit"].parameters}
 STATEMENTS: dict[str, dict[str, Any]] = {
     "placement_hosts_fit": {**COMMON, "filters": DEFAULT_GPU_FILTERS, "first_size": 1, "last_size": 128, "step": 1,
                             "mode": "none", "n": 1, "limit": 50, "probe": 50},
