@@ -25,10 +25,8 @@ Works on a copy in a scratch folder beside the kept store; the kept one is never
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
-import shutil
 import socket
 import statistics
 import time
@@ -38,6 +36,7 @@ from typing import Any
 
 import hiredis
 from free_blocks_forms import captured_params
+from kept_copy import kept_arguments, on_a_copy
 from placement_store_state import BLOCKS_STATEMENT, STATEMENT, one_statement, one_statement_params
 
 from graphsvc.services import Services
@@ -179,17 +178,8 @@ async def measure(data: Path, runs: int) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("kept", type=Path, help="a kept store's folder (placement_latency.py --keep DIR SIZE)")
-    parser.add_argument("--runs", type=int, default=60)
-    args = parser.parse_args()
-    scratch = args.kept.with_name(args.kept.name + "-reply-scratch")
-    shutil.rmtree(scratch, ignore_errors=True)
-    shutil.copytree(args.kept, scratch, ignore=shutil.ignore_patterns("*.sock", "*.pid", "*.lock"))
-    try:
-        result = asyncio.run(measure(scratch, args.runs))
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    args = kept_arguments(__doc__.split("\n")[0], runs=60)
+    result = on_a_copy(args.kept, "reply-scratch", lambda scratch: measure(scratch, args.runs))
     print(json.dumps({"statement": STATEMENT, "runs": args.runs, **result}, indent=1))
 
 

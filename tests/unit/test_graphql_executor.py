@@ -8,8 +8,10 @@ import asyncio
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, cast
 
+import pytest
 import strawberry
 from graphql import ExecutionResult, Undefined
 from hypothesis import given, settings
@@ -287,3 +289,41 @@ def test_permissions_extensions_and_special_values_take_the_general_way() -> Non
             answers.append((result.data, [e.formatted for e in result.errors or []]))
         assert answers[0] == answers[1], query
     assert answers[0] == ({"guarded": [{"inner": None}]}, [answers[0][1][0]])  # the last: an error, not {}
+
+
+def test_a_type_is_remembered_as_plain_only_where_its_type_decides() -> None:
+    """Plain types are remembered once per process; a generator is awaitable or not by its code's
+    flags, so a plain generator seen first does not let a generator-based coroutine through."""
+    from types import coroutine
+
+    from graphsvc.api.graphql import executor
+
+    def plain_generator() -> Any:
+        yield 1
+
+    @coroutine
+    def old_style() -> Any:
+        yield
+
+    keep = set(executor._PLAIN_TYPES)
+    try:
+        assert executor._one(plain_generator(), True, lambda v: "serialised", None) == "serialised"
+        awaitable = old_style()
+        with pytest.raises(executor._NotPlain):
+            executor._one(awaitable, True, lambda v: "serialised", None)
+        awaitable.close()
+
+        @dataclass
+        class Fresh:
+            name: str
+
+        assert Fresh not in executor._PLAIN_TYPES
+        executor._one(Fresh(name="h"), True, None, [("name", attrgetter("name"), True, False, False, str, None)])
+        assert Fresh in executor._PLAIN_TYPES
+        with pytest.raises(executor._NotPlain):  # an error value's type is never remembered
+            executor._one(ValueError("x"), True, lambda v: "serialised", None)
+        with pytest.raises(executor._NotPlain):
+            executor._one(Undefined, True, lambda v: "serialised", None)
+    finally:
+        executor._PLAIN_TYPES.clear()
+        executor._PLAIN_TYPES.update(keep)

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from inspect import isawaitable
 from operator import attrgetter
+from types import GeneratorType
 from typing import Any
 
 from graphql import (
@@ -31,12 +32,14 @@ from graphql import (
     GraphQLObjectType,
     GraphQLResolveInfo,
     GraphQLScalarType,
+    GraphQLString,
     Undefined,
     get_nullable_type,
     is_non_null_type,
 )
 from graphql.execution.collect_fields import FieldDetailsList, GroupedFieldSet
 from graphql.pyutils import AwaitableOrValue, Path
+from graphql.pyutils.undefined import UndefinedType
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 from strawberry.schema.schema_converter import GraphQLCoreConverter
 from strawberry.types.field import StrawberryField
@@ -68,8 +71,14 @@ def _complete(plan: list[_Step], source: Any) -> dict[str, Any]:
     return out
 
 
-# Values graphql-core takes as they are: anything else is checked for what it would treat first.
-_BUILTIN_SCALARS = frozenset({str, int, float, bool})
+# Types whose values graphql-core takes as they are: never an error value, an awaitable or
+# Undefined. Those three are properties of a value's type (a generator is awaitable or not by its
+# code's flags, so generators are checked each time), so a type is checked once per process:
+# a placement answer's ~200 GPU and host objects are each checked in a set lookup, not in
+# inspect.isawaitable's ABC checks. Bounded: past the cap, types are checked each time.
+_PLAIN_TYPES: set[type] = {str, int, float, bool}
+_PLAIN_TYPES_CAP = 4_096
+_SERIALISE_STRING = GraphQLString.coerce_output_value
 
 
 def _one(value: Any, non_null: bool, serialise: Callable[[Any], Any] | None, nested: list[_Step] | None) -> Any:
@@ -77,14 +86,18 @@ def _one(value: Any, non_null: bool, serialise: Callable[[Any], Any] | None, nes
         if non_null:
             raise _NotPlain
         return None
-    # An error value is raised as the field's error, an awaitable awaited, Undefined a null:
-    # the general way does each (a scalar that takes anything, such as JSON, would not refuse them).
-    if type(value) not in _BUILTIN_SCALARS and (
-        value is Undefined or isinstance(value, Exception) or isawaitable(value)
-    ):
-        raise _NotPlain
+    kind = type(value)
+    if kind not in _PLAIN_TYPES:
+        # An error value is raised as the field's error, an awaitable awaited, Undefined a null:
+        # the general way does each (a scalar that takes anything, such as JSON, would not refuse them).
+        if value is Undefined or isinstance(value, Exception) or isawaitable(value):
+            raise _NotPlain
+        if kind is not GeneratorType and kind is not UndefinedType and len(_PLAIN_TYPES) < _PLAIN_TYPES_CAP:
+            _PLAIN_TYPES.add(kind)
     if nested is not None:
         return _complete(nested, value)
+    if kind is str and serialise is _SERIALISE_STRING:  # what serialize_string returns for a str
+        return value
     assert serialise is not None
     serialised = serialise(value)
     if serialised is None or serialised is Undefined:
