@@ -21,7 +21,10 @@ def kept_arguments(description: str, runs: int) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("kept", type=Path, help="a kept store's folder (placement_latency.py --keep DIR SIZE)")
     parser.add_argument("--runs", type=int, default=runs)
-    return parser.parse_args()
+    args = parser.parse_args()
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+    return args
 
 
 def on_a_copy(kept: Path, suffix: str, measure: Callable[[Path], Coroutine[Any, Any, T]]) -> T:

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import enum
-from collections.abc import Callable
+import inspect
+import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from operator import attrgetter
-from typing import Any, cast
+from typing import Any, TypeGuard, cast
 
-import pytest
 import strawberry
 from graphql import ExecutionResult, Undefined
 from hypothesis import given, settings
@@ -291,39 +291,78 @@ def test_permissions_extensions_and_special_values_take_the_general_way() -> Non
     assert answers[0] == ({"guarded": [{"inner": None}]}, [answers[0][1][0]])  # the last: an error, not {}
 
 
-def test_a_type_is_remembered_as_plain_only_where_its_type_decides() -> None:
-    """Plain types are remembered once per process; a generator is awaitable or not by its code's
-    flags, so a plain generator seen first does not let a generator-based coroutine through."""
-    from types import coroutine
+class Forward:
+    """A proxy that forwards any attribute it lacks, `__await__` among them, to its target."""
 
-    from graphsvc.api.graphql import executor
+    def __init__(self, target: Any) -> None:
+        object.__setattr__(self, "_target", target)
 
-    def plain_generator() -> Any:
-        yield 1
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._target, name)
 
-    @coroutine
-    def old_style() -> Any:
-        yield
+    def __str__(self) -> str:
+        return str(self._target)
 
-    keep = set(executor._PLAIN_TYPES)
-    try:
-        assert executor._one(plain_generator(), True, lambda v: "serialised", None) == "serialised"
-        awaitable = old_style()
-        with pytest.raises(executor._NotPlain):
-            executor._one(awaitable, True, lambda v: "serialised", None)
-        awaitable.close()
 
-        @dataclass
-        class Fresh:
-            name: str
+class Lazy(Forward):
+    """A lazy proxy as Django's or wrapt's: isinstance() sees its target's class too."""
 
-        assert Fresh not in executor._PLAIN_TYPES
-        executor._one(Fresh(name="h"), True, None, [("name", attrgetter("name"), True, False, False, str, None)])
-        assert Fresh in executor._PLAIN_TYPES
-        with pytest.raises(executor._NotPlain):  # an error value's type is never remembered
-            executor._one(ValueError("x"), True, lambda v: "serialised", None)
-        with pytest.raises(executor._NotPlain):
-            executor._one(Undefined, True, lambda v: "serialised", None)
-    finally:
-        executor._PLAIN_TYPES.clear()
-        executor._PLAIN_TYPES.update(keep)
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        return type(self._target)
+
+
+def test_proxies_answer_as_the_general_way() -> None:
+    """A value is checked as the general way checks it, the value itself asked (a review of stop 58
+    found a check by type wave through a proxy to an error or a coroutine once a proxy to a plain
+    object had passed; and a proxy that only forwards `__await__` is awaited the general way): a
+    proxy to a plain object, an error, a coroutine and a plain object again, in turn."""
+
+    class Plain:
+        def __str__(self) -> str:
+            return "plain"
+
+    async def later() -> str:
+        return "later"
+
+    plain = strawberry.Schema(query=GuardedQuery, execution_context_class=PlainObjectsExecutionContext)
+    general = strawberry.Schema(query=GuardedQuery)
+    targets: list[Callable[[], Any]] = [Plain, lambda: ValueError("boom"), later, Plain]
+    for query in ("{ guarded { name } }", "{ guarded { blob } }"):
+        for proxy, make in [(proxy, make) for proxy in (Lazy, Forward) for make in targets]:
+            answers = []
+            for schema in (plain, general):
+                value = proxy(make())  # a fresh value per schema: a coroutine is awaited once
+                GUARDED[:] = [Guarded(name=cast(str, value), blob=cast(JSON, value))]
+                result = asyncio.run(schema.execute(query))
+                target = object.__getattribute__(value, "_target")
+                if inspect.iscoroutine(target):
+                    target.close()  # neither way awaits a proxy's coroutine
+                # A JSON answer holds the proxy itself: compared by its type's name and its text.
+                data = json.dumps(result.data, default=lambda o: f"{type(o).__name__}: {o}")
+                answers.append((data, [e.formatted for e in result.errors or []]))
+            assert answers[0] == answers[1], (query, answers)
+
+
+def _isawaitable(value: Any) -> TypeGuard[Awaitable[Any]]:
+    return inspect.isawaitable(value)
+
+
+def test_values_are_checked_with_the_contexts_own_awaitable_test() -> None:
+    """The plan checks values with strawberry's awaitable test; a context given another one
+    completes every object the general way."""
+
+    class OwnTest(CountingPlain):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.is_awaitable = _isawaitable  # not strawberry's
+
+    query = "{ candidates { gpus { uuid } } }"
+    CANDIDATES[:] = [Candidate(score=1.0, gpus=[_gpu(0), _gpu(1)])]
+    CountingPlain.counted.fields = 0
+    assert asyncio.run(PLAIN.execute(query)).data == {"candidates": [{"gpus": [{"uuid": "GPU-0"}, {"uuid": "GPU-1"}]}]}
+    assert CountingPlain.counted.fields == 1  # the root field only: the rest in one step
+    CountingPlain.counted.fields = 0
+    own = strawberry.Schema(query=Query, execution_context_class=OwnTest)
+    assert asyncio.run(own.execute(query)).data == {"candidates": [{"gpus": [{"uuid": "GPU-0"}, {"uuid": "GPU-1"}]}]}
+    assert CountingPlain.counted.fields == 1 + 1 + 2  # candidates, its gpus, each uuid

@@ -20,9 +20,7 @@ reads change nothing (a property with side effects would run twice).
 from __future__ import annotations
 
 from collections.abc import Callable
-from inspect import isawaitable
 from operator import attrgetter
-from types import GeneratorType
 from typing import Any
 
 from graphql import (
@@ -39,7 +37,7 @@ from graphql import (
 )
 from graphql.execution.collect_fields import FieldDetailsList, GroupedFieldSet
 from graphql.pyutils import AwaitableOrValue, Path
-from graphql.pyutils.undefined import UndefinedType
+from strawberry.execution import optimized_is_awaitable
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 from strawberry.schema.schema_converter import GraphQLCoreConverter
 from strawberry.types.field import StrawberryField
@@ -71,13 +69,8 @@ def _complete(plan: list[_Step], source: Any) -> dict[str, Any]:
     return out
 
 
-# Types whose values graphql-core takes as they are: never an error value, an awaitable or
-# Undefined. Those three are properties of a value's type (a generator is awaitable or not by its
-# code's flags, so generators are checked each time), so a type is checked once per process:
-# a placement answer's ~200 GPU and host objects are each checked in a set lookup, not in
-# inspect.isawaitable's ABC checks. Bounded: past the cap, types are checked each time.
-_PLAIN_TYPES: set[type] = {str, int, float, bool}
-_PLAIN_TYPES_CAP = 4_096
+# Values graphql-core takes as they are: anything else is checked for what it would treat first.
+_BUILTIN_SCALARS = frozenset({str, int, float, bool})
 _SERIALISE_STRING = GraphQLString.coerce_output_value
 
 
@@ -86,17 +79,17 @@ def _one(value: Any, non_null: bool, serialise: Callable[[Any], Any] | None, nes
         if non_null:
             raise _NotPlain
         return None
-    kind = type(value)
-    if kind not in _PLAIN_TYPES:
-        # An error value is raised as the field's error, an awaitable awaited, Undefined a null:
-        # the general way does each (a scalar that takes anything, such as JSON, would not refuse them).
-        if value is Undefined or isinstance(value, Exception) or isawaitable(value):
-            raise _NotPlain
-        if kind is not GeneratorType and kind is not UndefinedType and len(_PLAIN_TYPES) < _PLAIN_TYPES_CAP:
-            _PLAIN_TYPES.add(kind)
+    # An error value is raised as the field's error, an awaitable awaited, Undefined a null:
+    # the general way does each (a scalar that takes anything, such as JSON, would not refuse them).
+    # Awaitable as the general way decides it: strawberry's check (the context's `is_awaitable`,
+    # `_plan` makes sure), which asks the value itself for `__await__` (a proxy can answer).
+    if type(value) not in _BUILTIN_SCALARS and (
+        value is Undefined or isinstance(value, Exception) or optimized_is_awaitable(value)
+    ):
+        raise _NotPlain
     if nested is not None:
         return _complete(nested, value)
-    if kind is str and serialise is _SERIALISE_STRING:  # what serialize_string returns for a str
+    if type(value) is str and serialise is _SERIALISE_STRING:  # what serialize_string returns for a str
         return value
     assert serialise is not None
     serialised = serialise(value)
@@ -140,7 +133,11 @@ class PlainObjectsExecutionContext(StrawberryGraphQLCoreExecutionContext):
         plan: list[_Step] | None = None
         middleware = self.middleware_manager
         # Strawberry always passes a manager; it holds the extensions that hook each resolver.
-        if (middleware is None or not middleware.middlewares) and object_type.is_type_of is None:
+        if (
+            (middleware is None or not middleware.middlewares)
+            and object_type.is_type_of is None
+            and self.is_awaitable is optimized_is_awaitable  # what `_one` checks values with
+        ):
             grouped, defer_usages, _ = self.collect_subfields(object_type, field_details_list)
             if not defer_usages:
                 plan = self._steps(object_type, grouped)
