@@ -62,16 +62,24 @@ class StrictGraphQLRouter(GraphQLRouter[Any, None]):
     def parse_json(self, data: str | bytes) -> Any:
         """HTTP bodies and query parameters: a 400 that says what is wrong."""
         try:
-            return strict_json.loads(data, check_depth=True)
+            value = strict_json.loads(data, check_depth=True)
         except strict_json.InvalidJSON as err:
             raise GraphQLHTTPException(400, f"invalid JSON: {err}") from None
         except json.JSONDecodeError:
             raise GraphQLHTTPException(400, "Unable to parse request body as JSON") from None
+        # A request (or a batch of them), its variables and extensions are objects; strawberry
+        # reads a body's fields with .get() and failed on any other JSON value (a 500).
+        if not isinstance(value, dict | list | None):
+            raise GraphQLHTTPException(400, "invalid JSON: a GraphQL request is a JSON object")
+        return value
 
     def decode_json(self, data: str | bytes) -> object:
         """Websocket messages: strawberry closes the socket (4400) on a JSONDecodeError."""
+        text = data if isinstance(data, str) else data.decode("utf-8", "replace")
         try:
-            return strict_json.loads(data, check_depth=True)
+            value = strict_json.loads(data, check_depth=True)
         except strict_json.InvalidJSON as err:
-            text = data if isinstance(data, str) else data.decode("utf-8", "replace")
             raise json.JSONDecodeError(f"invalid JSON: {err}", text, 0) from None
+        if not isinstance(value, dict):  # every message of the protocols is an object
+            raise json.JSONDecodeError("invalid JSON: a message is a JSON object", text, 0)
+        return value

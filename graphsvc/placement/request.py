@@ -35,6 +35,7 @@ from graphsvc.placement.capabilities import CapabilityNeeds, parse_cc
 from graphsvc.placement.options import OPTIONS
 
 MAX_GPUS = 4096
+MAX_TEXT = 4096  # characters of a request's text form
 MAX_LIMIT = 20
 MAX_MEMORY_GIB = 1_000_000  # per GPU; larger (or NaN, or infinite) is a mistake, and no store parameter
 
@@ -218,8 +219,8 @@ def _parsed_short(text: str) -> PlacementRequest:
 
 
 def _parsed(text: str) -> PlacementRequest:
-    if len(text) > 4096:
-        raise RequestError("text", "longer than 4096 characters")
+    if len(text) > MAX_TEXT:
+        raise RequestError("text", f"longer than {MAX_TEXT} characters")
     tokens = _words(text)
     if not tokens:
         raise RequestError("text", "empty request; start with a GPU count such as 8xH100")

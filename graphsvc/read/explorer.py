@@ -8,13 +8,16 @@ wrong name still finds its host.
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import re
 from dataclasses import dataclass
 
+from graphsvc.errors import InvalidInput
 from graphsvc.store.gateway import Gateway
 
 CANDIDATES = 300  # names fetched per kind before ranking
+MAX_TEXT = 256  # the longest name ingest stores (graphsvc.ingest.freshness)
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,12 @@ def rank(text: str, hits: list[SearchHit], first: int) -> list[SearchHit]:
 
 
 async def search(gw: Gateway, text: str, first: int = 20) -> list[SearchHit]:
+    """Hosts, switches and GPUs by partial or approximate name. The text is at most MAX_TEXT
+    characters (no stored name is longer): ranking compares it with each of up to ~900 names,
+    ~0.2 ms a name at that length, and it runs off the event loop, so reserves and renews are
+    answered meanwhile (a 200 KB text once held the loop for ~78 s)."""
+    if len(text) > MAX_TEXT:
+        raise InvalidInput(f"search text: at most {MAX_TEXT} characters, no name is longer (got {len(text)})")
     parts = pieces(text)
     if not parts:
         return []
@@ -75,7 +84,7 @@ async def search(gw: Gateway, text: str, first: int = 20) -> list[SearchHit]:
     if len(parts[0]) >= 6:  # GPU uuids are long; a short text would match thousands
         for r in await gw.read("search_gpus", {"needle": parts[0], "first": first}):
             hits.append(SearchHit("gpu", r["uuid"], r["host"], f"GPU {r['index']} of {r['host']} · {r['model']}", 0.0))
-    return rank(text, hits, first)
+    return await asyncio.to_thread(rank, text, hits, first)
 
 
 @dataclass(frozen=True)

@@ -75,12 +75,27 @@ async def graphql(client: httpx.AsyncClient, body: str) -> httpx.Response:
         ('{"h": ' + "[" * 50_000 + "]" * 50_000 + "}", "nested too deeply"),
         ('{"h": ' + "[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1) + "}", "nested too deeply"),
         ('{"h": ' + '{"a":' * 800 + "1" + "}" * 800 + "}", "nested too deeply"),
+        ('{"h": ' + "9" * 5000 + "}", "a number too long to read"),  # past int()'s 4300 digits: was a 500
     ],
 )
 async def test_graphql_hostile_variables_are_400(client: httpx.AsyncClient, variables: str, expect: str) -> None:
     resp = await graphql(client, '{"query": ' + json.dumps(RESERVE) + ', "variables": ' + variables + "}")
     assert resp.status_code == 400, resp.text
     assert expect in resp.text
+
+
+@pytest.mark.parametrize("body", ['"x"', "5", "true", '{"query": "{ __typename }", "x": ' + "9" * 5000 + "}"])
+async def test_graphql_a_body_that_is_no_request_is_400(client: httpx.AsyncClient, body: str) -> None:
+    """A JSON value that is not an object (strawberry read its fields with .get()) and a number
+    past int()'s digit limit were answered 500 (a probe of stop 58)."""
+    resp = await graphql(client, body)
+    assert resp.status_code == 400, resp.text
+    assert "invalid JSON" in resp.text
+
+
+async def test_graphql_variables_that_are_no_object_on_a_get_are_400(client: httpx.AsyncClient) -> None:
+    resp = await client.get("/graphql", params={"query": "{ __typename }", "variables": "9" * 5000})
+    assert resp.status_code == 400, resp.text
 
 
 async def test_graphql_lone_surrogate_in_the_query_text_is_not_a_500(client: httpx.AsyncClient) -> None:
@@ -153,3 +168,5 @@ def test_loads_table() -> None:
     assert loads(b"[1.5, null]") == [1.5, None]
     with pytest.raises(InvalidJSON, match="not valid UTF-8"):
         loads(b'"\xff"')
+    with pytest.raises(InvalidJSON, match="a number too long to read"):
+        loads("9" * 5000)

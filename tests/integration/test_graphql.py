@@ -203,6 +203,13 @@ async def test_search_finds_partial_and_approximate_names(client: httpx.AsyncCli
     found = (await gql(client, q, {"t": gpu[-12:]}))["data"]["search"]
     assert found[0]["kind"] == "gpu" and found[0]["host"] == "l40s-001"
     assert (await gql(client, q, {"t": "  "}))["data"]["search"] == []
+    # No stored name is longer than 256 characters; ranking a longer text held the event loop
+    # (linear in its length: ~78 s for 200 KB, a probe of stop 58). Told, not searched.
+    at_most = (await gql(client, q, {"t": "h100-su1-n17" + "x" * 244}))["data"]["search"]
+    assert at_most[0]["name"] == "h100-su1-n17"
+    longer = await gql(client, q, {"t": "h100-su1-n17" + "x" * 245})
+    assert longer["data"] is None
+    assert longer["errors"][0]["message"] == "search text: at most 256 characters, no name is longer (got 257)"
 
 
 async def test_leaf_load_counts_gpus_behind_each_rail_leaf(client: httpx.AsyncClient, demo: Gateway) -> None:

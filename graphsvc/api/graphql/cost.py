@@ -33,7 +33,7 @@ from graphql.utilities import value_from_ast_untyped
 from strawberry.extensions import SchemaExtension
 
 from graphsvc.api.graphql.context import QueryBudgetExceeded, QueryTooExpensive
-from graphsvc.placement.request import MAX_GPUS
+from graphsvc.placement.request import MAX_GPUS, MAX_TEXT
 
 PER_GPU = 1 / 8  # a placement's work grows with the GPUs it must find: one unit per 8 GPUs
 PLACEMENT_BASE = 2
@@ -77,7 +77,13 @@ def field_cost(name: str, args: Mapping[str, Any]) -> int:
 def _gpus(name: str, args: Mapping[str, Any]) -> int:
     if name == "placementText":
         match = _LEADING_COUNT.match(str(args.get("text") or ""))
-        return int(match.group(1)[:9]) if match else 1
+        if match is None:
+            return 1
+        # The whole count, as the request parser reads it: leading zeros and any digits int()
+        # takes ("0000000004096xH100" is 4096 GPUs; its first nine digits were read as 0). A text
+        # too long to hold more digits than int() converts is refused by the parser unsearched.
+        digits = match.group(1)
+        return min(int(digits), 10**9) if len(digits) <= MAX_TEXT else 1
     request = args.get("request")
     if name == "reserve":
         data = args.get("input") if isinstance(args.get("input"), Mapping) else {}

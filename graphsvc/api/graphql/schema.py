@@ -90,7 +90,12 @@ class Query:
         info.context.require(*READERS)
         return GPUConnection.of(await info.context.services.browse.gpus_page(filter or GPUFilter(), first, after))
 
-    @strawberry.field(description="Hosts, switches and GPUs by partial or approximate name, best first (first <= 100).")
+    @strawberry.field(
+        description=(
+            "Hosts, switches and GPUs by partial or approximate name, best first "
+            "(first <= 100; text <= 256 characters)."
+        )
+    )
     async def search(self, info: Info, text: str, first: int = 20) -> list[SearchHit]:
         info.context.require(*READERS)
         return await info.context.services.search(text, first)
