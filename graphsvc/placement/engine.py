@@ -407,6 +407,22 @@ class _Search:
         # The first page of a candidate statement read for it with other models' (read_first_pages):
         # the statement, the page size it was read with, and its row.
         self.first_page: tuple[str, int, FitRow] | None = None
+        # Each host's GPUs this request may take (`usable`), by the host object read: the wider
+        # search reads on and chooses again over every host read so far, and checked each GPU of
+        # each of them again each time (a huge infeasible request's diagnosis, docs/benchmarks.md
+        # stop 58). The host kept beside its list, so its id is not reused while this search lives.
+        self._usable: dict[int, tuple[Host, list[Gpu]]] = {}
+
+    def usable(self, host: Host) -> list[Gpu]:
+        """The host's GPUs this request may take: eligible (model, memory, health, temperature)
+        and on a rail whose NIC is up. Read once per host object in this search."""
+        kept = self._usable.get(id(host))
+        if kept is not None and kept[0] is host:
+            return kept[1]
+        req = self.req
+        gpus = [g for g in host.gpus if eligible(g, req) and rail_up(g)]
+        self._usable[id(host)] = (host, gpus)
+        return gpus
 
     def tie(self, name: str) -> tuple[int, str]:
         """How hosts equally good for a multi-host choice are ordered: by name, or with a seed in
@@ -773,7 +789,7 @@ class _Search:
             if found or loaded >= len(names):
                 return
             if req.gpus_per_host is None:  # read on by the shortfall (counters count GPUs a request may refuse)
-                usable = sum(1 for h in hosts for g in h.gpus if eligible(g, req) and rail_up(g))
+                usable = sum(len(self.usable(h)) for h in hosts)
                 short = max(1, req.gpus - usable)
                 loaded += cover(free[loaded:], short + short // 4) + LEAF_EXTRA_HOSTS
             else:
@@ -886,7 +902,7 @@ class _Search:
         req = self.req
         hosts = [h for h in hosts if h.name not in req.exclude_hosts]
         if req.gpus_per_host is None:
-            pools = [(h, [g for g in h.gpus if eligible(g, req) and rail_up(g)]) for h in hosts]
+            pools = [(h, self.usable(h)) for h in hosts]
             pools = [p for p in pools if p[1]]
             chosen = self._fill(pools, req.gpus)
         else:
@@ -906,7 +922,7 @@ class _Search:
         count = req.gpus // p
         options: list[tuple[Host, list[Gpu]]] = []
         for host in hosts:
-            pool = [g for g in host.gpus if eligible(g, req) and rail_up(g)]
+            pool = self.usable(host)
             if len(pool) >= p:
                 options.append((host, pool))
         if len(options) < count:
@@ -1004,12 +1020,11 @@ def _switched(gpus: list[Gpu]) -> bool:
 
 
 def _hops_ok(names: set[str], hosts: list[Host], limit: int | None) -> bool:
-    if len(names) <= 1:
+    # No hop limit: nothing to check. The pairwise worst hop was computed and dropped here, ~30% of
+    # a huge rail-aligned request's diagnosis (4044xH100 on 4,096 GPUs; docs/benchmarks.md, stop 58).
+    if len(names) <= 1 or limit is None:
         return True
-    chosen = [h for h in hosts if h.name in names]
-    worst = _max_hops(chosen)
-    if limit is None:
-        return True
+    worst = _max_hops([h for h in hosts if h.name in names])
     return worst is not None and worst <= limit
 
 

@@ -9,8 +9,10 @@ from collections import Counter
 
 import pytest
 
+from graphsvc.placement import engine as engine_module
+from graphsvc.placement import select as select_module
 from graphsvc.placement.engine import PlacementEngine
-from graphsvc.placement.model import PlacementResult
+from graphsvc.placement.model import Gpu, PlacementResult
 from graphsvc.placement.request import PlacementRequest, parse_request
 from graphsvc.store.gateway import Gateway
 from graphsvc.synthetic.clusters import build
@@ -211,3 +213,25 @@ async def test_preferred_hosts_come_first_wherever_the_pages_would_reach(
     assert not set(hosts_of(r)) & set(preferred)
     _, r = await place(gateway, f"{text} exclude={preferred[0]}")
     assert preferred[0] not in hosts_of(r)  # a preferred host that is also excluded is never offered
+
+
+async def test_a_huge_infeasible_rail_aligned_request_checks_each_gpu_a_bounded_number_of_times(
+    gateway: Gateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The diagnosis of `500xH100 rail-aligned` on 512 GPUs searches ~20 times (each probe a
+    search), and each wider search read on and chose again over every host read so far, checking
+    each GPU again each round: 4044xH100 on 4,096 GPUs took ~20 s (a probe of stop 58). Each
+    search now checks each host's GPUs once; the work is bounded, not timed."""
+    cluster = await load(gateway, "sized:gpus=512")
+    checked = [0]
+    real = select_module.eligible
+
+    def counting(gpu: Gpu, req: PlacementRequest) -> bool:
+        checked[0] += 1
+        return real(gpu, req)
+
+    monkeypatch.setattr(engine_module, "eligible", counting)
+    _, r = await place(gateway, "500xH100 rail-aligned")
+    assert not r.candidates
+    assert {i.constraint for i in r.infeasible} >= {"railAligned", "gpus"}
+    assert checked[0] <= 40 * cluster.gpu_count  # 17x here; 187x before
