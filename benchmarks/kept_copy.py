@@ -27,11 +27,16 @@ def kept_arguments(description: str, runs: int) -> argparse.Namespace:
     return args
 
 
+def copy_kept(kept: Path, folder: Path) -> Path:
+    """A fresh copy of `kept` in `folder` (its socket, pid and lock left out): a store to open."""
+    shutil.rmtree(folder, ignore_errors=True)
+    shutil.copytree(kept, folder, ignore=shutil.ignore_patterns("*.sock", "*.pid", "*.lock"))
+    return folder
+
+
 def on_a_copy(kept: Path, suffix: str, measure: Callable[[Path], Coroutine[Any, Any, T]]) -> T:
-    """`measure` run on a copy of `kept` in `<kept>-<suffix>` (its socket, pid and lock left out)."""
-    scratch = kept.with_name(f"{kept.name}-{suffix}")
-    shutil.rmtree(scratch, ignore_errors=True)
-    shutil.copytree(kept, scratch, ignore=shutil.ignore_patterns("*.sock", "*.pid", "*.lock"))
+    """`measure` run on a copy of `kept` in `<kept>-<suffix>`, removed after."""
+    scratch = copy_kept(kept, kept.with_name(f"{kept.name}-{suffix}"))
     try:
         return asyncio.run(measure(scratch))
     finally:

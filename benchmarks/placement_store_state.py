@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from free_blocks_forms import REQUESTS, captured_params, operator_times
+from kept_copy import copy_kept
 
 from graphsvc.api.app import freeze_startup_heap
 from graphsvc.services import Services
@@ -215,11 +216,7 @@ def main() -> None:
         return result
 
     def fresh_copy(source: Path, name: str) -> Path:
-        folder = scratch / name
-        shutil.rmtree(folder, ignore_errors=True)
-        shutil.copytree(source, folder, ignore=shutil.ignore_patterns("*.sock", "*.pid", "*.lock"))
-        copied: Path = folder
-        return copied
+        return copy_kept(source, scratch / name)
 
     compacted = fresh_copy(args.kept, "compacted")
     child("compact", compacted)

@@ -61,7 +61,8 @@ HostName = Annotated[
 # Identifiers reported by hardware (GPU uuids, GUIDs, switch names): printable
 # ASCII without spaces; stored verbatim, never interpreted.
 Ident = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[\x21-\x7e]+$")]
-Text = Annotated[str, Field(min_length=1, max_length=256), AfterValidator(_no_control_chars)]
+MAX_TEXT_LENGTH = 256  # the longest free text a document may carry, and so the longest stored name
+Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_LENGTH), AfterValidator(_no_control_chars)]
 PciBusId = Annotated[
     str,
     Field(

@@ -55,11 +55,9 @@ def loads(data: str | bytes, *, check_depth: bool = False) -> Any:
         raise InvalidJSON(f"JSON nested too deeply (the limit is {MAX_DEPTH} levels)") from None
     except UnicodeDecodeError:
         raise InvalidJSON("the body is not valid UTF-8") from None
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, InvalidJSON):
         raise
     except ValueError as err:  # an integer of more digits than Python converts (sys.get_int_max_str_digits)
-        if isinstance(err, InvalidJSON):
-            raise
         raise InvalidJSON(f"a number too long to read ({err})") from None
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     has_surrogate_escape = _SURROGATE_ESCAPE.search(raw) is not None

@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from topo_facts.models import MAX_TEXT_LENGTH
+
 from graphsvc.store.gateway import Gateway
 
 log = logging.getLogger("graphsvc.operator")
@@ -25,7 +27,7 @@ class HostFreshnessReset:
 def plausible_host_name(name: str) -> bool:
     """Ingest refuses control characters and names over 256 characters, so no host has one (and
     a NUL cannot even reach FalkorDB): such a name is answered as not found before the store."""
-    return 0 < len(name) <= 256 and not any(ord(c) < 0x20 for c in name)
+    return 0 < len(name) <= MAX_TEXT_LENGTH and not any(ord(c) < 0x20 for c in name)
 
 
 async def reset_host_freshness(gw: Gateway, host: str, *, by: str) -> HostFreshnessReset | None:

@@ -13,11 +13,12 @@ import difflib
 import re
 from dataclasses import dataclass
 
+from topo_facts.models import MAX_TEXT_LENGTH
+
 from graphsvc.errors import InvalidInput
 from graphsvc.store.gateway import Gateway
 
 CANDIDATES = 300  # names fetched per kind before ranking
-MAX_TEXT = 256  # the longest name ingest stores (graphsvc.ingest.freshness)
 
 
 @dataclass(frozen=True)
@@ -64,12 +65,12 @@ def rank(text: str, hits: list[SearchHit], first: int) -> list[SearchHit]:
 
 
 async def search(gw: Gateway, text: str, first: int = 20) -> list[SearchHit]:
-    """Hosts, switches and GPUs by partial or approximate name. The text is at most MAX_TEXT
-    characters (no stored name is longer): ranking compares it with each of up to ~900 names,
+    """Hosts, switches and GPUs by partial or approximate name. The text is at most
+    MAX_TEXT_LENGTH characters (no stored name is longer): ranking compares it with each of up to ~900 names,
     ~0.2 ms a name at that length, and it runs off the event loop, so reserves and renews are
     answered meanwhile (a 200 KB text once held the loop for ~78 s)."""
-    if len(text) > MAX_TEXT:
-        raise InvalidInput(f"search text: at most {MAX_TEXT} characters, no name is longer (got {len(text)})")
+    if len(text) > MAX_TEXT_LENGTH:
+        raise InvalidInput(f"search text: at most {MAX_TEXT_LENGTH} characters, no name is longer (got {len(text)})")
     parts = pieces(text)
     if not parts:
         return []
