@@ -79,7 +79,9 @@ class Settings(BaseSettings):
     )
     mutation_burst: int = Field(default=2000, ge=1, description="Mutations a token may make at once")
     graphql_max_cost: int = Field(default=1000, ge=1, description="Most cost units one GraphQL operation may have")
-    graphql_cost_per_minute: float = Field(default=120_000.0, gt=0, description="Cost units a token earns a minute")
+    graphql_cost_per_minute: float = Field(
+        default=360_000.0, gt=0, description="Cost units a token earns a minute (GraphQL and the REST fast path)"
+    )
     graphql_cost_burst: int = Field(default=20_000, ge=1, description="Cost units a token may spend at once")
     dev_mode: bool = Field(default=False, description="GraphiQL at /graphql; `graphsvc demo` turns it on")
     opentelemetry: bool = Field(

@@ -11,7 +11,11 @@
 // 3. The free GPUs of each leaf's first hosts (placement_host_maps, once for all the leaves'
 //    windows; a host under two of them is read once): the hosts that cover
 //    $gpus by their counters ($per_host 0: no per-host share) or $need of them (a per-host
-//    share), and $extra more; Python reads further hosts only if those do not do. `scanned`
+//    share), and $extra more; Python reads further hosts only if those do not do. A leaf whose
+//    hosts cannot hold the request by those counters (too few hosts with the share, or too few
+//    free GPUs on the hosts that qualify: its own counter also counts excluded, stale and other
+//    models' hosts) has no window: none of its hosts is read (a diagnosis probing counts just
+//    above a unit's read every host of every leaf, stop 59). `scanned`
 //    is the number of leaves read: fewer than $limit means the seek is exhausted.
 // The cluster's largest free blocks are not read here: placement_cluster_blocks reads them
 // beside the first page, at the same time (the store runs the two at once).
@@ -52,9 +56,15 @@ CALL (units) {
   ORDER BY s.name, CASE WHEN $fullest_first THEN -h.free_gpus ELSE h.free_gpus END, h.name
   WITH s, collect(CASE WHEN h IS NULL THEN null ELSE [h.name, h.free_gpus] END) AS members
   WITH s, members,
-       CASE WHEN $per_host > 0 THEN $need
-            ELSE reduce(st = [0, 0], m IN members | CASE WHEN st[0] >= $gpus THEN st ELSE [st[0] + m[1], st[1] + 1] END)[1]
-       END + $extra AS window
+       CASE WHEN $per_host > 0 THEN null
+            ELSE reduce(st = [0, 0], m IN members | CASE WHEN st[0] >= $gpus THEN st ELSE [st[0] + m[1], st[1] + 1] END)
+       END AS cover
+  WITH s, members,
+       CASE WHEN $per_host > 0 AND size(members) < $need THEN 0
+            WHEN $per_host > 0 THEN $need + $extra
+            WHEN cover[0] < $gpus THEN 0
+            ELSE cover[1] + $extra
+       END AS window
   RETURN count(s) AS scanned,
          collect({unit: s.name, free: s.free_gpus, members: members, window: window}) AS found,
          collect([m IN members[0..window] | m[0]]) AS windows

@@ -164,6 +164,8 @@ def check_candidate(s: Snapshot, req: PlacementRequest, gpus: list[str]) -> list
             pairs = frozenset((s.nic_of.get(g, {}).get("rail"), s.nic_of.get(g, {}).get("leaf")) for g in share)
             if any(r is None or leaf is None for r, leaf in pairs):
                 problems.append("railAligned: a GPU without a cabled rail NIC")
+            if len(pairs) != len(share):
+                problems.append("railAligned: two GPUs of a host on one rail")
             keys.add(pairs)
         if len(keys) != 1:
             problems.append("railAligned: hosts use different rails or leaves")
@@ -216,39 +218,45 @@ def _has_subset(s: Snapshot, pool: list[str], k: int, nvlink: NVLinkRequirement,
 
 def _group_feasible(s: Snapshot, req: PlacementRequest, group: tuple[str, ...], elig: dict[str, list[str]]) -> bool:
     p = req.gpus_per_host
+    if req.rail_aligned and len(group) > 1:
+        if p is None and req.gpus % len(group):
+            return False  # rail alignment: the same share on every host
+        return _aligned_feasible(s, req, group, elig, p or req.gpus // len(group), whole_set=p is None)
     if p:
-        if req.rail_aligned and len(group) > 1:
-            common: set[tuple[Any, Any]] | None = None
-            for h in group:
-                pairs = {
-                    (s.nic_of[g]["rail"], s.nic_of[g]["leaf"])
-                    for g in elig[h]
-                    if g in s.nic_of and s.nic_of[g].get("rail") is not None and s.nic_of[g].get("leaf")
-                }
-                common = pairs if common is None else common & pairs
-            for rails in itertools.combinations(sorted(common or set(), key=str), p):
-                wanted = set(rails)
-                if all(
-                    _has_subset(
-                        s,
-                        [
-                            g
-                            for g in elig[h]
-                            if (s.nic_of.get(g, {}).get("rail"), s.nic_of.get(g, {}).get("leaf")) in wanted
-                        ],
-                        p,
-                        req.nvlink,
-                        req.same_nvlink_domain,
-                    )
-                    for h in group
-                ):
-                    return True
-            return False
         return all(_has_subset(s, elig[h], p, req.nvlink, req.same_nvlink_domain) for h in group)
     pool = [g for h in group for g in elig[h]]
-    if req.rail_aligned and len(group) > 1:
-        return False  # without a per-host split the oracle does not try rail-aligned multi-host sets
     return _has_subset(s, pool, req.gpus, req.nvlink, req.same_nvlink_domain)
+
+
+def _pair(s: Snapshot, g: str) -> tuple[Any, Any] | None:
+    nic = s.nic_of.get(g, {})
+    return (nic["rail"], nic["leaf"]) if nic.get("rail") is not None and nic.get("leaf") else None
+
+
+def _aligned_feasible(
+    s: Snapshot, req: PlacementRequest, group: tuple[str, ...], elig: dict[str, list[str]], p: int, *, whole_set: bool
+) -> bool:
+    """p GPUs on each host of the group, one per (rail, leaf) pair, the same p pairs on every host;
+    the NVLink requirement on each host's share (a per-host split) or on the whole set (none)."""
+    on: dict[str, dict[tuple[Any, Any], list[str]]] = {}
+    for h in group:
+        for g in elig[h]:
+            pair = _pair(s, g)
+            if pair is not None:
+                on.setdefault(h, {}).setdefault(pair, []).append(g)
+    common = set.intersection(*(set(on.get(h, {})) for h in group))
+    for rails in itertools.combinations(sorted(common, key=str), p):
+        shares = [list(itertools.product(*(on[h][r] for r in rails))) for h in group]
+        if whole_set:
+            if any(
+                _group_ok(s, [g for share in choice for g in share], req.nvlink, req.same_nvlink_domain)
+                for choice in itertools.product(*shares)
+            ):
+                return True
+            continue
+        if all(any(_group_ok(s, list(x), req.nvlink, req.same_nvlink_domain) for x in mine) for mine in shares):
+            return True
+    return False
 
 
 def check_shaped(s: Snapshot, shape: JobShape, p: ShapedPlacement) -> list[str]:

@@ -11,12 +11,14 @@ answered in slices (`migCandidates`, a reservation's `migSlices`), never in whol
 
 from __future__ import annotations
 
+import math
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Request
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 
 from graphsvc.api.errors import ERROR_RESPONSES
+from graphsvc.api.graphql.cost import field_cost
 from graphsvc.api.one_pass_route import one_pass_route
 from graphsvc.placement.mig import SliceCandidate
 from graphsvc.placement.model import InfeasibleReason
@@ -159,6 +161,21 @@ class Outcome(BaseModel):
     message: str | None = None
 
 
+def _charge(request: Request, caller: Principal, cost: int) -> None:
+    """The GraphQL cost of the same call (graphql/cost.py), charged to the same per-token budget.
+    The fast path charged nothing: a token could ask for 4,096-GPU placements without end, each
+    seconds of the service's CPU when infeasible (a probe, stop 58)."""
+    budget = getattr(request.app.state, "query_budget", None)
+    if budget is not None and not budget.allow(caller.name, cost=cost):
+        retry = budget.wait_s(caller.name, cost)
+        raise HTTPException(
+            status_code=429,
+            detail=f"query budget exceeded: this token has spent its budget; a call costing {cost} can run again "
+            f"in {retry:.1f} s",
+            headers={"Retry-After": str(max(1, math.ceil(retry)))},
+        )
+
+
 def _limit(request: Request, caller: Principal) -> None:
     limiter = getattr(request.app.state, "limiter", None)
     if limiter is not None and not limiter.allow(caller.name):
@@ -209,10 +226,18 @@ def _reasons(reasons: list[InfeasibleReason]) -> list[ReasonOut]:
     return [ReasonOut(constraint=x.constraint, message=x.message, nearestFeasible=x.nearest_feasible) for x in reasons]
 
 
+def _reserve_cost(body: ReserveBody) -> int:
+    """What GraphQL's `reserve` of the same body costs: by the GPUs named, or asked in the text."""
+    if body.gpus is not None:
+        return field_cost("reserve", {"input": {"gpus": body.gpus}})
+    return field_cost("placementText", {"text": body.request})
+
+
 @router.post("/v1/place")
 async def place(body: PlaceBody, request: Request, caller: Caller) -> PlaceOut:
     """Ranked candidates for a request; nothing is held."""
     require(caller, Role.SCHEDULER, Role.OPERATOR)
+    _charge(request, caller, field_cost("placementText", {"text": body.request}))
     try:
         req = parse_request(body.request).validated()
     except RequestError as err:
@@ -234,6 +259,7 @@ async def reserve(body: ReserveBody, request: Request, caller: Caller) -> Outcom
     """Hold GPUs for a job, all or none (the GraphQL `reserve` mutation)."""
     require(caller, Role.SCHEDULER, Role.OPERATOR)
     _limit(request, caller)
+    _charge(request, caller, _reserve_cost(body))
     try:
         placement = parse_request(body.request) if body.request is not None else None
     except RequestError as err:

@@ -109,7 +109,9 @@ class FreeBounds:
         most = self.host
         if req.max_ib_hops is None or req.max_ib_hops >= 1:
             most = max(most, self.leaf)
-            if req.max_ib_hops is None or req.max_ib_hops >= 3:
+            # A rail-aligned set's hosts all reach the leaf of a rail they share: the most a leaf
+            # counter holds bounds it (placement_leaf_holds), not every free GPU.
+            if (req.max_ib_hops is None or req.max_ib_hops >= 3) and not req.rail_aligned:
                 share = req.gpus_per_host  # the bounds were read for one share; any other: every free GPU
                 most = max(most, share * self.hosts_with_share if share == self.share else self.total)
         return most

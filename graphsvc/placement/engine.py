@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import cast
 
-from graphsvc.placement import score
+from graphsvc.placement import rails, score
 from graphsvc.placement.explain import describe, diagnose
 from graphsvc.placement.graph_facts import GraphFacts
 from graphsvc.placement.mig_service import place_slices
@@ -148,6 +148,7 @@ class HostLoader:
         self.stale_before = stale_before  # hosts not heard from since then are not offered
         self.cache: dict[str, Host] = {}
         self.by_free: dict[tuple[tuple[str, ...], str, int], tuple[int, list[Row]]] = {}  # by least share read
+        self.leaf_held: dict[int, bool] = {}  # leaf_holds, by the count asked
 
     async def load(self, names: Iterable[str]) -> list[Host]:
         wanted = list(dict.fromkeys(names))
@@ -199,6 +200,14 @@ class HostLoader:
             )  # fmt: skip
             self.by_free[key] = cached = (least, rows)
         return [r for r in cached[1] if int(r["free"]) >= least]
+
+    async def leaf_holds(self, n: int) -> bool:
+        """Whether some leaf's free counter is at least n (placement_leaf_holds), read once per n
+        per request: a diagnosis's probes ask again."""
+        held = self.leaf_held.get(n)
+        if held is None:
+            held = self.leaf_held[n] = bool(await self.gw.read("placement_leaf_holds", {"n": n}))
+        return held
 
     def _settle(self, host: Host, gpu: Gpu, lease_expires_at: float | None) -> None:
         """The state placement judges a GPU by: a lapsed lease or a preemption plan frees it; a
@@ -758,6 +767,8 @@ class _Search:
         # (not read); when the rest cannot hold the request, no group can (the counters bound
         # every group).
         share = req.gpus_per_host or 1
+        if req.rail_aligned and not self.loader.virtual_free and not await self.loader.leaf_holds(req.gpus):
+            return  # every host of an aligned set reaches one leaf (placement_leaf_holds): none holds it
         rows = await self.loader.hosts_by_free(self.exclude, self.model, self.engine.budget.units, least=share)
         self.units_read += len(rows)
         names = [str(r["host"]) for r in rows]
@@ -788,7 +799,10 @@ class _Search:
                 self.add(chosen)
             if found or loaded >= len(names):
                 return
-            if req.gpus_per_host is None:  # read on by the shortfall (counters count GPUs a request may refuse)
+            if req.gpus_per_host is None and not req.rail_aligned:
+                # Read on by the shortfall (counters count GPUs a request may refuse). A rail-aligned
+                # set may lack alignment, not GPUs: doubling, or a probe re-chose over all hosts
+                # read so far once per few hosts read (a huge request's diagnosis, stop 59).
                 usable = sum(len(self.usable(h)) for h in hosts)
                 short = max(1, req.gpus - usable)
                 loaded += cover(free[loaded:], short + short // 4) + LEAF_EXTRA_HOSTS
@@ -809,6 +823,8 @@ class _Search:
             need = cover([free_by_host[h] for h in names], req.gpus)
         else:
             need = -(-req.gpus // per_host)
+        if len(names) < need if req.gpus_per_host is not None else sum(free_by_host[h] for h in names) < req.gpus:
+            return None  # the group's counters cannot hold it (placement_leaves_fit read no window)
         # The first hosts placement_leaves_fit already read (the same window).
         loaded = min(len(names), need + LEAF_EXTRA_HOSTS)
         while True:
@@ -877,7 +893,7 @@ class _Search:
             for _host, members in sorted(pools, key=lambda p: (len(p[1]), p[0].name)):
                 if len(members) >= req.gpus:
                     return choose_in_host(members, req.gpus, req)
-        chosen = self._fill([(h, m) for h, m in pools], req.gpus)
+        chosen = self._even_split(pools) if req.rail_aligned else self._fill(pools, req.gpus)
         if chosen is None or not _hops_ok({g.host for g in chosen}, hosts, req.max_ib_hops):
             return None
         if req.nvlink is NVLinkRequirement.FULL_MESH and not _switched(chosen):
@@ -901,36 +917,47 @@ class _Search:
         """A multi-host set inside one group of hosts (one leaf, one pod, or the cluster)."""
         req = self.req
         hosts = [h for h in hosts if h.name not in req.exclude_hosts]
-        if req.gpus_per_host is None:
-            pools = [(h, self.usable(h)) for h in hosts]
-            pools = [p for p in pools if p[1]]
-            chosen = self._fill(pools, req.gpus)
+        pools = [(h, self.usable(h)) for h in hosts]
+        pools = [p for p in pools if p[1]]
+        if req.gpus_per_host is not None:
+            chosen = self._shares(pools, req.gpus_per_host)
+        elif req.rail_aligned:
+            chosen = self._even_split(pools)
         else:
-            chosen = self._per_host(hosts)
+            chosen = self._fill(pools, req.gpus)
         if chosen is None:
             return None
         names = {g.host for g in chosen}
         if not _hops_ok(names, hosts, req.max_ib_hops):
             return None
-        if req.rail_aligned and not _rail_aligned(chosen):
+        if req.rail_aligned and len(names) > 1 and not rails.aligned(chosen):
             return None
         return chosen
 
-    def _per_host(self, hosts: list[Host]) -> list[Gpu] | None:
+    def _even_split(self, pools: list[tuple[Host, list[Gpu]]]) -> list[Gpu] | None:
+        """An unsplit rail-aligned request: one host that holds it all, else the same share on
+        each of as few hosts as hold it (rails.even_shares)."""
+        n = self.req.gpus
+        most = max((len(pool) for _host, pool in pools), default=0)
+        if most >= n:
+            return self._fill(pools, n)
+        for p in rails.even_shares(n, most):
+            chosen = self._shares(pools, p)
+            if chosen is not None:
+                return chosen
+        return None
+
+    def _shares(self, pools: list[tuple[Host, list[Gpu]]], p: int) -> list[Gpu] | None:
+        """p GPUs on each of gpus / p hosts: best fit first (spread: emptiest first)."""
         req = self.req
-        p = req.gpus_per_host or 1
         count = req.gpus // p
-        options: list[tuple[Host, list[Gpu]]] = []
-        for host in hosts:
-            pool = self.usable(host)
-            if len(pool) >= p:
-                options.append((host, pool))
+        options = [(host, pool) for host, pool in pools if len(pool) >= p]
         if len(options) < count:
             return None
         spread = req.packing is Packing.SPREAD
         options.sort(key=lambda o: (-(len(o[1]) - p) if spread else len(o[1]) - p, self.tie(o[0].name)))
         if req.rail_aligned:
-            return self._rail_aligned_pick(options, p, count)
+            return rails.pick_shares(options, p, count, req)
         chosen: list[Gpu] = []
         used = 0
         for _host, pool in options:
@@ -942,27 +969,6 @@ class _Search:
             if used == count:
                 return chosen
         return None
-
-    def _rail_aligned_pick(self, options: list[tuple[Host, list[Gpu]]], p: int, count: int) -> list[Gpu] | None:
-        """The same rails on every host, each rail's NICs on one leaf."""
-        rails_of = [{g.rail: g for g in pool if g.rail is not None and g.via == "pcie-switch"} for _h, pool in options]
-        common: set[int] | None = None
-        picked: list[int] = []
-        for i, rails in enumerate(rails_of):
-            trial = set(rails) if common is None else common & set(rails)
-            if len(trial) >= p:
-                common = trial
-                picked.append(i)
-                if len(picked) == count:
-                    break
-        if common is None or len(picked) < count:
-            return None
-        chosen_rails = sorted(common)[:p]
-        chosen = [rails_of[i][r] for i in picked for r in chosen_rails]
-        share = [g for g in chosen if g.host == chosen[0].host]
-        if self.req.nvlink is not NVLinkRequirement.NONE and choose_in_host(share, p, self.req) is None:
-            return None
-        return chosen
 
     async def finish(self) -> list[Candidate]:
         if not self.found:
@@ -1037,15 +1043,6 @@ def _max_hops(hosts: list[Host]) -> int | None:
                 return None
             worst = max(worst, h)
     return worst
-
-
-def _rail_aligned(gpus: list[Gpu]) -> bool:
-    by_host: dict[str, set[tuple[int | None, str | None]]] = {}
-    for g in gpus:
-        if g.rail is None or g.leaf is None:
-            return False
-        by_host.setdefault(g.host, set()).add((g.rail, g.leaf))
-    return len({frozenset(v) for v in by_host.values()}) == 1
 
 
 async def unknown_model(gw: Gateway, req: PlacementRequest, models: list[str] | None = None) -> list[InfeasibleReason]:

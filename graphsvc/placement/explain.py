@@ -128,7 +128,10 @@ async def diagnose(
             continue
         if await feasible(relaxed):
             reasons.append(await _relaxed_reason(engine, req, field, words, relaxed, loader))
-    largest = await _largest_feasible(req, feasible, bounds.most(req))
+    if req.rail_aligned and req.gpus_per_host is None and not req.needs_one_domain:
+        largest = await _largest_aligned(req, feasible, min(bounds.host, req.gpus))
+    else:
+        largest = await _largest_feasible(req, feasible, bounds.most(req))
     model = req.model or "matching"
     if largest == 0 and not reasons:
         reasons.append(
@@ -310,3 +313,34 @@ async def _largest_feasible(req: PlacementRequest, feasible, most: int) -> int: 
         else:
             fails = mid
     return fits * step
+
+
+async def _largest_aligned(req: PlacementRequest, feasible: Feasible, top: int) -> int:
+    """The largest count below the request's that an unsplit rail-aligned request fits, where
+    `top` is the most GPUs one host holds free. Such a set is the same share p on each of k hosts
+    (placement.rails), so counts do not shrink monotonically (251 GPUs fit no even split where
+    256 fit 32 hosts x 8): a search over the count halves wrongly. For one share, fewer hosts fit
+    whenever more do, so each share p is searched by its host count, upwards from the count that
+    would beat the best found (a share that cannot is one failing probe), doubling and then
+    halving: at most `top` probes more than two searches of the host count, every probe smaller
+    than the last that failed. Not for a request whose whole set must share one NVLink domain:
+    a per-host probe asks each host's share to, not the whole set."""
+    best = 0
+    for p in range(top, 0, -1):
+        least, most = best // p + 1, (req.gpus - 1) // p
+        if least > most or not await feasible(req.with_(gpus=least * p, gpus_per_host=p)):
+            continue
+        fits, fails, step = least, most + 1, 1
+        while fits + step < fails:
+            if not await feasible(req.with_(gpus=(fits + step) * p, gpus_per_host=p)):
+                fails = fits + step
+                break
+            fits, step = fits + step, step * 2
+        while fails - fits > 1:
+            mid = (fits + fails) // 2
+            if await feasible(req.with_(gpus=mid * p, gpus_per_host=p)):
+                fits = mid
+            else:
+                fails = mid
+        best = fits * p
+    return best

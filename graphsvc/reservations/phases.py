@@ -49,6 +49,8 @@ async def set_phases(
         labels = [parse_phase(p)[0] for p in phases]
     except RequestError as err:
         return ValidationError(err.field, err.message)
+    if len(set(labels)) != len(labels):
+        return ValidationError("phases", "each phase label at most once: a second one of a name could never be reached")
     if phase not in labels:
         return ValidationError("phase", f"{phase!r} is not one of the plan's phases")
     rows = await elastic.gw.write("reservations/set_phases", {"id": reservation_id, "phase": phase, "phases": phases})

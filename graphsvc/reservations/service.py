@@ -296,9 +296,12 @@ def _unprintable(text: str) -> bool:
 
 
 def _check_text(name: str, value: str, limit: int) -> None:
-    if not value or len(value) > limit or _unprintable(value):
+    # Blank text ("   ") names nothing: a holder or key nobody can tell from another blank one.
+    if not value.strip() or len(value) > limit or _unprintable(value):
         raise RequestError(
-            name, f"must be 1 to {limit} printable characters (no control characters, line breaks or bidi controls)"
+            name,
+            f"must be 1 to {limit} printable characters, not only spaces (no control characters, line breaks or "
+            "bidi controls)",
         )
 
 
@@ -462,6 +465,8 @@ class ReservationService:
                 raise RequestError("labels", f"at most {MAX_LABELS} labels")
             for label in labels:
                 _check_text("labels", label, 128)
+            if len(set(labels)) != len(labels):
+                raise RequestError("labels", "each label at most once")
             check_priority(priority)
             if gpus is not None and not 1 <= len(set(gpus)) == len(gpus) <= MAX_GPUS:
                 raise RequestError("gpus", f"1 to {MAX_GPUS} distinct GPU uuids")

@@ -176,6 +176,8 @@ async def test_the_service_says_whether_the_next_phase_fits(gateway: Gateway) ->
     assert await set_phases(elastic, made.id, "warmup", plan) is None
     assert isinstance(await set_phases(elastic, made.id, "nope", plan), ValidationError)
     assert isinstance(await set_phases(elastic, made.id, "warmup", ["bad"]), ValidationError)
+    twice = await set_phases(elastic, made.id, "warmup", [*plan, "main=24xH100"])  # the second `main`: unreachable
+    assert isinstance(twice, ValidationError) and twice.field == "phases" and "at most once" in twice.message
     fit = await next_phase(elastic, made.id)
     assert isinstance(fit, PhaseFit) and fit.fits and fit.next_phase == "main" and len(fit.add) == 8
     assert fit.layout_kept

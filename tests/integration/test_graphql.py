@@ -243,3 +243,17 @@ async def test_leaf_hosts_lists_the_hosts_cabled_to_a_switch(client: httpx.Async
     pcie = (await gql(client, q, {"l": "a100-leaf0"}))["data"]["leafHosts"]
     assert [h["name"] for h in pcie] == ["a100-001", "a100-002"]  # a leaf with no scalable unit
     assert (await gql(client, q, {"l": "nope"}))["data"]["leafHosts"] == []
+
+
+async def test_a_document_of_several_operations_needs_an_operation_name(
+    client: httpx.AsyncClient, demo: Gateway
+) -> None:
+    """The spec's rule: with several operations and no `operationName`, nothing runs (a probe of
+    stop 58 saw the first one run)."""
+    doc = "query A { clusterSummary { hosts } } query B { clusterSummary { gpus } }"
+    both = (await client.post("/graphql", json={"query": doc})).json()
+    assert both.get("data") is None and "operation name" in both["errors"][0]["message"].lower()
+    named = (await client.post("/graphql", json={"query": doc, "operationName": "B"})).json()
+    assert set(named["data"]["clusterSummary"]) == {"gpus"}
+    unknown = await client.post("/graphql", json={"query": doc, "operationName": "C"})
+    assert unknown.status_code == 400 and 'Unknown operation named "C"' in unknown.text

@@ -233,5 +233,48 @@ async def test_a_huge_infeasible_rail_aligned_request_checks_each_gpu_a_bounded_
     monkeypatch.setattr(engine_module, "eligible", counting)
     _, r = await place(gateway, "500xH100 rail-aligned")
     assert not r.candidates
-    assert {i.constraint for i in r.infeasible} >= {"railAligned", "gpus"}
-    assert checked[0] <= 40 * cluster.gpu_count  # 17x here; 187x before
+    by = {i.constraint: i for i in r.infeasible}
+    assert set(by) >= {"railAligned", "gpus"}
+    # The second unit's 29 hosts whose 8 GPUs are all healthy (3 of its 32 have a failed or
+    # degraded one); the diagnosis said 8 when it halved over the count (stop 59).
+    assert by["gpus"].nearest_feasible == "232xH100 rail-aligned"
+    assert checked[0] <= 40 * cluster.gpu_count  # 4x here; 17x at stop 58; 187x before
+
+
+@pytest.mark.parametrize(
+    ("text", "share"),
+    [
+        ("12xH100 rail-aligned", 6),
+        ("20xH100 rail-aligned", 5),
+        ("42xH100 rail-aligned", 7),
+        ("16xH100 rail-aligned", 8),
+    ],
+)
+async def test_an_unsplit_rail_aligned_request_takes_the_same_share_on_each_host(
+    gateway: Gateway, text: str, share: int
+) -> None:
+    """12 GPUs over 8-GPU hosts is 2 x 6 (or 3 x 4), never 8 + 4, whose hosts use different
+    rails: filling hosts by count and checking alignment afterwards answered such requests with
+    nothing on an idle cluster (stop 59). The fewest hosts first: the largest share that divides."""
+    await load(gateway, "sized:gpus=48")
+    _, r = await place(gateway, text)  # brute force agrees (six hosts)
+    assert r.candidates
+    for c in r.candidates:
+        assert set(Counter(g.host for g in c.gpus).values()) == {share}
+
+
+async def test_the_largest_rail_aligned_count_is_found_where_counts_do_not_shrink_in_order(gateway: Gateway) -> None:
+    """47 is prime: only 47 hosts x 1 GPU would align it. 46, 45, 44 and 43 fit no even split of
+    six 8-GPU hosts either; 42 (6 x 7) does. Halving over the count assumed that every count
+    below one that fits fits too."""
+    await load(gateway, "sized:gpus=48")
+    _, r = await place(gateway, "47xH100 rail-aligned")
+    by = {i.constraint: i for i in r.infeasible}
+    assert by["gpus"].nearest_feasible == "42xH100 rail-aligned"
+    snap = await snapshot(gateway)
+    assert feasible(snap, parse_request("42xH100 rail-aligned"))
+    assert not any(feasible(snap, parse_request(f"{n}xH100 rail-aligned")) for n in range(43, 47))
+    # The whole set in one NVLink domain (one HGX host here): shares per host do not say what fits.
+    _, r = await place(gateway, "47xH100 nvlink=any rail-aligned")
+    by = {i.constraint: i for i in r.infeasible}
+    assert by["gpus"].nearest_feasible == "8xH100 nvlink=any rail-aligned"

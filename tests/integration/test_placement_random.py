@@ -48,6 +48,7 @@ requests = st.builds(
     gpus_per_host=st.sampled_from([None, None, 1, 2, 4]),
     max_ib_hops=st.sampled_from([None, 0, 1, 3]),
     same_nvlink_domain=st.booleans(),
+    rail_aligned=st.sampled_from([False, False, True]),
     max_temperature_c=st.sampled_from([None, None, 60.0]),
     limit=st.just(3),
 )

@@ -137,6 +137,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "graph_is_empty": {},
     "health_counts": {},
     "placement_gpu_models": {},
+    "placement_leaf_holds": {"n": 1},
     "reset_graph": {},
     "shaped_candidate_hosts": {"model": "h100", "exclude": [], "limit": 10},
     "impact_holdings": {"now": time.time()},

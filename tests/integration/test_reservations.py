@@ -138,6 +138,13 @@ async def test_idempotency_key_belongs_to_its_holder(gateway: Gateway) -> None:
         assert isinstance(refused, ValidationError) and refused.field == "holder", (odd, refused)
         labelled = await svc.reserve(holder="h", gpus=uuids[2:3], labels=[odd])
         assert isinstance(labelled, ValidationError) and labelled.field == "labels", (odd, labelled)
+    for blank in (" ", "   ", "\u3000"):  # only spaces names nothing (a probe of stop 58 was given one)
+        refused = await svc.reserve(holder=blank, gpus=uuids[2:3])
+        assert isinstance(refused, ValidationError) and refused.field == "holder", (blank, refused)
+        keyed = await svc.reserve(holder="h", gpus=uuids[2:3], idempotency_key=blank)
+        assert isinstance(keyed, ValidationError) and keyed.field == "idempotencyKey", (blank, keyed)
+    twice = await svc.reserve(holder="h", gpus=uuids[2:3], labels=["team-a", "team-a"])
+    assert isinstance(twice, ValidationError) and twice.field == "labels" and "at most once" in twice.message
     for fine in ("山田\u3000太郎", "👩\u200d💻 team", "a\u00a0b"):  # ideographic space, a ZWJ emoji, NBSP
         made = await svc.reserve(holder=fine, gpus=uuids[2:3], labels=[fine])
         assert isinstance(made, Reservation), (fine, made)

@@ -16,6 +16,22 @@ from tests.cluster_helpers import load
 from tests.integration.test_mig_slices import LAYOUT, with_mig
 
 
+def with_tokens(
+    gateway: Gateway, roles: dict[str, Role], **limits: float
+) -> tuple[httpx.AsyncClient, dict[str, dict[str, str]]]:
+    """A client of an app that knows a token per name (a collector's for every host), with these
+    limits, and each name's authorization header."""
+    entries, tokens = [], {}
+    for name, role in roles.items():
+        token, entry = new_token(name, role, ["*"] if role is Role.COLLECTOR else [])
+        tokens[name] = {"authorization": f"Bearer {token}"}
+        entries.append(entry)
+    settings = Settings.model_validate({"tokens": json.dumps(entries), **limits})
+    app = create_app(settings, gateway=gateway)
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    return httpx.AsyncClient(transport=transport, base_url="http://t"), tokens
+
+
 async def test_place_reserve_release_round_trip(client: httpx.AsyncClient, gateway: Gateway) -> None:
     await load(gateway, "superpod-h100:sus=1")
     placed = (await client.post("/v1/place", json={"request": "8xH100 nvlink=full-mesh"})).json()
@@ -49,16 +65,10 @@ async def test_typed_answers_for_bad_and_impossible_requests(client: httpx.Async
 
 async def test_roles_ownership_and_the_rate_limit(gateway: Gateway) -> None:
     await load(gateway, "l40s:hosts=2")
-    entries, tokens = [], {}
-    for name, role in [("sched-1", Role.SCHEDULER), ("sched-2", Role.SCHEDULER), ("col", Role.COLLECTOR)]:
-        token, entry = new_token(name, role, ["*"] if role is Role.COLLECTOR else [])
-        tokens[name] = {"authorization": f"Bearer {token}"}
-        entries.append(entry)
+    roles = {"sched-1": Role.SCHEDULER, "sched-2": Role.SCHEDULER, "col": Role.COLLECTOR}
     # A token a ~17 h: nothing refills during the test, however slow the machine.
-    settings = Settings(tokens=json.dumps(entries), mutation_rate_per_minute=0.001, mutation_burst=2)
-    app = create_app(settings, gateway=gateway)
-    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-    async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+    c, tokens = with_tokens(gateway, roles, mutation_rate_per_minute=0.001, mutation_burst=2)
+    async with c:
         anonymous = await c.post("/v1/reservations", json={"holder": "j", "request": "1xL40S"})
         assert anonymous.status_code == 401
         collector = await c.post("/v1/reservations", json={"holder": "j", "request": "1xL40S"}, headers=tokens["col"])
@@ -129,3 +139,28 @@ async def test_unknown_fields_wrong_types_and_odd_numbers_are_refused_not_guesse
         answer = (await client.post("/graphql", json={"query": query, "variables": {"t": text}})).json()
         assert "errors" not in answer and answer["data"]["placementText"]["infeasible"], answer
         assert answer["data"]["placementText"]["infeasible"][0]["message"] == placed.json()["infeasible"][0]["message"]
+
+
+async def test_place_and_reserve_spend_the_tokens_query_budget_as_graphql_does(gateway: Gateway) -> None:
+    """The fast path charged no query cost: a token could ask for 4,096-GPU placements without
+    end (GraphQL prices one at 514 units). It now spends the same per-token budget as GraphQL."""
+    await load(gateway, "l40s:hosts=1")
+    roles = {"sched-1": Role.SCHEDULER, "sched-2": Role.SCHEDULER}
+    # A budget of 1,000 units that refills ~17 h per unit: nothing refills during the test.
+    c, tokens = with_tokens(gateway, roles, graphql_cost_per_minute=0.001, graphql_cost_burst=1000)
+    async with c:
+        first = await c.post("/v1/place", json={"request": "4096xL40S"}, headers=tokens["sched-1"])
+        assert first.status_code == 200 and first.json()["infeasible"]  # 514 of 1,000 spent
+        second = await c.post("/v1/place", json={"request": "4096xL40S"}, headers=tokens["sched-1"])
+        assert second.status_code == 429
+        assert "query budget exceeded" in second.json()["detail"] and int(second.headers["retry-after"]) >= 1
+        huge = {"holder": "j", "request": "4096xL40S"}
+        reserve = await c.post("/v1/reservations", json=huge, headers=tokens["sched-1"])
+        assert reserve.status_code == 429
+        query = {"query": '{ placementText(text: "4096xL40S") { candidates { score } } }'}
+        graphql = (await c.post("/graphql", json=query, headers=tokens["sched-1"])).json()
+        assert graphql["errors"][0]["extensions"]["code"] == "QUERY_BUDGET_EXCEEDED"  # one budget for both
+        small = await c.post("/v1/place", json={"request": "1xL40S"}, headers=tokens["sched-1"])
+        assert small.status_code == 200 and small.json()["candidates"]  # 3 units: what is left still buys it
+        other = await c.post("/v1/place", json={"request": "4096xL40S"}, headers=tokens["sched-2"])
+        assert other.status_code == 200  # each token its own budget

@@ -40,6 +40,7 @@ from graphsvc.api.graphql.explorer import (
 from graphsvc.api.graphql.impact import ImpactQuery
 from graphsvc.api.graphql.inputs import GPUFilter, HostFilter, PlacementRequestInput
 from graphsvc.api.graphql.limiter_rules import limit_rules
+from graphsvc.api.graphql.operation_choice import OneOperationOrNamed
 from graphsvc.api.graphql.operator import OperatorMutations
 from graphsvc.api.graphql.placement import place, selects_infeasible
 from graphsvc.api.graphql.reservations import (
@@ -213,6 +214,7 @@ _EXTENSIONS = [
     lambda: MaxTokensLimiter(max_token_count=MAX_TOKENS),
     lambda: MaskErrors(should_mask_error=_mask),
     StoreErrors,  # after MaskErrors: store outages become typed errors before the masking sees them
+    OneOperationOrNamed,  # before the cost: it prices the operation that would run
     QueryCostLimit,
     GraphQLTimer,
     # Schedulers send the same few query documents again and again.
