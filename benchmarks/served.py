@@ -113,6 +113,9 @@ class Served:
             "GRAPHSVC_APPENDFSYNC": "always",
             "GRAPHSVC_MUTATION_RATE_PER_MINUTE": "1e9",
             "GRAPHSVC_MUTATION_BURST": "1000000",
+            # The query budget too: the REST fast path spends it since stop 59 (~3 units a reserve).
+            "GRAPHSVC_GRAPHQL_COST_PER_MINUTE": "1e12",
+            "GRAPHSVC_GRAPHQL_COST_BURST": "1000000000",
             "GRAPHSVC_LOG_LEVEL": "warning",
             **{f"GRAPHSVC_{k.upper()}": v for k, v in settings.items()},
         }

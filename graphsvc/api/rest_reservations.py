@@ -162,9 +162,19 @@ class Outcome(BaseModel):
 
 
 def _charge(request: Request, caller: Principal, cost: int) -> None:
-    """The GraphQL cost of the same call (graphql/cost.py), charged to the same per-token budget.
-    The fast path charged nothing: a token could ask for 4,096-GPU placements without end, each
-    seconds of the service's CPU when infeasible (a probe, stop 58)."""
+    """The GraphQL cost of the same call (graphql/cost.py), refused above the same limit and
+    charged to the same per-token budget. The fast path charged nothing: a token could ask for
+    4,096-GPU placements without end, up to seconds of the service's CPU each when infeasible (a
+    probe, stop 58)."""
+    settings = getattr(request.app.state, "settings", None)
+    if settings is not None and cost > settings.graphql_max_cost:
+        # More than any one call may cost: refused for good, as GraphQL's QUERY_TOO_EXPENSIVE (a
+        # budget smaller than the cost would never let it run: a 429 would invite retries forever).
+        raise HTTPException(
+            status_code=400,
+            detail=f"query too expensive: it costs {cost}, the limit is {settings.graphql_max_cost}; "
+            "ask for fewer GPUs",
+        )
     budget = getattr(request.app.state, "query_budget", None)
     if budget is not None and not budget.allow(caller.name, cost=cost):
         retry = budget.wait_s(caller.name, cost)

@@ -93,6 +93,9 @@ class FreeBounds:
     share: int
     hosts_with_free: int = 0
     leaves_with_free: int = 0
+    # Every NIC is cabled to a leaf (none to a spine or core, which keep no counter): a rail-aligned
+    # set's hosts then all reach the leaf of a rail they share, and that leaf's counter bounds it.
+    rails_under_leaves: bool = False
 
     def more_than_searched(self, units: int) -> bool:
         """Whether a search might spend its budget of `units` before it reads every unit a count
@@ -109,15 +112,17 @@ class FreeBounds:
         most = self.host
         if req.max_ib_hops is None or req.max_ib_hops >= 1:
             most = max(most, self.leaf)
-            # A rail-aligned set's hosts all reach the leaf of a rail they share: the most a leaf
-            # counter holds bounds it (placement_leaf_holds), not every free GPU.
-            if (req.max_ib_hops is None or req.max_ib_hops >= 3) and not req.rail_aligned:
+            # A rail-aligned set's hosts all reach the leaf of a rail they share: where every NIC
+            # is cabled to a leaf, the most a leaf counter holds bounds it, not every free GPU.
+            by_leaf = req.rail_aligned and self.rails_under_leaves
+            if (req.max_ib_hops is None or req.max_ib_hops >= 3) and not by_leaf:
                 share = req.gpus_per_host  # the bounds were read for one share; any other: every free GPU
                 most = max(most, share * self.hosts_with_share if share == self.share else self.total)
         return most
 
 
-async def free_bounds(engine: PlacementEngine, share: int) -> FreeBounds:
+async def free_bounds(engine: PlacementEngine, share: int, *, rails_under_leaves: bool = False) -> FreeBounds:
+    """`rails_under_leaves`: the caller read that no NIC is cabled off a leaf (FreeBounds)."""
     rows = await engine.gw.read("placement_free_bounds", {"share": share})
     row = rows[0] if rows else {}
     return FreeBounds(
@@ -129,6 +134,7 @@ async def free_bounds(engine: PlacementEngine, share: int) -> FreeBounds:
         share=share,
         hosts_with_free=int(row.get("free_hosts") or 0),
         leaves_with_free=int(row.get("free_leaves") or 0),
+        rails_under_leaves=rails_under_leaves,
     )
 
 

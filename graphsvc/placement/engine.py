@@ -45,6 +45,7 @@ from graphsvc.placement.select import (
     bottleneck,
     choose_in_host,
     eligible,
+    first_shares,
     rail_up,
     rank_order,
 )
@@ -149,6 +150,7 @@ class HostLoader:
         self.cache: dict[str, Host] = {}
         self.by_free: dict[tuple[tuple[str, ...], str, int], tuple[int, list[Row]]] = {}  # by least share read
         self.leaf_held: dict[int, bool] = {}  # leaf_holds, by the count asked
+        self.nics_off_leaf: bool | None = None  # placement_nics_off_leaf, once read
 
     async def load(self, names: Iterable[str]) -> list[Host]:
         wanted = list(dict.fromkeys(names))
@@ -202,12 +204,22 @@ class HostLoader:
         return [r for r in cached[1] if int(r["free"]) >= least]
 
     async def leaf_holds(self, n: int) -> bool:
-        """Whether some leaf's free counter is at least n (placement_leaf_holds), read once per n
-        per request: a diagnosis's probes ask again."""
+        """Whether a rail-aligned set of n GPUs may exist by the counters: NICs cabled to a switch
+        that keeps no counter (placement_nics_off_leaf), or a leaf whose counter is at least n
+        (placement_leaf_holds). Read once per request (per n): a diagnosis's probes ask again."""
+        if await self.off_leaf():
+            return True
         held = self.leaf_held.get(n)
         if held is None:
             held = self.leaf_held[n] = bool(await self.gw.read("placement_leaf_holds", {"n": n}))
         return held
+
+    async def off_leaf(self) -> bool:
+        """Whether any NIC is cabled to a switch that is not a leaf (placement_nics_off_leaf),
+        read once per request."""
+        if self.nics_off_leaf is None:
+            self.nics_off_leaf = bool(await self.gw.read("placement_nics_off_leaf", {}))
+        return self.nics_off_leaf
 
     def _settle(self, host: Host, gpu: Gpu, lease_expires_at: float | None) -> None:
         """The state placement judges a GPU by: a lapsed lease or a preemption plan frees it; a
@@ -893,7 +905,13 @@ class _Search:
             for _host, members in sorted(pools, key=lambda p: (len(p[1]), p[0].name)):
                 if len(members) >= req.gpus:
                     return choose_in_host(members, req.gpus, req)
-        chosen = self._even_split(pools) if req.rail_aligned else self._fill(pools, req.gpus)
+        if req.rail_aligned:
+            # Aligned across trays, the rails carry traffic: a GPU whose rail NIC is down is left
+            # out, as the other multi-host paths leave it (`usable`).
+            up = [(h, [g for g in m if rail_up(g)]) for h, m in pools]
+            chosen = self._even_split([(h, m) for h, m in up if m])
+        else:
+            chosen = self._fill(pools, req.gpus)
         if chosen is None or not _hops_ok({g.host for g in chosen}, hosts, req.max_ib_hops):
             return None
         if req.nvlink is NVLinkRequirement.FULL_MESH and not _switched(chosen):
@@ -958,17 +976,7 @@ class _Search:
         options.sort(key=lambda o: (-(len(o[1]) - p) if spread else len(o[1]) - p, self.tie(o[0].name)))
         if req.rail_aligned:
             return rails.pick_shares(options, p, count, req)
-        chosen: list[Gpu] = []
-        used = 0
-        for _host, pool in options:
-            share = choose_in_host(pool, p, req)
-            if share is None:
-                continue
-            chosen.extend(share)
-            used += 1
-            if used == count:
-                return chosen
-        return None
+        return first_shares((choose_in_host(pool, p, req) for _host, pool in options), count)
 
     async def finish(self) -> list[Candidate]:
         if not self.found:

@@ -90,7 +90,8 @@ async def diagnose(
     probed from what they allow downwards, not halved from the request. A probe without
     NVLink or rail constraints and with no hop limit, one host or one leaf is answered by
     counting in the store (placement.counting), not by reading every host's GPUs (#15)."""
-    bounds = await free_bounds(engine, req.gpus_per_host or 1)
+    under_leaves = req.rail_aligned and not await _nics_off_leaf(engine, loader)
+    bounds = await free_bounds(engine, req.gpus_per_host or 1, rails_under_leaves=under_leaves)
     counts = Counts(engine, bounds)
 
     async def feasible(r: PlacementRequest) -> bool:
@@ -283,6 +284,14 @@ def _value(req: PlacementRequest, field: str) -> str:
     if field == "minMemoryGiB":
         return f"{value:g} GiB"
     return value.value if isinstance(value, NVLinkRequirement) else str(value)
+
+
+async def _nics_off_leaf(engine: PlacementEngine, loader: HostLoader | None) -> bool:
+    """Whether any NIC is cabled to a switch that keeps no free counter (the failed search's
+    answer when it read it)."""
+    if loader is not None:
+        return await loader.off_leaf()
+    return bool(await engine.gw.read("placement_nics_off_leaf", {}))
 
 
 def _per_host_for(req: PlacementRequest, n: int) -> int | None:

@@ -12,17 +12,20 @@ once per probe of its diagnosis (#15, docs/benchmarks.md).
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from collections.abc import Sequence
 
 from graphsvc.placement.model import Gpu, Host
 from graphsvc.placement.request import NVLinkRequirement, PlacementRequest
-from graphsvc.placement.select import choose_in_host
+from graphsvc.placement.select import choose_in_host, first_shares
 
 RailPair = tuple[int, str]
 
-# At most this many rail sets are tried per group of hosts when the shares must be NVLink-connected
-# (C(8, 4) = 70 on an 8-rail host): a partial mesh may connect some rail sets and not others.
+# At most this many rail sets are tried per group of hosts (C(8, 4) = 70 on an 8-rail host; a set
+# holds the group's pair, so at most C(7, 3) = 35 there).
 MAX_RAIL_SETS = 70
+# At most this many rail sets are tried in all by one pick (a cluster of many units, each a group).
+MAX_SETS_TRIED = 4096
 # At most this many choices of one GPU per rail are tried per host and rail set (2^8 where every
 # two GPUs share a NIC, on 8 rails).
 MAX_SHARES = 256
@@ -66,51 +69,52 @@ def pick_shares(options: Sequence[Option], p: int, count: int, req: PlacementReq
     (rail, leaf) pairs; with an NVLink requirement, each host's share meets it.
 
     Hosts are grouped by each pair they reach (a rail-optimised unit's hosts share all of theirs;
-    hosts of another unit share none), and each group is tried in the options' order, taking a
-    host while the pairs common to those taken stay at least p. A group repeated (the same hosts
-    under another pair) is tried once. The work is bounded by hosts x pairs, where seeding from
-    every host was quadratic."""
+    hosts of another unit share none). For each group, in the order of its first host, each set of
+    p pairs holding its pair and pairs enough of the group's hosts reach is tried: the first
+    `count` hosts, in the options' order, that reach the whole set and (NVLink) can connect a
+    share on it. A set is tried once, in the first group holding it (the hosts reaching it are the
+    same in every group it is in). Taking hosts while the pairs common to those taken stayed at
+    least p (until stop 59) let an early host narrow them past the hosts that fit (five hosts, no
+    three of them sharing the first host's rails); every set is tried instead, at most
+    MAX_RAIL_SETS per group and MAX_SETS_TRIED in all."""
     pairs_of = [rail_pairs(pool) for _host, pool in options]
     groups: dict[RailPair, list[int]] = {}
     for i, pairs in enumerate(pairs_of):
         if len(pairs) >= p:
             for pair in pairs:
                 groups.setdefault(pair, []).append(i)
-    tried: set[tuple[int, ...]] = set()
-    for _pair, members in sorted(groups.items(), key=lambda kv: (kv[1][0], kv[0])):
-        key = tuple(members)
-        if len(members) < count or key in tried:
+    tried: set[tuple[RailPair, ...]] = set()
+    for pair, members in sorted(groups.items(), key=lambda kv: (kv[1][0], kv[0])):
+        if len(members) < count:
             continue
-        tried.add(key)
-        chosen = _take_group([pairs_of[i] for i in members], p, count, req)
-        if chosen is not None:
-            return chosen
+        reach = Counter(q for i in members for q in pairs_of[i])
+        others = sorted(q for q, hosts in reach.items() if hosts >= count and q != pair)
+        for rest in itertools.islice(itertools.combinations(others, p - 1), MAX_RAIL_SETS):
+            rails = tuple(sorted((pair, *rest)))
+            if rails in tried:
+                continue
+            if len(tried) >= MAX_SETS_TRIED:
+                return None
+            tried.add(rails)
+            chosen = _take(rails, [pairs_of[i] for i in members], count, req)
+            if chosen is not None:
+                return chosen
     return None
 
 
-def _take_group(
-    pairs_of: list[dict[RailPair, list[Gpu]]], p: int, count: int, req: PlacementRequest
+def _take(
+    rails: tuple[RailPair, ...], pairs_of: list[dict[RailPair, list[Gpu]]], count: int, req: PlacementRequest
 ) -> list[Gpu] | None:
-    common: set[RailPair] | None = None
-    picked: list[dict[RailPair, list[Gpu]]] = []
-    for pairs in pairs_of:
-        trial = set(pairs) if common is None else common & set(pairs)
-        if len(trial) >= p:
-            common = trial
-            picked.append(pairs)
-            if len(picked) == count:
-                break
-    if common is None or len(picked) < count:
-        return None
+    """The first `count` hosts reaching every pair of `rails` with a share on them (one GPU per
+    rail; with an NVLink requirement, a connected one)."""
+    p = len(rails)
     wants_nvlink = p > 1 and (req.nvlink is not NVLinkRequirement.NONE or req.same_nvlink_domain)
-    if not wants_nvlink:
-        first = sorted(common)[:p]
-        return [pairs[r][0] for pairs in picked for r in first]
-    for rails in itertools.islice(itertools.combinations(sorted(common), p), MAX_RAIL_SETS):
-        shares = [_connected_share(pairs, rails, p, req) for pairs in picked]
-        if all(share is not None for share in shares):
-            return [g for share in shares if share is not None for g in share]
-    return None
+    shares = (
+        _connected_share(pairs, rails, p, req) if wants_nvlink else [pairs[r][0] for r in rails]
+        for pairs in pairs_of
+        if all(r in pairs for r in rails)
+    )
+    return first_shares(shares, count)
 
 
 def _connected_share(pairs: dict[RailPair, list[Gpu]], rails: tuple[RailPair, ...], p: int,

@@ -5,9 +5,11 @@ Every returned candidate is also validated by the independent brute-force checke
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 
 import pytest
+from topo_facts import PortState, SwitchTier
 
 from graphsvc.placement import engine as engine_module
 from graphsvc.placement import select as select_module
@@ -15,7 +17,7 @@ from graphsvc.placement.engine import PlacementEngine
 from graphsvc.placement.model import Gpu, PlacementResult
 from graphsvc.placement.request import PlacementRequest, parse_request
 from graphsvc.store.gateway import Gateway
-from graphsvc.synthetic.clusters import build
+from graphsvc.synthetic.clusters import SyntheticCluster, add_nvl72, add_spines, build
 from tests.cluster_helpers import load, occupy
 from tests.placement_oracle import check_candidate, feasible, snapshot
 
@@ -278,3 +280,58 @@ async def test_the_largest_rail_aligned_count_is_found_where_counts_do_not_shrin
     _, r = await place(gateway, "47xH100 nvlink=any rail-aligned")
     by = {i.constraint: i for i in r.infeasible}
     assert by["gpus"].nearest_feasible == "8xH100 nvlink=any rail-aligned"
+
+
+async def test_rails_cabled_straight_to_a_spine_are_not_bounded_by_the_leaf_counters(gateway: Gateway) -> None:
+    """The fabric allows a NIC cabled to a spine, which keeps no free counter: the diagnosis must
+    not bound rail-aligned sets by the leaf counters then (it said "at most 8" where 18 fit; a
+    review's case)."""
+    cluster = build("sized:gpus=24")
+    spine = next(s.name for s in cluster.switches if s.tier is SwitchTier.SPINE)
+    cluster.nic_uplinks = [u.model_copy(update={"switch": spine}) for u in cluster.nic_uplinks]
+    await load(gateway, cluster)
+    _, r = await place(gateway, "18xH100 rail-aligned")  # 3 x 6; brute force agrees (three hosts)
+    assert r.candidates
+    _, r = await place(gateway, "20xH100 rail-aligned")
+    by = {i.constraint: i for i in r.infeasible}
+    assert by["gpus"].nearest_feasible == "18xH100 rail-aligned"
+    _, r = await place(gateway, "32xH100 per-host=8 rail-aligned")
+    by = {i.constraint: i for i in r.infeasible}
+    assert by["gpus"].nearest_feasible == "24xH100 per-host=8 rail-aligned"
+
+
+async def test_an_aligned_set_across_trays_leaves_out_a_gpu_whose_rail_nic_is_down(gateway: Gateway) -> None:
+    """One NVLink domain across two GB200 trays: its rail-aligned path took a GPU whose rail NIC
+    was down, where every other multi-host path leaves it out (a review's case)."""
+    c = SyntheticCluster("default")
+    leaves = add_nvl72(c, 1, seed=1)
+    c.hosts = c.hosts[:2]
+    c.nic_uplinks = [u for u in c.nic_uplinks if u.host in {h.hostname for h in c.hosts}]
+    add_spines(c, leaves, prefix="spine", sus=1)
+    first = c.hosts[0]
+    down = [n.model_copy(update={"state": PortState.DOWN}) if n.rail == 0 else n for n in first.nics]
+    c.hosts[0] = first.model_copy(update={"nics": down})
+    await load(gateway, c)
+    for text in ("8xGB200 nvlink=any rail-aligned", "8xGB200 rail-aligned", "6xGB200 nvlink=any rail-aligned"):
+        r = await PlacementEngine(gateway).place(parse_request(text))
+        for candidate in r.candidates:
+            assert all(g.nic_state != "down" for g in candidate.gpus), text
+    r = await PlacementEngine(gateway).place(parse_request("6xGB200 nvlink=any rail-aligned"))
+    assert r.candidates and all(g.rail != 0 for g in r.candidates[0].gpus)  # 2 x 3 on rails 1-3
+
+
+async def test_the_largest_rail_aligned_count_agrees_with_brute_force(gateway: Gateway) -> None:
+    """Six hosts, some GPUs taken: for every count that does not fit, the diagnosis names the
+    largest below it that brute force fits (a review checked 19 counts this way)."""
+    cluster = await load(gateway, "sized:gpus=48")
+    rng = random.Random(1)
+    await occupy(gateway, [g.uuid for h in cluster.hosts for g in h.gpus if rng.random() < 0.4])
+    snap = await snapshot(gateway)
+    fits = [n for n in range(1, 49) if feasible(snap, parse_request(f"{n}xH100 rail-aligned"))]
+    asked = [n for n in range(2, max(fits)) if n not in fits][:6]
+    assert asked  # counts that do not fit below one that does: the case halving got wrong
+    for n in asked:
+        r = await PlacementEngine(gateway).place(parse_request(f"{n}xH100 rail-aligned"))
+        by = {i.constraint: i for i in r.infeasible}
+        truth = max(f for f in fits if f < n)
+        assert by["gpus"].nearest_feasible == f"{truth}xH100 rail-aligned", n

@@ -138,6 +138,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "health_counts": {},
     "placement_gpu_models": {},
     "placement_leaf_holds": {"n": 1},
+    "placement_nics_off_leaf": {},
     "reset_graph": {},
     "shaped_candidate_hosts": {"model": "h100", "exclude": [], "limit": 10},
     "impact_holdings": {"now": time.time()},

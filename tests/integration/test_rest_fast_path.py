@@ -164,3 +164,16 @@ async def test_place_and_reserve_spend_the_tokens_query_budget_as_graphql_does(g
         assert small.status_code == 200 and small.json()["candidates"]  # 3 units: what is left still buys it
         other = await c.post("/v1/place", json={"request": "4096xL40S"}, headers=tokens["sched-2"])
         assert other.status_code == 200  # each token its own budget
+
+
+async def test_a_call_costing_more_than_any_may_is_refused_for_good(gateway: Gateway) -> None:
+    """A budget smaller than a call's cost would never let it run: not a 429 to retry forever, but
+    what GraphQL answers (QUERY_TOO_EXPENSIVE), a 400 (a review's case)."""
+    await load(gateway, "l40s:hosts=1")
+    c, tokens = with_tokens(gateway, {"sched": Role.SCHEDULER}, graphql_max_cost=100, graphql_cost_burst=100)
+    async with c:
+        for _ in range(2):
+            refused = await c.post("/v1/place", json={"request": "1000xL40S"}, headers=tokens["sched"])
+            assert refused.status_code == 400 and "too expensive" in refused.json()["detail"]
+        fine = await c.post("/v1/place", json={"request": "1xL40S"}, headers=tokens["sched"])
+        assert fine.status_code == 200 and fine.json()["candidates"]

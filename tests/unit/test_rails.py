@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from graphsvc.placement.model import Gpu, Host
 from graphsvc.placement.rails import aligned, even_shares, pick_shares, rail_pairs
@@ -124,3 +128,34 @@ def test_the_nvlink_requirement_is_met_on_every_host_not_only_the_first() -> Non
     req = PlacementRequest(gpus=4, gpus_per_host=2, nvlink=NVLinkRequirement.FULL_MESH)
     chosen = pick_shares([first, second], 2, 2, req)
     assert chosen is not None and {g.rail for g in chosen} == {1, 2}
+
+
+def test_an_early_host_does_not_narrow_the_rails_past_the_hosts_that_fit() -> None:
+    """Taking hosts while their common rails stayed enough, the first two hosts narrowed them to
+    rails 0, 1 and 5, and no third host has rail 5; rails 0, 1 and 6 fit three (a review's case)."""
+    free = [(0, 1, 2, 3, 5), (0, 1, 5, 6), (0, 1, 2, 4, 6), (0, 1, 3, 4, 6, 7), (5, 6, 7)]
+    options = [
+        host(f"h{i}", "A", rails=range(8), taken=tuple(r for r in range(8) if r not in f)) for i, f in enumerate(free)
+    ]
+    chosen = pick_shares(options, 3, 3, PlacementRequest(gpus=9, gpus_per_host=3))
+    assert chosen is not None and aligned(chosen)
+    assert {g.host for g in chosen} == {"h1", "h2", "h3"} and {g.rail for g in chosen} == {0, 1, 6}
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    free=st.lists(st.sets(st.integers(0, 5), max_size=6), min_size=1, max_size=7),
+    p=st.integers(1, 4),
+    count=st.integers(1, 5),
+)
+def test_a_set_is_found_whenever_brute_force_finds_one(free: list[set[int]], p: int, count: int) -> None:
+    """Hosts of one unit (rail i on leaf i) with random free rails: some `count` hosts share p free
+    rails exactly when the pick finds a set, and what it finds is aligned."""
+    options = [
+        host(f"h{i}", "A", rails=range(6), taken=tuple(r for r in range(6) if r not in f)) for i, f in enumerate(free)
+    ]
+    chosen = pick_shares(options, p, count, PlacementRequest(gpus=p * count, gpus_per_host=p))
+    exists = any(sum(set(rails) <= f for f in free) >= count for rails in itertools.combinations(range(6), p))
+    assert (chosen is not None) == exists
+    if chosen is not None:
+        assert aligned(chosen) and len(chosen) == p * count and len({g.host for g in chosen}) == count
