@@ -166,6 +166,11 @@ def _charge(request: Request, caller: Principal, cost: int) -> None:
     charged to the same per-token budget. The fast path charged nothing: a token could ask for
     4,096-GPU placements without end, up to seconds of the service's CPU each when infeasible (a
     probe, stop 58)."""
+    _within_limit(request, cost)
+    _spend(request, caller, cost)
+
+
+def _within_limit(request: Request, cost: int) -> None:
     settings = getattr(request.app.state, "settings", None)
     if settings is not None and cost > settings.graphql_max_cost:
         # More than any one call may cost: refused for good, as GraphQL's QUERY_TOO_EXPENSIVE (a
@@ -175,6 +180,9 @@ def _charge(request: Request, caller: Principal, cost: int) -> None:
             detail=f"query too expensive: it costs {cost}, the limit is {settings.graphql_max_cost}; "
             "ask for fewer GPUs",
         )
+
+
+def _spend(request: Request, caller: Principal, cost: int) -> None:
     budget = getattr(request.app.state, "query_budget", None)
     if budget is not None and not budget.allow(caller.name, cost=cost):
         retry = budget.wait_s(caller.name, cost)
@@ -268,8 +276,10 @@ async def place(body: PlaceBody, request: Request, caller: Caller) -> PlaceOut:
 async def reserve(body: ReserveBody, request: Request, caller: Caller) -> Outcome:
     """Hold GPUs for a job, all or none (the GraphQL `reserve` mutation)."""
     require(caller, Role.SCHEDULER, Role.OPERATOR)
+    cost = _reserve_cost(body)
+    _within_limit(request, cost)  # a call refused for good spends no mutation token
     _limit(request, caller)
-    _charge(request, caller, _reserve_cost(body))
+    _spend(request, caller, cost)
     try:
         placement = parse_request(body.request) if body.request is not None else None
     except RequestError as err:

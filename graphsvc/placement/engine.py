@@ -207,12 +207,10 @@ class HostLoader:
         """Whether a rail-aligned set of n GPUs may exist by the counters: NICs cabled to a switch
         that keeps no counter (placement_nics_off_leaf), or a leaf whose counter is at least n
         (placement_leaf_holds). Read once per request (per n): a diagnosis's probes ask again."""
-        if await self.off_leaf():
-            return True
         held = self.leaf_held.get(n)
         if held is None:
             held = self.leaf_held[n] = bool(await self.gw.read("placement_leaf_holds", {"n": n}))
-        return held
+        return held or await self.off_leaf()  # the indexed seek first: the spine read only when it says no
 
     async def off_leaf(self) -> bool:
         """Whether any NIC is cabled to a switch that is not a leaf (placement_nics_off_leaf),

@@ -17,15 +17,16 @@ from collections.abc import Sequence
 
 from graphsvc.placement.model import Gpu, Host
 from graphsvc.placement.request import NVLinkRequirement, PlacementRequest
-from graphsvc.placement.select import choose_in_host, first_shares
+from graphsvc.placement.select import choose_in_host
 
 RailPair = tuple[int, str]
 
-# At most this many rail sets are tried per group of hosts (C(8, 4) = 70 on an 8-rail host; a set
-# holds the group's pair, so at most C(7, 3) = 35 there).
-MAX_RAIL_SETS = 70
-# At most this many rail sets are tried in all by one pick (a cluster of many units, each a group).
-MAX_SETS_TRIED = 4096
+# At most this many sets of p rails are listed per host (C(8, 4) = 70 on an 8-rail host; a host
+# of 16 rails would list C(16, 8) = 12,870).
+MAX_HOST_SETS = 4096
+# At most this many host shares are checked for an NVLink requirement in one pick (~12 us each):
+# a cluster where rail sets reach enough hosts but no share connects stops there.
+MAX_SHARE_CHECKS = 20_000
 # At most this many choices of one GPU per rail are tried per host and rail set (2^8 where every
 # two GPUs share a NIC, on 8 rails).
 MAX_SHARES = 256
@@ -68,53 +69,50 @@ def pick_shares(options: Sequence[Option], p: int, count: int, req: PlacementReq
     """`count` hosts of `options` (in their order of preference), p GPUs each, on the same p
     (rail, leaf) pairs; with an NVLink requirement, each host's share meets it.
 
-    Hosts are grouped by each pair they reach (a rail-optimised unit's hosts share all of theirs;
-    hosts of another unit share none). For each group, in the order of its first host, each set of
-    p pairs holding its pair and pairs enough of the group's hosts reach is tried: the first
-    `count` hosts, in the options' order, that reach the whole set and (NVLink) can connect a
-    share on it. A set is tried once, in the first group holding it (the hosts reaching it are the
-    same in every group it is in). Taking hosts while the pairs common to those taken stayed at
-    least p (until stop 59) let an early host narrow them past the hosts that fit (five hosts, no
-    three of them sharing the first host's rails); every set is tried instead, at most
-    MAX_RAIL_SETS per group and MAX_SETS_TRIED in all."""
-    pairs_of = [rail_pairs(pool) for _host, pool in options]
-    groups: dict[RailPair, list[int]] = {}
-    for i, pairs in enumerate(pairs_of):
-        if len(pairs) >= p:
-            for pair in pairs:
-                groups.setdefault(pair, []).append(i)
-    tried: set[tuple[RailPair, ...]] = set()
-    for pair, members in sorted(groups.items(), key=lambda kv: (kv[1][0], kv[0])):
-        if len(members) < count:
-            continue
-        reach = Counter(q for i in members for q in pairs_of[i])
-        others = sorted(q for q, hosts in reach.items() if hosts >= count and q != pair)
-        for rest in itertools.islice(itertools.combinations(others, p - 1), MAX_RAIL_SETS):
-            rails = tuple(sorted((pair, *rest)))
-            if rails in tried:
-                continue
-            if len(tried) >= MAX_SETS_TRIED:
-                return None
-            tried.add(rails)
-            chosen = _take(rails, [pairs_of[i] for i in members], count, req)
-            if chosen is not None:
-                return chosen
-    return None
+    The hosts are read in order, and each adds itself to every set of p of its pairs (a set is a
+    subset of every host reaching it, so every set that can fit is counted); the first set that
+    `count` hosts reach is the answer, so a search over an idle unit stops after `count` hosts. The
+    sets of a host are listed once per distinct set of pairs (a unit's idle hosts share theirs),
+    and a pair fewer than `count` hosts reach is left out first (a request larger than every unit
+    lists nothing). With an NVLink requirement, a host counts for a set only once its share on it
+    connects, which is checked only for sets `count` hosts reach, at most MAX_SHARE_CHECKS times.
 
-
-def _take(
-    rails: tuple[RailPair, ...], pairs_of: list[dict[RailPair, list[Gpu]]], count: int, req: PlacementRequest
-) -> list[Gpu] | None:
-    """The first `count` hosts reaching every pair of `rails` with a share on them (one GPU per
-    rail; with an NVLink requirement, a connected one)."""
-    p = len(rails)
+    Until stop 59 hosts were taken while the pairs common to those taken stayed at least p: an
+    early host narrowed them past the hosts that fit (five hosts, no three sharing the first
+    host's rails), and a later grouping by pair capped the sets it tried (review findings)."""
     wants_nvlink = p > 1 and (req.nvlink is not NVLinkRequirement.NONE or req.same_nvlink_domain)
-    shares = (
-        _connected_share(pairs, rails, p, req) if wants_nvlink else [pairs[r][0] for r in rails]
-        for pairs in pairs_of
-        if all(r in pairs for r in rails)
-    )
-    return first_shares(shares, count)
+    pairs_of = [rail_pairs(pool) for _host, pool in options]
+    reach = Counter(pair for pairs in pairs_of if len(pairs) >= p for pair in pairs)
+    sets_of: dict[frozenset[RailPair], list[tuple[RailPair, ...]]] = {}
+    reached: dict[tuple[RailPair, ...], list[int]] = {}
+    connected: dict[tuple[RailPair, ...], tuple[int, list[list[Gpu]]]] = {}  # hosts checked, shares that connect
+    checks = 0
+    for i, pairs in enumerate(pairs_of):
+        usable = frozenset(q for q in pairs if reach[q] >= count)
+        if len(usable) < p:
+            continue
+        sets = sets_of.get(usable)
+        if sets is None:
+            sets = sets_of[usable] = list(itertools.islice(itertools.combinations(sorted(usable), p), MAX_HOST_SETS))
+        for rails in sets:
+            hosts = reached.setdefault(rails, [])
+            hosts.append(i)
+            if len(hosts) < count:
+                continue
+            if not wants_nvlink:
+                return [pairs_of[j][r][0] for j in hosts for r in rails]
+            seen, shares = connected.get(rails, (0, []))
+            for j in hosts[seen:]:
+                if checks >= MAX_SHARE_CHECKS:
+                    return None
+                checks += 1
+                share = _connected_share(pairs_of[j], rails, p, req)
+                if share is not None:
+                    shares.append(share)
+            connected[rails] = (len(hosts), shares)
+            if len(shares) >= count:
+                return [g for share in shares[:count] for g in share]
+    return None
 
 
 def _connected_share(pairs: dict[RailPair, list[Gpu]], rails: tuple[RailPair, ...], p: int,

@@ -159,3 +159,37 @@ def test_a_set_is_found_whenever_brute_force_finds_one(free: list[set[int]], p: 
     assert (chosen is not None) == exists
     if chosen is not None:
         assert aligned(chosen) and len(chosen) == p * count and len({g.host for g in chosen}) == count
+
+
+def test_an_idle_unit_is_found_behind_many_fragmented_ones() -> None:
+    """Sixty units of 32 hosts, each host with a different four free rails (no three share four),
+    best fit first, and an idle unit last: a cap on the rail sets tried over the units ran out
+    before the idle one (a review's case)."""
+    patterns = list(itertools.combinations(range(8), 4))
+    options = [
+        host(f"u{u}h{i}", f"U{u}", taken=tuple(r for r in range(8) if r not in patterns[i]))
+        for u in range(60)
+        for i in range(32)
+    ]
+    options += [host(f"idle{i}", "IDLE") for i in range(32)]
+    chosen = pick_shares(options, 4, 3, PlacementRequest(gpus=12, gpus_per_host=4))
+    assert chosen is not None and {g.host for g in chosen} == {"idle0", "idle1", "idle2"}
+
+
+def test_sets_from_other_leaves_do_not_crowd_out_the_one_that_fits() -> None:
+    """Two hosts share rails 4-7 on leaf Z only; 64 others each reach one of those and three pairs
+    on two other leaves: the one fitting set was the last of 165 a group listed (a review's case)."""
+
+    def odd(name: str, pairs: list[tuple[int, str]]) -> tuple[Host, list[Gpu]]:
+        gpus = [gpu(name, i, r, leaf) for i, (r, leaf) in enumerate(pairs)]
+        return Host(name, None, "X", ["Z"], "pod", None, gpus), gpus
+
+    noise = [
+        odd(f"n{r}{low[0]}{''.join(leaves)}", [(r, "Z"), *zip(low, leaves, strict=True)])
+        for r in range(4, 8)
+        for low in ((0, 1, 2), (1, 2, 3))
+        for leaves in itertools.product("ab", repeat=3)
+    ]  # 64 hosts, no two sharing four pairs
+    fits = [odd(name, [(r, "Z") for r in range(4, 8)]) for name in ("x1", "x2")]
+    chosen = pick_shares([*noise, *fits], 4, 2, PlacementRequest(gpus=8, gpus_per_host=4))
+    assert chosen is not None and {g.host for g in chosen} == {"x1", "x2"}
