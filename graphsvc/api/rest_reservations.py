@@ -161,13 +161,10 @@ class Outcome(BaseModel):
     message: str | None = None
 
 
-def _charge(request: Request, caller: Principal, cost: int) -> None:
-    """The GraphQL cost of the same call (graphql/cost.py), refused above the same limit and
-    charged to the same per-token budget. The fast path charged nothing: a token could ask for
-    4,096-GPU placements without end, up to seconds of the service's CPU each when infeasible (a
-    probe, stop 58)."""
-    _within_limit(request, cost)
-    _spend(request, caller, cost)
+# The GraphQL cost of the same call (graphql/cost.py): refused above the same limit
+# (`_within_limit`) and charged to the same per-token budget (`_spend`). The fast path charged
+# nothing: a token could ask for 4,096-GPU placements without end, up to seconds of the service's
+# CPU each when infeasible (a probe, stop 58).
 
 
 def _within_limit(request: Request, cost: int) -> None:
@@ -255,7 +252,9 @@ def _reserve_cost(body: ReserveBody) -> int:
 async def place(body: PlaceBody, request: Request, caller: Caller) -> PlaceOut:
     """Ranked candidates for a request; nothing is held."""
     require(caller, Role.SCHEDULER, Role.OPERATOR)
-    _charge(request, caller, field_cost("placementText", {"text": body.request}))
+    cost = field_cost("placementText", {"text": body.request})
+    _within_limit(request, cost)
+    _spend(request, caller, cost)
     try:
         req = parse_request(body.request).validated()
     except RequestError as err:

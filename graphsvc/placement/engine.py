@@ -45,7 +45,6 @@ from graphsvc.placement.select import (
     bottleneck,
     choose_in_host,
     eligible,
-    first_shares,
     rail_up,
     rank_order,
 )
@@ -974,7 +973,17 @@ class _Search:
         options.sort(key=lambda o: (-(len(o[1]) - p) if spread else len(o[1]) - p, self.tie(o[0].name)))
         if req.rail_aligned:
             return rails.pick_shares(options, p, count, req)
-        return first_shares((choose_in_host(pool, p, req) for _host, pool in options), count)
+        chosen: list[Gpu] = []
+        used = 0
+        for _host, pool in options:
+            share = choose_in_host(pool, p, req)
+            if share is None:
+                continue
+            chosen.extend(share)
+            used += 1
+            if used == count:
+                return chosen
+        return None
 
     async def finish(self) -> list[Candidate]:
         if not self.found:

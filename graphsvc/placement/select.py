@@ -248,21 +248,6 @@ def _search(nodes: list[Gpu], k: int) -> list[Gpu] | None:
     return extend([], nodes)
 
 
-def first_shares(shares: Iterable[list[Gpu] | None], count: int) -> list[Gpu] | None:
-    """The first `count` shares that exist (one per host, in the hosts' order of preference),
-    joined; None when fewer exist. Lazy: no share past the last one taken is chosen."""
-    chosen: list[Gpu] = []
-    taken = 0
-    for share in shares:
-        if share is None:
-            continue
-        chosen.extend(share)
-        taken += 1
-        if taken == count:
-            return chosen
-    return None
-
-
 def choose_in_host(gpus: list[Gpu], k: int, req: PlacementRequest) -> list[Gpu] | None:
     """k GPUs of one host (or one domain) meeting the NVLink requirement, or None."""
     pool = [g for g in gpus if eligible(g, req)]
