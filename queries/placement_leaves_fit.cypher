@@ -15,7 +15,11 @@
 //    hosts cannot hold the request by those counters (too few hosts with the share, or too few
 //    free GPUs on the hosts that qualify: its own counter also counts excluded, stale and other
 //    models' hosts) has no window: none of its hosts is read (a diagnosis probing counts just
-//    above a unit's read every host of every leaf, stop 59). `scanned`
+//    above a unit's read every host of every leaf, stop 59). A rail-aligned request with no
+//    per-host share ($even) puts the same share d on each of $gpus / d hosts: a leaf none of
+//    whose shares d (1 up to its fullest host's counter, dividing $gpus) has that many hosts
+//    whose counters hold d has no window either (a prime count above a host takes one GPU on
+//    each of that many hosts, more than a unit has). `scanned`
 //    is the number of leaves read: fewer than $limit means the seek is exhausted.
 // The cluster's largest free blocks are not read here: placement_cluster_blocks reads them
 // beside the first page, at the same time (the store runs the two at once).
@@ -26,6 +30,7 @@
 // Traversals from bound nodes name no label at an end the schema allows one label at (a label test
 // per row on FalkorDB; docs/store.md, "No label test the schema already makes").
 // @read
+// @param even bool
 // @param exclude list<string>
 // @param extra int
 // @param fullest_first bool
@@ -58,11 +63,14 @@ CALL (units) {
   WITH s, members,
        CASE WHEN $per_host > 0 THEN null
             ELSE reduce(st = [0, 0], m IN members | CASE WHEN st[0] >= $gpus THEN st ELSE [st[0] + m[1], st[1] + 1] END)
-       END AS cover
+       END AS cover,
+       reduce(most = 0, m IN members | CASE WHEN m[1] > most THEN m[1] ELSE most END) AS top
   WITH s, members,
        CASE WHEN $per_host > 0 AND size(members) < $need THEN 0
             WHEN $per_host > 0 THEN $need + $extra
             WHEN cover[0] < $gpus THEN 0
+            WHEN $even AND NOT any(d IN range(1, top) WHERE $gpus % d = 0
+                                   AND d * size([m IN members WHERE m[1] >= d]) >= $gpus) THEN 0
             ELSE cover[1] + $extra
        END AS window
   RETURN count(s) AS scanned,

@@ -148,7 +148,7 @@ class HostLoader:
         self.stale_before = stale_before  # hosts not heard from since then are not offered
         self.cache: dict[str, Host] = {}
         self.by_free: dict[tuple[tuple[str, ...], str, int], tuple[int, list[Row]]] = {}  # by least share read
-        self.leaf_held: dict[int, bool] = {}  # leaf_holds, by the count asked
+        self.leaf_held: dict[tuple[int, int], bool] = {}  # leaf_holds, by the count and share asked
         self.nics_off_leaf: bool | None = None  # placement_nics_off_leaf, once read
 
     async def load(self, names: Iterable[str]) -> list[Host]:
@@ -202,14 +202,17 @@ class HostLoader:
             self.by_free[key] = cached = (least, rows)
         return [r for r in cached[1] if int(r["free"]) >= least]
 
-    async def leaf_holds(self, n: int) -> bool:
-        """Whether a rail-aligned set of n GPUs may exist by the counters: NICs cabled to a switch
-        that keeps no counter (placement_nics_off_leaf), or a leaf whose counter is at least n
-        (placement_leaf_holds). Read once per request (per n): a diagnosis's probes ask again."""
-        held = self.leaf_held.get(n)
+    async def leaf_holds(self, n: int, share: int) -> bool:
+        """Whether a rail-aligned set of n GPUs, `share` on each host (0: any even split), may
+        exist by the counters: NICs cabled to a switch that keeps no counter
+        (placement_nics_off_leaf), or a leaf whose hosts' counters hold it
+        (placement_leaf_holds). Read once per request (per n and share): a diagnosis's probes
+        ask again."""
+        held = self.leaf_held.get((n, share))
         if held is None:
-            held = self.leaf_held[n] = bool(await self.gw.read("placement_leaf_holds", {"n": n}))
-        return held or await self.off_leaf()  # the indexed seek first: the spine read only when it says no
+            rows = await self.gw.read("placement_leaf_holds", {"n": n, "share": share})
+            held = self.leaf_held[(n, share)] = bool(rows)
+        return held or await self.off_leaf()  # the leaf read first: the spine read only when it says no
 
     async def off_leaf(self) -> bool:
         """Whether any NIC is cabled to a switch that is not a leaf (placement_nics_off_leaf),
@@ -747,6 +750,7 @@ class _Search:
             "need": -(-req.gpus // per_host),
             "extra": LEAF_EXTRA_HOSTS,
             "fullest_first": req.gpus_per_host is None or req.packing is Packing.SPREAD,
+            "even": req.rail_aligned and req.gpus_per_host is None,  # the same share on each host
         }
         # No slack: each leaf read but unused costs its window of hosts' GPU maps (10 hosts for
         # 32 GPUs 4 per host: a third of the statement), and leaves seldom add nothing (a leaf
@@ -757,6 +761,8 @@ class _Search:
 
     async def _take_leaves(self, units: list[FitUnit]) -> None:
         for unit in units:
+            if not unit.get("window"):
+                continue  # its hosts cannot hold the request by their counters (placement_leaves_fit)
             members = {str(m[0]): int(cast(int, m[1])) for m in unit.get("members") or []}
             self.add(await self.choose_in_group(members))
             if self.enough():
@@ -776,7 +782,8 @@ class _Search:
         # (not read); when the rest cannot hold the request, no group can (the counters bound
         # every group).
         share = req.gpus_per_host or 1
-        if req.rail_aligned and not self.loader.virtual_free and not await self.loader.leaf_holds(req.gpus):
+        counted = req.rail_aligned and not self.loader.virtual_free  # the counters count every free GPU
+        if counted and not await self.loader.leaf_holds(req.gpus, req.gpus_per_host or 0):
             return  # every host of an aligned set reaches one leaf (placement_leaf_holds): none holds it
         rows = await self.loader.hosts_by_free(self.exclude, self.model, self.engine.budget.units, least=share)
         self.units_read += len(rows)
@@ -819,7 +826,8 @@ class _Search:
                 loaded *= 2
 
     async def choose_in_group(self, free_by_host: dict[str, int]) -> list[Gpu] | None:
-        """Load a group's hosts a few at a time, best fit first, until a placement is found."""
+        """Load a group's hosts a few at a time, best fit first, until a placement is found. Only
+        for a leaf whose hosts' counters hold the request (placement_leaves_fit gave it a window)."""
         req = self.req
         per_host = req.gpus_per_host or 1
         spread = req.packing is Packing.SPREAD
@@ -832,8 +840,6 @@ class _Search:
             need = cover([free_by_host[h] for h in names], req.gpus)
         else:
             need = -(-req.gpus // per_host)
-        if len(names) < need if req.gpus_per_host is not None else sum(free_by_host[h] for h in names) < req.gpus:
-            return None  # the group's counters cannot hold it (placement_leaves_fit read no window)
         # The first hosts placement_leaves_fit already read (the same window).
         loaded = min(len(names), need + LEAF_EXTRA_HOSTS)
         while True:

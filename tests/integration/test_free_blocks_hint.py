@@ -168,6 +168,7 @@ def leaves_params(min_free: int, skip: int, limit: int) -> dict[str, Any]:
         "need": min_free,
         "extra": 2,
         "fullest_first": True,
+        "even": False,
         "model": "h100",
         "prefilter_models": [],
         "known": [""],

@@ -335,3 +335,39 @@ async def test_the_largest_rail_aligned_count_agrees_with_brute_force(gateway: G
         by = {i.constraint: i for i in r.infeasible}
         truth = max(f for f in fits if f < n)
         assert by["gpus"].nearest_feasible == f"{truth}xH100 rail-aligned", n
+
+
+async def test_a_prime_rail_aligned_count_above_a_host_reads_no_host(gateway: Gateway) -> None:
+    """47 GPUs rail-aligned is 47 hosts x 1: more hosts than the leaf has (six), although its
+    counter (48) holds 47. The search read every host's GPUs under the leaf and then across the
+    cluster to find that out (251 of 8,192 GPUs: 1.4 s); the hosts' counters now refuse it."""
+    await load(gateway, "sized:gpus=48")
+    before = {name: stat.calls for name, stat in gateway.stats.items()}
+    r = await PlacementEngine(gateway).place(parse_request("47xH100 rail-aligned"), explain_infeasible=False)
+    assert not r.candidates
+    ran = {name for name, stat in gateway.stats.items() if stat.calls > before.get(name, 0)}
+    assert not ran & {"placement_host_topology", "placement_host_gpus"}, ran
+
+
+@pytest.mark.parametrize(
+    ("n", "share", "held"),
+    [
+        (48, 0, True),  # 6 x 8
+        (42, 0, True),  # 6 x 7
+        (47, 0, False),  # 47 x 1: six hosts
+        (46, 0, False),  # 23 x 2 or 46 x 1
+        (40, 8, True),  # 5 x 8
+        (48, 8, True),
+        (56, 8, False),  # the counter: 48
+        (45, 0, False),  # after one GPU taken: 9 x 5 or 15 x 3, on six hosts
+        (40, 0, True),  # 5 x 8 still
+        (48, 0, False),  # the counter: 47
+    ],
+)
+async def test_a_leaf_holds_a_rail_aligned_count_by_its_hosts_counters(
+    gateway: Gateway, n: int, share: int, held: bool
+) -> None:
+    cluster = await load(gateway, "sized:gpus=48")
+    if (n, share) in {(45, 0), (40, 0)} or (n, held) == (48, False):
+        await occupy(gateway, [cluster.hosts[0].gpus[0].uuid])
+    assert bool(await gateway.read("placement_leaf_holds", {"n": n, "share": share})) is held
