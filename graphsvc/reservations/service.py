@@ -982,6 +982,15 @@ class ReservationService:
             # Still live and holding GPUs: a grow committed between the statement's read of the
             # GPUs and its locks (Neo4j), so it freed nothing; read them again.
         assert current is not None  # the loop runs at least once and returns on None
+        if current.state == "pending":
+            # A preemption still in its grace period holds no GPU yet: releasing it cancels it, and
+            # its victims keep their GPUs (end_preemption). It used to answer "pending" and take
+            # the GPUs when the grace ran out.
+            rows = await self.gw.write(
+                "reservations/end_preemption", {"id": reservation_id, "now": self.clock(), "state": state}
+            )
+            current = await self.get(reservation_id)
+            assert current is not None
         if current.slice_count and current.state != "active" and any(s.held for s in current.slices):
             # A reservation of MIG slices holds no GPU: end_empty_reservation ended it (and `rows`
             # says so), or the reaper did, which says so itself; either way free its slices here.

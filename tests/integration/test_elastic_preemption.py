@@ -179,6 +179,30 @@ async def test_a_preemption_whose_gpus_were_taken_fails_visibly(gateway: Gateway
     await consistent(gateway, clock.now)
 
 
+async def test_releasing_a_pending_preemption_cancels_it_and_its_victims_keep_their_gpus(gateway: Gateway) -> None:
+    """A preemption in its grace period holds no GPU yet. Its release answered "pending", left the
+    victims promised to it, and the GPUs moved when the grace ran out (a probe's case)."""
+    clock, svc, small, out = await pending_on_rack2(gateway)
+    events: list[Event] = []
+
+    async def record(e: Event) -> None:
+        events.append(e)
+
+    svc.events.observers.append(record)
+    released = await svc.release(out.reservation.id)
+    assert isinstance(released, Reservation) and released.state == "released" and released.ended_at == clock.now
+    assert [e.kind for e in events if e.subject == out.reservation.id] == ["reservation.released"]
+    victims = await svc.get_many(ids=small)
+    assert all(v.state == "active" and v.preempt_by is None for v in victims)
+    clock.now += 601
+    assert await elastic_for(svc).preemption.tick() == []
+    assert set((await states(svc, small)).values()) == {"active"}
+    again = await svc.release(out.reservation.id)  # idempotent, as any release of an ended one
+    assert isinstance(again, Reservation) and again.state == "released"
+    assert len([e for e in events if e.subject == out.reservation.id]) == 1
+    await consistent(gateway, clock.now)
+
+
 async def test_bad_progress_reports_are_validation_errors(gateway: Gateway) -> None:
     await load(gateway, "l40s:hosts=1")
     svc = ReservationService(gateway)

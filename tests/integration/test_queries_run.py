@@ -349,7 +349,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "uuids": [FIRST.gpus[2].uuid],
         "victims": [],
     },
-    "reservations/fail_preemption": {"id": "rsv-pending-example", "now": 1.0},
+    "reservations/end_preemption": {"id": "rsv-pending-example", "now": 1.0, "state": "released"},
     "reservations/failed_holdings": {"cutoff": 0.0, "id": "", "limit": 10, "now": time.time()},
     "reservations/free_counts": {"hosts": [FIRST.hostname]},
     "reservations/free_orphaned_gpus": {"limit": 10},
