@@ -227,7 +227,8 @@ async def _relaxed_reason(
         if most is not None:
             said, gib = memory_message(req, *most)
             return InfeasibleReason(field, said, format_request(req.with_(min_memory_gib=gib)))
-    return InfeasibleReason(field, f"nothing fits with {words} ({_value(req, field)}); without it it does",
+    value = _value(req, field)
+    return InfeasibleReason(field, f"nothing fits with {words}{f' ({value})' if value else ''}; without it it does",
                             format_request(relaxed))  # fmt: skip
 
 
@@ -273,6 +274,9 @@ async def _stale_hosts(engine: PlacementEngine) -> int:
     return int(rows[0]["stale"]) if rows else 0
 
 
+SHOWN_HOSTS = 5  # excluded hosts named in a reason; the rest counted
+
+
 def _value(req: PlacementRequest, field: str) -> str:
     attr = {
         "nvlink": "nvlink", "maxIbHops": "max_ib_hops", "railAligned": "rail_aligned",
@@ -283,6 +287,11 @@ def _value(req: PlacementRequest, field: str) -> str:
     value = getattr(req, attr)
     if field == "minMemoryGiB":
         return f"{value:g} GiB"
+    if isinstance(value, bool):
+        return ""  # "rail alignment (True)" said nothing the words do not
+    if isinstance(value, tuple):  # hosts: a Python tuple's repr, and every one of up to 1,000
+        shown = ", ".join(value[:SHOWN_HOSTS])
+        return shown + (f" and {len(value) - SHOWN_HOSTS} more" if len(value) > SHOWN_HOSTS else "")
     return value.value if isinstance(value, NVLinkRequirement) else str(value)
 
 

@@ -195,9 +195,9 @@ class PlacementRequest:
         return replace(self, **changes)  # type: ignore[arg-type]
 
 
-_COUNT = re.compile(r"^(\d+)(?:x(.+))?$", re.IGNORECASE)
+_COUNT = re.compile(r"^(\d+)(?:x(.+))?$", re.IGNORECASE | re.ASCII)
 # Anything shaped like a MIG profile (3g.40gb) asks for slices; validation names a wrong one.
-_LOOKS_MIG = re.compile(r"^\d+g\.\d+", re.IGNORECASE)
+_LOOKS_MIG = re.compile(r"^\d+g\.\d+", re.IGNORECASE | re.ASCII)
 _OPTION = re.compile(r"^([a-z][a-z-]*)\s*(<=|>=|=)\s*(.+)$", re.IGNORECASE)
 _EMPTY_OPTION = re.compile(r"([a-z][a-z-]*)\s*(<=|>=|=)", re.IGNORECASE)  # an option with no value: not _OPTION
 
@@ -224,7 +224,7 @@ def _parsed(text: str) -> PlacementRequest:
     tokens = _words(text)
     if not tokens:
         raise RequestError("text", "empty request; start with a GPU count such as 8xH100")
-    if len(tokens) > 1 and re.fullmatch(r"\d+x", tokens[0], re.IGNORECASE) and _LOOKS_MIG.match(tokens[1]):
+    if len(tokens) > 1 and re.fullmatch(r"\d+x", tokens[0], re.IGNORECASE | re.ASCII) and _LOOKS_MIG.match(tokens[1]):
         tokens = [tokens[0] + tokens[1], *tokens[2:]]  # "2x 3g.40gb": a count of MIG slices
     m = _COUNT.match(tokens[0])
     if not m:
@@ -305,8 +305,9 @@ def _unknown(token: str, word: str, known: list[str]) -> RequestError:
 
 # A decimal number as people write one: Python's float() also takes nan, inf, 1_0 and 0x-less
 # oddities, and nan or inf became a store parameter nothing could answer (a 500, #15 review).
-_DECIMAL = re.compile(r"^[+-]?(?:\d{1,12}(?:\.\d{0,12})?|\.\d{1,12})(?:e[+-]?\d{1,3})?$", re.IGNORECASE)
-_WHOLE = re.compile(r"^[+-]?\d{1,9}$")
+# ASCII digits only: \d and int() also take other scripts' digits (a probe's `８xH100`).
+_DECIMAL = re.compile(r"^[+-]?(?:\d{1,12}(?:\.\d{0,12})?|\.\d{1,12})(?:e[+-]?\d{1,3})?$", re.IGNORECASE | re.ASCII)
+_WHOLE = re.compile(r"^[+-]?\d{1,9}$", re.ASCII)
 
 
 def _number(token: str, raw: str, unit: str = "") -> float:
@@ -319,7 +320,7 @@ def _number(token: str, raw: str, unit: str = "") -> float:
 
 def _whole(token: str, raw: str) -> int:
     if not _WHOLE.match(raw):
-        raise RequestError("text", f"{token!r}: {raw!r} is not a whole number")
+        raise RequestError("text", f"{token!r}: {raw!r} is not a whole number (digits 0-9, at most 9)")
     return int(raw)
 
 

@@ -142,8 +142,8 @@ def _level(token: str, raw: str, default_required: bool) -> Level:
 
 
 def _int(token: str, raw: str) -> int:
-    if not raw.isdigit() or len(raw) > 6:
-        raise RequestError("text", f"{token!r}: {raw!r} is not a whole number")
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 6:  # isdigit alone takes '٨' and '²'
+        raise RequestError("text", f"{token!r}: {raw!r} is not a count (digits 0-9, at most 6)")
     return int(raw)
 
 

@@ -2,7 +2,7 @@
 
 Values are frozen dataclasses named as the GraphQL schema names them; the GraphQL layer wraps
 most of them with strawberry as they are (`graphsvc.api.graphql.types`), so a field is named
-once. Pages are keyset pages (the cursor is the last key seen), at most `MAX_PAGE` long.
+once. Pages are keyset pages (the cursor is the last key seen), at most `graphsvc.paging.MAX_PAGE` long.
 """
 
 from __future__ import annotations
@@ -11,17 +11,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from graphsvc.paging import page_size
 from graphsvc.placement.model import Host as PlacementHost
 from graphsvc.placement.model import hops
 from graphsvc.read.hosts import TopologyGpu, gpu_from_row
 from graphsvc.states import counts_as_free
 from graphsvc.store.gateway import Gateway
-
-MAX_PAGE = 500
-
-
-def page_size(first: int, limit: int = MAX_PAGE) -> int:
-    return max(1, min(first, limit))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from topo_facts.models import MAX_TEXT_LENGTH
 
 from graphsvc.errors import InvalidInput
+from graphsvc.paging import page_size
 from graphsvc.store.gateway import Gateway
 
 CANDIDATES = 300  # names fetched per kind before ranking
@@ -74,7 +75,7 @@ async def search(gw: Gateway, text: str, first: int = 20) -> list[SearchHit]:
     parts = pieces(text)
     if not parts:
         return []
-    first = max(1, min(first, 100))
+    first = page_size(first, 100)
     hits: list[SearchHit] = []
     for r in await gw.read("search_hosts", {"pieces": parts, "first": CANDIDATES}):
         where = " · ".join(str(v) for v in (r["model"], r["scalable_unit"] or r["rack"]) if v)
@@ -114,7 +115,7 @@ class GridPage:
 async def gpu_grid(gw: Gateway, after: str | None, first: int = GRID_PAGE) -> GridPage:
     """Every GPU's drawing state as rows of plain values: the overview of 10,000 GPUs in two
     requests, where one GraphQL object per GPU costs seconds to resolve and serialise."""
-    first = max(1, min(first, GRID_PAGE))
+    first = page_size(first, GRID_PAGE)
     found = await gw.read("explorer_gpu_grid", {"after": after or "", "first": first + 1})
     rows = [
         [r["uuid"], r["index"], r["model"], r["state"], r["health"], r["temperature_c"], r["utilization_pct"],

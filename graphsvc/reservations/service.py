@@ -24,6 +24,7 @@ from typing import Any, Concatenate, ParamSpec, cast
 from topo_facts.gpu_models import normalised
 from topo_facts.models import UNPRINTABLE
 
+from graphsvc.paging import page_size
 from graphsvc.placement.engine import PlacementEngine, unknown_model
 from graphsvc.placement.mig import SliceCandidate
 from graphsvc.placement.mig_service import place_slices
@@ -419,7 +420,7 @@ class ReservationService:
                 "holder": holder or "",
                 "state": state or "",
                 "after": after or "",
-                "first": max(1, min(first, 500)),
+                "first": page_size(first, 500),
                 "now": now,
             },
         )

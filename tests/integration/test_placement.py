@@ -151,8 +151,14 @@ async def test_per_gpu_filters(gateway: Gateway) -> None:
     assert not r.candidates and "maxTemperatureC" in {i.constraint for i in r.infeasible}
     _, r = await place(gateway, "1xL40S mem>=100")
     assert not r.candidates and "minMemoryGiB" in {i.constraint for i in r.infeasible}
-    _, r = await place(gateway, f"4xL40S exclude={cluster.hosts[0].hostname}")
+    name = cluster.hosts[0].hostname
+    others = ",".join(f"gone-{i}" for i in range(7))
+    _, r = await place(gateway, f"4xL40S exclude={name},{others}")
     assert not r.candidates and "excludeHosts" in {i.constraint for i in r.infeasible}
+    said = next(i.message for i in r.infeasible if i.constraint == "excludeHosts")
+    # The hosts as a list of a few, not a Python tuple of every one (a probe's case).
+    listed = f"{name}, gone-0, gone-1, gone-2, gone-3 and 3 more"
+    assert said == f"nothing fits with the excluded hosts ({listed}); without it it does"
     _, r = await place(gateway, "1xA100")
     assert not r.candidates and r.infeasible[0].constraint == "model"
     assert hot

@@ -50,6 +50,11 @@ def test_every_option() -> None:
                                                              "link-gen>=inf", "ib-hops<=1.5", "limit=1e3")],
         *[(f"8 {o}", "is not a number") for o in ("mem>=nan", "mem>=inf", "temp<=nan", "temp<=-inf", "mem>=1_0",
                                                   "mem-bw>=nan")],
+        # Other scripts' digits: \\d and int() take them (a probe's `８xH100`, `limit=٣`).
+        *[(t, "start with a GPU count") for t in ("８xH100", "٨xH100", "٨", "2x 3g.٤0gb")],
+        *[(f"8xH100 {o}", r"is not a whole number \(digits 0-9, at most 9\)")
+          for o in ("limit=٣", "ib-hops<=１", "per-host=٤", "limit=99999999999999999999")],
+        ("8 mem>=٨0", "is not a number"),
         ("8 mem>=1e308", "minMemoryGiB: must be between 0 and 1000000 GiB"),
         ("8 temp<=1e9", "maxTemperatureC: must be between -273 and 1000"),
         ('2x"Acme X1', "No closing quotation: close each quote"),

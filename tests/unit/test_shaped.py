@@ -62,7 +62,10 @@ def test_text_form(text: str, tp: int, pp: int, dp: int, job: Level) -> None:
         ("tp=8 job-in=galaxy", "text", "tiers are"),
         ("tp=8 job-in=host group-in=leaf", "groupIn", "wider"),
         ("tp=8 colour=blue", "text", "unknown key"),
-        ("tp=eight", "text", "whole number"),
+        ("tp=eight", "text", "is not a count (digits 0-9, at most 6)"),
+        ("tp=8 dp=-1", "text", "'-1' is not a count"),
+        ("tp=٨", "text", "is not a count"),  # isdigit() takes other scripts' digits
+        ("tp=²", "text", "is not a count"),  # and superscripts, which int() then refused: a ValueError
     ],
 )
 def test_text_errors_name_the_field(text: str, field: str, says: str) -> None:

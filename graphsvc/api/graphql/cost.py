@@ -55,7 +55,7 @@ FIXED = {
 PAGED = {"hosts": 100, "gpus": 100, "reservations": 100, "fabric": 200}  # field -> default `first`
 PLACEMENT_LIKE = {"placement", "preemptionPlan", "placementText", "reserve"}
 
-_LEADING_COUNT = re.compile(r"^\s*(\d+)")
+_LEADING_COUNT = re.compile(r"^\s*(\d+)", re.ASCII)
 
 
 def field_cost(name: str, args: Mapping[str, Any]) -> int:

@@ -182,19 +182,28 @@ def _mask(error: GraphQLError) -> bool:
     "Unexpected error." and logged as a bug, where the same mistake written inline was told. Such
     an error has no path; one with a path came from executing a field (a value the schema cannot
     serialise, say) and is ours, masked and logged."""
+    if _expected(error):
+        return False
+    log.error("unexpected error in %s", error.path, exc_info=error.original_error)
+    return True
+
+
+def _expected(error: GraphQLError) -> bool:
+    """The caller's mistake or a deliberate refusal, told as it is (`_mask`)."""
     original = error.original_error
     if original is None or isinstance(original, (Forbidden, RateLimited, DomainError)):
-        return False
-    if isinstance(original, GraphQLError) and error.path is None:
-        return False
-    log.error("unexpected error in %s", error.path, exc_info=original)
-    return True
+        return True
+    return isinstance(original, GraphQLError) and error.path is None
 
 
 class Schema(strawberry.Schema):
     def process_errors(self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None) -> None:
-        """Strawberry's logging of each error, less store outages (graphsvc.store.outage_log reports those)."""
-        super().process_errors([e for e in errors if should_log(e)], execution_context)
+        """Each error logged once: a caller's mistake at INFO in one line (strawberry logged every
+        error at ERROR with a traceback, a long search text or a variable of the wrong type too);
+        an unexpected one by `_mask`, which masks it; a store outage by graphsvc.store.outage_log."""
+        for error in errors:
+            if should_log(error) and _expected(error):
+                log.info("graphql request refused: %s", error.message)
 
 
 def make_schema(*, dev: bool) -> strawberry.Schema:
