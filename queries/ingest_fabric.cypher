@@ -1,5 +1,6 @@
 // Replaces one cluster's switch fabric in a single atomic statement.
-// Writes nothing and returns no row if a cabled NIC is not in the graph, or if a switch it names
+// Writes nothing and returns no row if a cabled NIC is not in the graph or is cabled to another
+// cluster's switch (a NIC has one cable; fabric_nics_elsewhere says which), or if a switch it names
 // is in another cluster's fabric (a switch is in one cluster's fabric: taken over, it would keep
 // the other cluster's cables, its leaf counter counting both clusters' hosts, and that cluster's
 // next import would take it back; fabric_switches_taken says which). Each cabled host
@@ -33,8 +34,9 @@
 // transient error): either order leaves the host in the cluster with no fabric of its own.
 OPTIONAL MATCH (n:NIC)
 WHERE n.uuid IN $nic_uuids
-WITH count(n) AS found
-WHERE found = size($nic_uuids)
+OPTIONAL MATCH (n)-[:UPLINK]->(cabled:Switch)
+WITH count(DISTINCT n) AS found, count(CASE WHEN cabled IS NOT NULL AND coalesce(cabled.cluster, '') <> $cluster THEN 1 END) AS elsewhere
+WHERE found = size($nic_uuids) AND elsewhere = 0
 //@lock-begin
 OPTIONAL MATCH (lock_placed:Host {cluster: $cluster})
 WITH found, collect(lock_placed) AS lock_placed

@@ -264,6 +264,15 @@ async def _fabric_rejected(
             f"{len(missing)} cabled NIC(s) are not in the graph; ingest their hosts first",
             detail=sorted(missing)[:20],  # the same 20 on both stores (collect keeps no order)
         )
+    elsewhere = await gateway.read("fabric_nics_elsewhere", {"cluster": cluster, "nic_uuids": nic_keys})
+    if elsewhere:
+        return IngestRejected(
+            ErrorKind.CONFLICT,
+            "nic_uplinks",
+            f"NIC(s) {', '.join(r['nic'] for r in elsewhere[:3])} are cabled to another cluster's switch; a NIC "
+            "has one cable, in one cluster's fabric (import that cluster's fabric without it first)",
+            detail=elsewhere,  # rows of nic, switch and cluster, the first 20 by NIC
+        )
     taken = await gateway.read("fabric_switches_taken", {"cluster": cluster, "switch_names": switch_names})
     if taken:
         return IngestRejected(

@@ -323,6 +323,31 @@ async def test_a_fabric_naming_another_clusters_switch_is_a_conflict(
     assert (await client.get("/v1/hosts/l40s-001")).json()["nics"][0]["leaf"] == taken
 
 
+async def test_a_fabric_cabling_another_clusters_nic_is_a_conflict(client: httpx.AsyncClient, gateway: Gateway) -> None:
+    """A NIC has one cable, in one cluster's fabric. One cluster's import that cabled a NIC another
+    cluster's fabric holds gave it a second cable: two leaves, its host one hop from both clusters'
+    hosts, and placement offered sets across both (a probe's case): refused whole."""
+    first, second = build("a100-pcie:hosts=2", cluster="east"), build("l40s:hosts=2", cluster="west")
+    for h in (*first.hosts, *second.hosts):
+        await put_host(client, as_json(h))
+    for c in (first, second):
+        assert (await client.put("/v1/fabric", json=json.loads(c.fabric().model_dump_json()))).status_code == 200
+    before = await snapshot(gateway)
+    fabric = json.loads(second.fabric().model_dump_json())
+    theirs = json.loads(first.fabric().model_dump_json())["nic_uplinks"][0]
+    fabric["nic_uplinks"].append({**theirs, "switch": fabric["switches"][0]["name"]})
+    resp = await client.put("/v1/fabric", json=fabric)
+    assert resp.status_code == 409, resp.text
+    nic = f"{theirs['host']}/nic/{theirs['nic']}"
+    assert resp.json()["detail"] == [{"nic": nic, "switch": theirs["switch"], "cluster": first.name}]
+    assert await snapshot(gateway) == before
+    # The way to move a cable, as the answer says: the first cluster's fabric without it, then.
+    left = json.loads(first.fabric().model_dump_json())
+    left["nic_uplinks"] = left["nic_uplinks"][1:]
+    assert (await client.put("/v1/fabric", json=left)).status_code == 200
+    assert (await client.put("/v1/fabric", json=fabric)).status_code == 200, resp.text
+
+
 async def test_healthz_counts(client: httpx.AsyncClient, store: str) -> None:
     for facts in (h100(), a100(), l40()):
         await put_host(client, as_json(facts))

@@ -160,6 +160,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "host_fabric": [],
     },
     "missing_nics": {"nic_uuids": ["nope/nic/x"]},
+    "fabric_nics_elsewhere": {"cluster": "other", "nic_uuids": ["nope/nic/x"]},
     "fabric_switches_taken": {"cluster": "c", "switch_names": ["nope"]},
     "prune_nvlink_domains": {"uuids": ["nope"]},
     "nvlink_domains": {},
