@@ -908,18 +908,20 @@ class _Search:
             for _host, members in sorted(pools, key=lambda p: (len(p[1]), p[0].name)):
                 if len(members) >= req.gpus:
                     return choose_in_host(members, req.gpus, req)
-        if req.rail_aligned:
-            # Aligned across trays, the rails carry traffic: a GPU whose rail NIC is down is left
-            # out, as the other multi-host paths leave it (`usable`).
-            up = [(h, [g for g in m if rail_up(g)]) for h, m in pools]
-            chosen = self._even_split([(h, m) for h, m in up if m])
-        else:
-            chosen = self._fill(pools, req.gpus)
-        if chosen is None or not _hops_ok({g.host for g in chosen}, hosts, req.max_ib_hops):
-            return None
-        if req.nvlink is NVLinkRequirement.FULL_MESH and not _switched(chosen):
-            return None
-        return chosen
+        if req.rail_aligned or not req.needs_one_domain:
+            # Across trays where the rails carry traffic (aligned, or a request that asked for no
+            # NVLink domain: search_extra's preferred or freed hosts), a GPU whose rail NIC is down
+            # is left out, as the other multi-host paths leave it (`usable`). A preference made
+            # such a set where the search without it answered "at most 7" (a probe's case).
+            pools = [(h, up) for h, m in pools if (up := [g for g in m if rail_up(g)])]
+        for group in _hop_groups(pools, req.max_ib_hops):
+            chosen = self._even_split(group) if req.rail_aligned else self._fill(group, req.gpus)
+            if chosen is None or not _hops_ok({g.host for g in chosen}, hosts, req.max_ib_hops):
+                continue
+            if req.nvlink is NVLinkRequirement.FULL_MESH and not _switched(chosen):
+                continue
+            return chosen
+        return None
 
     def _fill(self, pools: list[tuple[Host, list[Gpu]]], n: int) -> list[Gpu] | None:
         """Fewest hosts: take the fullest first; finish on the host that fits the rest best."""
@@ -938,6 +940,11 @@ class _Search:
         """A multi-host set inside one group of hosts (one leaf, one pod, or the cluster)."""
         req = self.req
         hosts = [h for h in hosts if h.name not in req.exclude_hosts]
+        if req.max_ib_hops is not None:
+            # A host no fabric import cabled is no known number of hops from any other: it never
+            # meets a hop limit beside another host (_hops_ok). Filling the fullest hosts first took
+            # it and refused the set afterwards, where the cabled hosts alone fit (a probe's case).
+            hosts = [h for h in hosts if h.leaves]
         pools = [(h, self.usable(h)) for h in hosts]
         pools = [p for p in pools if p[1]]
         if req.gpus_per_host is not None:
@@ -1044,6 +1051,25 @@ def cover(free_counts: Iterable[int], n: int) -> int:
 
 def _switched(gpus: list[Gpu]) -> bool:
     return len({g.nvlink_domain for g in gpus}) == 1 and gpus[0].domain_kind == "fabric-clique"
+
+
+def _hop_groups(pools: list[tuple[Host, list[Gpu]]], limit: int | None) -> list[list[tuple[Host, list[Gpu]]]]:
+    """The trays a domain's set is chosen from: all of them, then under a hop limit those of each
+    leaf (1-2 hops) or pod (3-4 hops) in turn. An NVL72 rack's trays may hang off two leaf
+    groups: filling the fullest trays first took one from each and failed the limit, where two
+    trays of one leaf fit (a probe's case). Under a limit a tray no fabric import cabled is left
+    out: it is no known number of hops from another (_hops_ok)."""
+    if limit is None:
+        return [pools]
+    pools = [(h, m) for h, m in pools if h.leaves]
+    if limit >= 5:
+        return [pools]
+    groups: dict[str, list[tuple[Host, list[Gpu]]]] = {}
+    for host, members in pools:
+        key = host.leaves[0] if limit < 3 else host.pod
+        if key is not None:
+            groups.setdefault(key, []).append((host, members))
+    return [pools, *(groups[k] for k in sorted(groups))] if len(groups) > 1 else [pools]
 
 
 def _hops_ok(names: set[str], hosts: list[Host], limit: int | None) -> bool:

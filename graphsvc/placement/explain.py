@@ -131,6 +131,8 @@ async def diagnose(
             reasons.append(await _relaxed_reason(engine, req, field, words, relaxed, loader))
     if req.rail_aligned and req.gpus_per_host is None and not req.needs_one_domain:
         largest = await _largest_aligned(req, feasible, min(bounds.host, req.gpus))
+    elif req.rail_aligned and req.gpus_per_host is None:
+        largest = await _largest_by_scan(req, feasible, bounds.most(req))
     else:
         largest = await _largest_feasible(req, feasible, bounds.most(req))
     model = req.model or "matching"
@@ -331,6 +333,19 @@ async def _largest_feasible(req: PlacementRequest, feasible, most: int) -> int: 
         else:
             fails = mid
     return fits * step
+
+
+async def _largest_by_scan(req: PlacementRequest, feasible: Feasible, most: int) -> int:
+    """The largest count below the request's that fits, each count tried from `most` (the fullest
+    NVLink domain's free counter: 72 at most on an NVL72 rack) down. For an unsplit rail-aligned
+    set that must share one domain: counts do not shrink monotonically (trays with 4, 8 and 12
+    GPUs of rails {0, 3} free, 5 of none: 6 fit where 5 does not, and halving said 4; a probe's
+    case), and a per-host probe (_largest_aligned) would ask each tray's share to share the
+    domain, not the whole set. One domain search a probe, at most `most` of them."""
+    for n in range(min(req.gpus - 1, most), 0, -1):
+        if await feasible(req.with_(gpus=n)):
+            return n
+    return 0
 
 
 async def _largest_aligned(req: PlacementRequest, feasible: Feasible, top: int) -> int:

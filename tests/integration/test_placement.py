@@ -318,7 +318,14 @@ async def test_an_aligned_set_across_trays_leaves_out_a_gpu_whose_rail_nic_is_do
     down = [n.model_copy(update={"state": PortState.DOWN}) if n.rail == 0 else n for n in first.nics]
     c.hosts[0] = first.model_copy(update={"nics": down})
     await load(gateway, c)
-    for text in ("8xGB200 nvlink=any rail-aligned", "8xGB200 rail-aligned", "6xGB200 nvlink=any rail-aligned"):
+    trays = ",".join(h.hostname for h in c.hosts)
+    for text in (
+        "8xGB200 nvlink=any rail-aligned",
+        "8xGB200 rail-aligned",
+        "6xGB200 nvlink=any rail-aligned",
+        f"8xGB200 prefer={trays}",  # a preference chose through the domain path (a probe's case)
+        f"8xGB200 ib-hops<=1 prefer={trays}",
+    ):
         r = await PlacementEngine(gateway).place(parse_request(text))
         for candidate in r.candidates:
             assert all(g.nic_state != "down" for g in candidate.gpus), text
@@ -377,3 +384,46 @@ async def test_a_leaf_holds_a_rail_aligned_count_by_its_hosts_counters(
     if (n, share) in {(45, 0), (40, 0)} or (n, held) == (48, False):
         await occupy(gateway, [cluster.hosts[0].gpus[0].uuid])
     assert bool(await gateway.read("placement_leaf_holds", {"n": n, "share": share})) is held
+
+
+async def test_a_domain_across_two_leaf_groups_is_filled_within_one_under_a_hop_limit(gateway: Gateway) -> None:
+    """Rack 2 of two NVL72 racks hangs off two leaf groups (t01-t14, t15-t18). Free: t15's 4 and 3
+    each on t01 and t02. Filling the fullest trays first took t15 and t01 and failed the hop
+    limit, where t01 + t02 (one leaf) fit (a probe's case)."""
+    cluster = await load(gateway, "nvl72:racks=2")
+    keep = {"gb200-rack02-t15": 4, "gb200-rack02-t01": 3, "gb200-rack02-t02": 3}
+    await occupy(gateway, [g.uuid for h in cluster.hosts for g in h.gpus[keep.get(h.hostname, 0) :]])
+    for text in ("6xGB200 nvlink=any ib-hops<=1", "6xGB200 nvlink=full-mesh ib-hops<=1"):
+        _, r = await place(gateway, text)
+        assert r.candidates and hosts_of(r) == ["gb200-rack02-t01", "gb200-rack02-t02"], text
+
+
+async def test_a_host_no_fabric_cables_is_left_out_under_a_hop_limit(gateway: Gateway) -> None:
+    """Three hosts, the fullest cabled to no leaf: it is no known number of hops from the others.
+    Filling the fullest first took it and refused the set afterwards (`ib-hops<=5` infeasible,
+    `ib-hops<=3` placed; a probe's case)."""
+    cluster = build("sized:gpus=264")  # two scalable units: host 32 is under the second one's leaves
+    cluster.hosts = [cluster.hosts[0], cluster.hosts[32], cluster.hosts[1]]
+    uncabled = cluster.hosts[2].hostname
+    cluster.nic_uplinks = [u for u in cluster.nic_uplinks if u.host in {h.hostname for h in cluster.hosts[:2]}]
+    await load(gateway, cluster)
+    await occupy(gateway, [g.uuid for h in cluster.hosts[:2] for g in h.gpus[6:]])  # 6 + 6, 3 hops apart
+    for text in ("12xH100 ib-hops<=5", "12xH100 ib-hops<=3"):
+        _, r = await place(gateway, text)  # brute force agrees (three hosts)
+        assert r.candidates and uncabled not in hosts_of(r), text
+
+
+async def test_the_largest_aligned_count_in_one_domain_is_found_where_counts_do_not_shrink(gateway: Gateway) -> None:
+    """Four GB200 trays of one NVL72 domain: three with rails 0 and 3 free, one with rails 1 and 2.
+    6 fit (3 x 2 on rails 0 and 3) where 5 does not: halving over the count said 4 (a probe's case)."""
+    cluster = await load(gateway, "nvl72:racks=1")
+    trays = [h for h in cluster.hosts if all(g.health.value == "ok" for g in h.gpus)][:4]
+    free = {t.hostname: ({0, 3} if i < 3 else {1, 2}) for i, t in enumerate(trays)}
+    await occupy(gateway, [g.uuid for h in cluster.hosts for g in h.gpus if g.index not in free.get(h.hostname, ())])
+    snap = await snapshot(gateway)
+    for text in ("32xGB200 nvlink=any rail-aligned", "16xGB200 same-domain rail-aligned"):
+        r = await PlacementEngine(gateway).place(parse_request(text))
+        by = {i.constraint: i for i in r.infeasible}
+        assert by["gpus"].nearest_feasible is not None and by["gpus"].nearest_feasible.startswith("6xGB200"), text
+        assert feasible(snap, parse_request(by["gpus"].nearest_feasible))
+        assert not feasible(snap, parse_request(text.replace(text.split("x")[0], "7", 1)))
