@@ -46,6 +46,7 @@ class ReservationProps(TypedDict, total=False):
     phases: list[str]
     slice_count: int
     lost_slices: list[str]
+    held_uuids: list[str]  # every GPU it was given, in order (reservation_get's history)
 
 
 class HeldGpuRow(TypedDict, total=False):

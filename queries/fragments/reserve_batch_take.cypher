@@ -65,7 +65,7 @@ DELETE stale
 WITH DISTINCT i, gpus
 WITH $requests[i].props AS props, gpus
 CREATE (r:Reservation)
-SET r += props, r.gpu_count = size(gpus)
+SET r += props, r.gpu_count = size(gpus), r.held_uuids = [x IN gpus | x.uuid]
 FOREACH (x IN gpus |
   SET x.state = 'reserved', x.reservation = props.id, x.lease_expires_at = props.expires_at
   CREATE (r)-[:HOLDS]->(x))

@@ -40,7 +40,7 @@ OPTIONAL MATCH (x)<-[stale:HOLDS]-()
 DELETE stale
 WITH DISTINCT gpus
 CREATE (r:Reservation)
-SET r += $props, r.gpu_count = size(gpus)
+SET r += $props, r.gpu_count = size(gpus), r.held_uuids = [x IN gpus | x.uuid]
 FOREACH (x IN gpus |
   SET x.state = 'reserved', x.reservation = $props.id, x.lease_expires_at = $props.expires_at
   MERGE (r)-[:HOLDS]->(x))

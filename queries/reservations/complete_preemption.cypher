@@ -46,7 +46,8 @@ FOREACH (x IN live_victims |
       x.ended_at = CASE WHEN x.expires_at < $now THEN x.expires_at ELSE $now END)
 WITH p, wanted, live_ids, [x IN gpus WHERE x.reservation IN live_ids] AS freed
 FOREACH (x IN freed | SET x.state = 'free', x.reservation = NULL, x.lease_expires_at = NULL)
-SET p.state = 'active', p.gpu_count = size(wanted), p.expires_at = $expires_at, p.started_at = $now
+SET p.state = 'active', p.gpu_count = size(wanted), p.expires_at = $expires_at, p.started_at = $now,
+    p.held_uuids = [x IN wanted | x.uuid]
 FOREACH (x IN wanted |
   SET x.state = 'reserved', x.reservation = p.id, x.lease_expires_at = $expires_at
   MERGE (p)-[:HOLDS]->(x))

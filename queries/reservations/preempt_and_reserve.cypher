@@ -48,7 +48,7 @@ FOREACH (v IN victims |
 WITH gpus, wanted, [x IN gpus WHERE x.reservation IN victim_ids] AS freed
 FOREACH (x IN freed | SET x.state = 'free', x.reservation = NULL, x.lease_expires_at = NULL)
 CREATE (r:Reservation)
-SET r += $props
+SET r += $props, r.held_uuids = [x IN wanted | x.uuid]
 FOREACH (x IN wanted |
   SET x.state = 'reserved', x.reservation = $props.id, x.lease_expires_at = $props.expires_at
   MERGE (r)-[:HOLDS]->(x))

@@ -27,7 +27,7 @@ WHERE size(gpus) = size($uuids) AND all(x IN gpus WHERE x.state = 'free' OR coal
   AND all(x IN gpus WHERE NOT coalesce(x.mig_mode, false))
 WITH gpus, [x IN gpus WHERE x.state = 'free'] AS moved
 CREATE (r:Reservation)
-SET r += $props
+SET r += $props, r.held_uuids = [x IN gpus | x.uuid]
 FOREACH (x IN gpus |
   SET x.state = 'reserved', x.reservation = $props.id, x.lease_expires_at = $props.expires_at
   MERGE (r)-[:HOLDS]->(x))

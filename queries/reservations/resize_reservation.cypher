@@ -38,7 +38,8 @@ FOREACH (x IN freed | SET x.state = 'free', x.reservation = NULL, x.lease_expire
 FOREACH (x IN wanted |
   SET x.state = 'reserved', x.reservation = r.id, x.lease_expires_at = r.expires_at
   MERGE (r)-[:HOLDS]->(x))
-SET r.gpu_count = $gpu_count, r.rank_order = $rank_order, r.resized_at = $now
+SET r.gpu_count = $gpu_count, r.rank_order = $rank_order, r.resized_at = $now,
+    r.held_uuids = coalesce(r.held_uuids, []) + [x IN wanted WHERE NOT x.uuid IN coalesce(r.held_uuids, []) | x.uuid]
 WITH r, wanted + freed AS touched
 UNWIND (CASE WHEN size(touched) = 0 THEN [null] ELSE touched END) AS x
 OPTIONAL MATCH (other:Reservation)-[link:HOLDS]->(x)

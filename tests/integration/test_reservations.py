@@ -304,6 +304,8 @@ async def test_preemption_only_when_asked_and_only_lower_priority(gateway: Gatew
     assert isinstance(won, Reservation) and sorted(g.uuid for g in won.gpus) == plan.gpus
     ended = await svc.get(low.id)
     assert ended is not None and ended.state == "preempted"
+    # The victim's history: the GPUs it held, none held now (their edges went to the winner).
+    assert sorted(g.uuid for g in ended.gpus) == uuids[:2] and not any(g.held for g in ended.gpus)
     kept = await svc.get(keep.id)
     assert kept is not None and kept.state == "active"
     await invariants(gateway, svc.clock())
@@ -421,4 +423,32 @@ async def test_a_reserve_by_uuids_is_one_statement_and_answers_as_the_reservatio
     unknown = await svc.reserve(holder="other", gpus=["GPU-not-here", uuids[5]], ttl_s=60)
     assert isinstance(unknown, ValidationError) and unknown.message == "unknown GPU uuid(s): GPU-not-here"
     assert await free_of(gateway, c.hosts[0].hostname) == len(uuids) - 4
+    await invariants(gateway, svc.clock())
+
+
+async def test_an_ended_reservation_keeps_its_gpus_after_they_are_reserved_again(gateway: Gateway) -> None:
+    """The GPUs it holds or held: an ended reservation's list went empty once another reservation
+    took its GPUs (their HOLDS edges went with the take), and a retry with its idempotency key
+    answered a reservation of no GPU (a probe's case). GPUs given by uuid and by request; a
+    preemption's victim keeps its list too (test_preemption_only_when_asked_and_only_lower_priority)."""
+    cluster = await load(gateway, "l40s:hosts=1")
+    svc = ReservationService(gateway)
+    uuids = sorted(g.uuid for g in cluster.hosts[0].gpus)
+    first = await svc.reserve(holder="a", gpus=uuids[:2], idempotency_key="hy-1")
+    by_request = await svc.reserve(holder="a", request=parse_request("2xL40S"))
+    assert isinstance(first, Reservation) and isinstance(by_request, Reservation)
+    given = {first.id: uuids[:2], by_request.id: sorted(g.uuid for g in by_request.gpus)}
+    for rid in given:
+        await svc.release(rid)
+    again = await svc.reserve(holder="b", gpus=uuids)  # every GPU of the host, both histories' too
+    assert isinstance(again, Reservation)
+    for rid, held in given.items():
+        ended = await svc.get(rid)
+        assert ended is not None and ended.state == "released"
+        assert sorted(g.uuid for g in ended.gpus) == held and not any(g.held for g in ended.gpus), rid
+    retried = await svc.reserve(holder="a", gpus=uuids[:2], idempotency_key="hy-1")
+    assert isinstance(retried, Reservation) and retried.id == first.id
+    assert sorted(g.uuid for g in retried.gpus) == uuids[:2]
+    live = await svc.get(again.id)
+    assert live is not None and sorted(g.uuid for g in live.gpus) == uuids and all(g.held for g in live.gpus)
     await invariants(gateway, svc.clock())
