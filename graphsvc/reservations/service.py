@@ -941,12 +941,15 @@ class ReservationService:
         assert current is not None  # the loop runs at least once and returns on None
         if current.state == "active" and current.expires_at >= now:
             # Live, but the statement renews only a reservation that still owns every GPU it was
-            # given: one is gone (its host stopped reporting it). This said the lease ran out.
+            # given: one is gone (its host stopped reporting it: fallen off the bus, removed). The
+            # lease cannot go on, so it ends now and its other GPUs are freed: it said so and kept
+            # them, live, until its lease ran out (up to the longest TTL; a probe's case).
+            await self.release(reservation_id, state="expired")
             return LeaseExpired(
                 reservation_id,
                 now,
                 "it no longer holds every GPU (or MIG slice) it was given: its host stopped reporting one; "
-                "release it and reserve again",
+                "the lease ended and its other GPUs are free: reserve again",
             )
         if current.state == "active" or current.state == "expired":
             return LeaseExpired(reservation_id, current.expires_at, "the lease ran out; reserve again")

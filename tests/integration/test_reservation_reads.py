@@ -222,6 +222,11 @@ async def test_a_renew_says_why_when_a_gpu_is_gone(gateway: Gateway) -> None:
     assert (await ingest_host(gateway, fewer)).applied
     out = await svc.renew(made.id, 60)
     assert isinstance(out, LeaseExpired) and "no longer holds every GPU" in out.message and out.expired_at == clock.now
+    # It ends as the answer says, its other GPU freed: it stayed live holding it (a probe's case).
+    ended = await svc.read(made.id)
+    assert ended is not None and (ended.state, ended.ended_at) == ("expired", clock.now)
+    assert await free_of(gateway, facts.hostname) == len(facts.gpus) - 1
+    await invariants(gateway, clock.now)
 
 
 @pytest.mark.parametrize("group_commit", [True, False], ids=["batch", "alone"])
