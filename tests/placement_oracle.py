@@ -29,6 +29,7 @@ class Snapshot:
     nic_of: dict[str, dict[str, Any]] = field(default_factory=dict)  # GPU uuid -> affine NIC
     leaves_of_host: dict[str, set[str]] = field(default_factory=dict)
     switches: nx.Graph = field(default_factory=nx.Graph)
+    cluster_of_host: dict[str, str] = field(default_factory=dict)  # one fabric each: no set spans two
 
     def hosts(self) -> list[str]:
         return sorted(set(self.host_of.values()))
@@ -50,6 +51,8 @@ async def snapshot(gw: Gateway) -> Snapshot:
             nics[props["uuid"]] = dict(props)
         elif label == "Switch":
             s.switches.add_node(props["name"])
+        elif label == "Host":
+            s.cluster_of_host[props["name"]] = props.get("cluster") or ""
     switch_members: dict[str, list[str]] = {}
     nic_leaf: dict[str, str] = {}
     for r in rels:
@@ -158,6 +161,8 @@ def check_candidate(s: Snapshot, req: PlacementRequest, gpus: list[str]) -> list
                 problems.append(f"maxIbHops: {a}-{b} is {distance}")
     if req.max_ib_hops == 0 and len(hosts) > 1:
         problems.append("maxIbHops: 0 means one host")
+    if not req.cross_site and len({s.cluster_of_host.get(h, "") for h in hosts}) > 1:
+        problems.append("cluster: the hosts are in two clusters (two fabrics)")
     if req.rail_aligned and len(hosts) > 1:
         keys = set()
         for share in by_host.values():
@@ -190,7 +195,7 @@ def feasible(s: Snapshot, req: PlacementRequest) -> bool:
                 and req.max_ib_hops is not None
                 and any((hops(s, a, b) or 99) > req.max_ib_hops for a, b in itertools.combinations(group, 2))
             )
-            if too_far:
+            if too_far or (not req.cross_site and len({s.cluster_of_host.get(h, "") for h in group}) > 1):
                 continue
             if _group_feasible(s, req, group, elig):
                 return True

@@ -161,9 +161,10 @@ def _allowed(req: PlacementRequest, rows: Sequence[HostGroup]) -> list[HostGroup
     return [r for r in rows if not locality.outside(r.site, req.site_set)]
 
 
-def _site_group(req: PlacementRequest, site: str | None) -> str | None:
-    """The group the wide search chooses within: one site, or every site for a cross-site request."""
-    return None if req.cross_site else (site or "")
+def _wide_group(req: PlacementRequest, row: HostGroup | PoolGroup) -> tuple[str, str] | None:
+    """The group the wide search chooses within (locality.site_key): one cluster of one site, or
+    every site for a cross-site request."""
+    return None if req.cross_site else (row.site or "", row.cluster or "")
 
 
 def _one_host_only(req: PlacementRequest) -> bool:
@@ -195,9 +196,9 @@ def fits(req: PlacementRequest, rows: Sequence[HostGroup], limit: int) -> bool |
             return False
     elif sum(r.hosts for r in rows if r.counter >= share) < req.gpus // share:
         return False
-    groups: dict[str | None, list[HostGroup]] = {}
+    groups: dict[tuple[str, str] | None, list[HostGroup]] = {}
     for r in _allowed(req, rows):
-        groups.setdefault(_site_group(req, r.site), []).append(r)
+        groups.setdefault(_wide_group(req, r), []).append(r)
     return any(_covers(req, members) for members in groups.values())
 
 
@@ -212,16 +213,16 @@ def _covers(req: PlacementRequest, members: Sequence[HostGroup | LeafGroup]) -> 
 
 def surely_fits(req: PlacementRequest, rows: Sequence[PoolGroup], limit: int) -> bool:
     """Whether the GPUs placement_fullest_pool counted prove that the search finds `req` (no
-    NVLink, rails, hops or per-host share): the counters hold it and one site's counted GPUs
+    NVLink, rails, hops or per-host share): the counters hold it and one cluster's counted GPUs
     cover it, as `fits` decides with the full counts. False: not proven (the full counts say)."""
     if not rows or rows[0].candidates > limit or rows[0].counters < req.gpus:
         return False
-    by_site: dict[str | None, int] = {}
+    by_group: dict[tuple[str, str] | None, int] = {}
     for r in rows:
         if not locality.outside(r.site, req.site_set):
-            group = _site_group(req, r.site)
-            by_site[group] = by_site.get(group, 0) + r.pool
-    return any(pool >= req.gpus for pool in by_site.values())
+            group = _wide_group(req, r)
+            by_group[group] = by_group.get(group, 0) + r.pool
+    return any(pool >= req.gpus for pool in by_group.values())
 
 
 def fits_under_a_leaf(

@@ -248,6 +248,7 @@ class HostLoader:
                 pod=kept.pod,
                 received_at=m.get("received_at"),
                 gpus=[],
+                cluster=kept.cluster,
             )
             host.site = m.get("site")
             for live in m.get("gpus") or []:
@@ -277,6 +278,7 @@ def _host(name: str, fields: GpuRow) -> Host:
         pod=fields.get("pod"),
         received_at=fields.get("received_at"),
         gpus=[],
+        cluster=fields.get("cluster"),
     )
 
 
@@ -802,10 +804,12 @@ class _Search:
         while True:
             loaded = min(loaded, len(names))
             hosts = await self.loader.load(names[:loaded])
-            groups: dict[tuple[str | None, str | None], list[Host]] = {}
+            groups: dict[tuple[tuple[str, str] | None, str | None], list[Host]] = {}
             for host in hosts:
                 key = host.pod if by_pod else "cluster"
-                groups.setdefault((locality.site_key(host, req), key), []).append(host)  # never across sites
+                groups.setdefault((locality.site_key(host, req), key), []).append(
+                    host
+                )  # never across sites or clusters
             found = False
             for (_site, key), members in groups.items():
                 if key is None:
@@ -869,7 +873,7 @@ class _Search:
             if req.needs_one_domain or req.gpus_per_host is None:
                 self.add(self.choose_in_domain(dom, members))
         if not req.needs_one_domain and (req.max_ib_hops is None or req.max_ib_hops >= 1):
-            groups: dict[tuple[str | None, str], list[Host]] = {}
+            groups: dict[tuple[tuple[str, str] | None, str], list[Host]] = {}
             for host in hosts:
                 leaf = host.leaves[0] if host.leaves else ""
                 groups.setdefault((locality.site_key(host, req), leaf), []).append(host)
@@ -881,13 +885,13 @@ class _Search:
     def add_wide_groups(self, extra: list[Host]) -> None:
         """Placements across leaves that a preemption would make possible (#18): the victims may sit
         under several leaves, each too few alone. The victims' hosts and every host the search
-        already read (the free ones) form one group per pod (3 hops) or per site (no limit)."""
+        already read (the free ones) form one group per pod (3 hops) or per cluster (no limit)."""
         req = self.req
         hosts = {h.name: h for h in [*self.loader.cache.values(), *extra]}
-        wide: dict[tuple[str | None, str | None], list[Host]] = {}
+        wide: dict[tuple[tuple[str, str] | None, str | None], list[Host]] = {}
         for host in hosts.values():
             key = host.pod if req.max_ib_hops is not None and req.max_ib_hops < 5 else "cluster"
-            wide.setdefault((locality.site_key(host, req), key), []).append(host)  # never across sites
+            wide.setdefault((locality.site_key(host, req), key), []).append(host)  # never across sites or clusters
         for (_site, key), members in sorted(wide.items(), key=lambda kv: (str(kv[0][0]), str(kv[0][1]))):
             if key is not None and len({h.leaves[0] if h.leaves else "" for h in members}) > 1:
                 self.add(self.choose_across_hosts(sorted(members, key=lambda h: h.name)))

@@ -27,6 +27,7 @@ class GpuRow(TypedDict, total=False):
     scalable_unit: str | None
     leaves: list[str] | None
     pod: str | None
+    cluster: str | None
     received_at: float | None
     uuid: str
     index: int
@@ -117,6 +118,7 @@ class TopologyRow(TypedDict, total=False):
     scalable_unit: str | None
     leaves: list[str] | None
     pod: str | None
+    cluster: str | None
     gpus: list[list[object]]  # each GPU's entry in HOST_TOPOLOGY_GPU_FIELDS order
 
 
@@ -267,6 +269,7 @@ class Host:
     received_at: float | None
     gpus: list[Gpu]
     site: str | None = None  # the site owning the host's cluster (graphsvc/sites/locality.py)
+    cluster: str | None = None  # the host's cluster: one fabric (locality.site_key)
 
     @property
     def free(self) -> list[Gpu]:
@@ -275,10 +278,13 @@ class Host:
 
 
 def hops(a: Host, b: Host) -> int | None:
-    """Switches crossed between two hosts' NICs: shared leaf 1, same pod 3, across pods 5."""
+    """Switches crossed between two hosts' NICs: shared leaf 1, same pod 3, across pods 5; None
+    when not known (a host no fabric cables) or not joined (two clusters: two fabrics)."""
     if a.name == b.name:
         return 0
     if not a.leaves or not b.leaves:
+        return None
+    if a.cluster is not None and b.cluster is not None and a.cluster != b.cluster:
         return None
     if set(a.leaves) & set(b.leaves):
         return 1

@@ -36,6 +36,7 @@ class KeptHost:
     scalable_unit: str | None
     leaves: tuple[str, ...]
     pod: str | None
+    cluster: str | None
     gpus: dict[str, Gpu]  # uuid -> the GPU as its topology entry describes it; never changed
 
     @staticmethod
@@ -46,6 +47,7 @@ class KeptHost:
             scalable_unit=row.get("scalable_unit"),
             leaves=tuple(row.get("leaves") or ()),
             pod=row.get("pod"),
+            cluster=row.get("cluster"),
             gpus={str(entry[0]): topology_gpu(row["name"], entry) for entry in row.get("gpus") or []},
         )
 

@@ -273,7 +273,9 @@ def path_between(a: str, b: str, row_a: dict[str, Any], row_b: dict[str, Any]) -
     """Pure: switch hops and the slowest link between two hosts from their fabric positions."""
 
     def as_host(r: dict[str, Any]) -> PlacementHost:
-        return PlacementHost(r["host"], None, None, list(r["leaves"] or []), r["pod"], None, [])
+        return PlacementHost(
+            r["host"], None, None, list(r["leaves"] or []), r["pod"], None, [], cluster=r.get("cluster")
+        )
 
     h = hops(as_host(row_a), as_host(row_b))
     nics = [nic for r in (row_a, row_b) for nic in r["nics"]]
@@ -283,6 +285,6 @@ def path_between(a: str, b: str, row_a: dict[str, Any], row_b: dict[str, Any]) -
         uplinks = [nic["leaf_uplink_gbps"] for nic in nics if nic.get("leaf_uplink_gbps")]
         if uplinks and bottleneck is not None:
             bottleneck = min(bottleneck, min(uplinks))
-    if h == 0:
-        bottleneck = None
+    if h == 0 or h is None:
+        bottleneck = None  # one host; or no path known (two clusters' fabrics, or an uncabled host)
     return FabricPath(from_host=a, to_host=b, hops=h, bottleneck_gbps=bottleneck)

@@ -18,9 +18,12 @@ from graphsvc.store.gateway import Gateway
 OTHER_SITE = "other-site"  # the state a GPU outside the request's sites is given: never eligible
 
 
-def site_key(host: Host, req: PlacementRequest) -> str | None:
-    """The part of a group key that keeps sites apart (one group for all when spanning is allowed)."""
-    return None if req.cross_site else (host.site or "")
+def site_key(host: Host, req: PlacementRequest) -> tuple[str, str] | None:
+    """The part of a group key that keeps sites apart, and clusters within a site (one group for
+    all when spanning sites is allowed). A cluster is one fabric import: no cable or switch joins
+    two clusters' fabrics (a switch is in one cluster's fabric, a NIC has one cable), so a set
+    across two clusters of a site had no InfiniBand path between its halves (a probe's case)."""
+    return None if req.cross_site else (host.site or "", host.cluster or "")
 
 
 def spans_sites(gpus: Iterable[Gpu], hosts: Mapping[str, Host]) -> bool:

@@ -427,3 +427,20 @@ async def test_the_largest_aligned_count_in_one_domain_is_found_where_counts_do_
         assert by["gpus"].nearest_feasible is not None and by["gpus"].nearest_feasible.startswith("6xGB200"), text
         assert feasible(snap, parse_request(by["gpus"].nearest_feasible))
         assert not feasible(snap, parse_request(text.replace(text.split("x")[0], "7", 1)))
+
+
+async def test_a_set_never_spans_two_clusters_of_a_site(gateway: Gateway) -> None:
+    """A cluster is one fabric: no switch or cable joins two clusters' fabrics. With no hop
+    limit the wide search grouped a site's hosts as one, and offered 6 + 6 GPUs across two
+    clusters with no InfiniBand path between them (a probe's case)."""
+    cluster = build("sized:gpus=16")
+    west = cluster.hosts[1].hostname
+    cluster.hosts[1] = cluster.hosts[1].model_copy(update={"cluster": "west"})
+    cluster.nic_uplinks = [u for u in cluster.nic_uplinks if u.host != west]  # west has no fabric here
+    await load(gateway, cluster)
+    await occupy(gateway, [g.uuid for h in cluster.hosts for g in h.gpus[6:]])
+    for text in ("12xH100", "12xH100 per-host=6"):
+        _, r = await place(gateway, text)
+        assert not r.candidates, text
+    _, r = await place(gateway, "6xH100 per-host=3")  # 3 + 3 on one host's cluster: none (one host each)
+    assert not r.candidates

@@ -63,9 +63,11 @@ async def test_sites_are_stored_with_clusters_and_links(gateway: Gateway) -> Non
 async def test_a_placement_never_spans_sites(gateway: Gateway) -> None:
     await _two_sites(gateway, catalog=False)
     engine = PlacementEngine(gateway)
-    # Without sites the two clusters are pooled (as before): 24 GPUs fit across them.
-    pooled = await engine.place(PlacementRequest(gpus=24))
-    assert pooled.candidates and _sites_of([h.name for h in pooled.candidates[0].hosts]) == {"site-a", "site-b"}
+    # Without sites the two clusters are not pooled either: two fabrics, no path between them
+    # (until stop 60 they were, and 24 GPUs were offered across them).
+    assert (await engine.place(PlacementRequest(gpus=24))).candidates == []
+    one = await engine.place(PlacementRequest(gpus=16, limit=5))
+    assert one.candidates and all(len(_sites_of([h.name for h in c.hosts])) == 1 for c in one.candidates)
     await put_sites(gateway, SiteCatalog.model_validate(TWO_SITES), time.time())
     engine = PlacementEngine(gateway)
     # Each site has 16 GPUs: 24 no longer fit, and 16 are taken from one site only.
