@@ -34,9 +34,8 @@
 // transient error): either order leaves the host in the cluster with no fabric of its own.
 OPTIONAL MATCH (n:NIC)
 WHERE n.uuid IN $nic_uuids
-OPTIONAL MATCH (n)-[:UPLINK]->(cabled:Switch)
-WITH count(DISTINCT n) AS found, count(CASE WHEN cabled IS NOT NULL AND coalesce(cabled.cluster, '') <> $cluster THEN 1 END) AS elsewhere
-WHERE found = size($nic_uuids) AND elsewhere = 0
+WITH count(n) AS found
+WHERE found = size($nic_uuids)
 //@lock-begin
 OPTIONAL MATCH (lock_placed:Host {cluster: $cluster})
 WITH found, collect(lock_placed) AS lock_placed
@@ -66,6 +65,14 @@ WITH found, count(lock_nic) AS lock_found
 WHERE lock_found = size($nic_uuids)
 WITH found
 //@lock-end
+// A NIC has one cable: none of the NICs it cables may be cabled to another cluster's switch
+// (fabric_nics_elsewhere says which). Read under the hosts' locks: another cluster's import
+// cabling one of them locks its host too, so the two run one after the other and the second
+// sees the first's cable (checked before the locks, two imports at once gave a NIC both).
+OPTIONAL MATCH (n:NIC)-[:UPLINK]->(cabled:Switch)
+WHERE n.uuid IN $nic_uuids AND coalesce(cabled.cluster, '') <> $cluster
+WITH found, count(cabled) AS elsewhere
+WHERE elsewhere = 0
 // `found` stays a grouping key: a count with no key over no row (a NIC missing) is one row.
 // On Neo4j a switch no cluster has yet has no node to lock: what keeps two clusters' imports
 // naming it from both passing this check is the locking seek on the Switch.name unique index (the

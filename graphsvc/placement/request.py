@@ -310,7 +310,8 @@ _DECIMAL = re.compile(r"^[+-]?(?:\d{1,12}(?:\.\d{0,12})?|\.\d{1,12})(?:e[+-]?\d{
 _WHOLE = re.compile(r"^[+-]?\d{1,9}$", re.ASCII)
 
 
-def _number(token: str, raw: str, unit: str = "") -> float:
+def parse_number(token: str, raw: str, unit: str = "") -> float:
+    """A decimal number (`_DECIMAL`), less `unit`; anything else is a RequestError naming the token."""
     cleaned = raw.lower().removesuffix(unit.lower()) if unit else raw
     value = float(cleaned) if _DECIMAL.match(cleaned) else math.nan
     if not math.isfinite(value):
@@ -365,10 +366,10 @@ def _apply(token: str, values: dict[str, object]) -> None:
         values["gpus_per_host"] = _whole(token, raw)
     elif key in ("mem", "min-mem", "memory"):
         need(">=", "=")
-        values["min_memory_gib"] = _number(token, raw, "gib")
+        values["min_memory_gib"] = parse_number(token, raw, "gib")
     elif key in ("temp", "max-temp", "temperature"):
         need("<=", "=")
-        values["max_temperature_c"] = _number(token, raw, "c")
+        values["max_temperature_c"] = parse_number(token, raw, "c")
     elif key == "model":
         need("=")
         values["model"] = raw
@@ -392,7 +393,7 @@ def _apply(token: str, values: dict[str, object]) -> None:
             raise RequestError("text", f"{token!r}: {err}") from None
     elif key in ("mem-bw", "memory-bandwidth"):
         need(">=")
-        _caps(values, min_memory_bandwidth_gbps=_number(token, raw, "gb/s"))
+        _caps(values, min_memory_bandwidth_gbps=parse_number(token, raw, "gb/s"))
     elif key in ("link-gen", "nvlink-gen"):
         need(">=")
         _caps(values, min_link_generation=_whole(token, raw))

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from graphsvc.placement.request import PlacementRequest, RequestError
+from graphsvc.placement.request import PlacementRequest, RequestError, parse_number
 
 MAX_RANKS = 4096
 
@@ -177,10 +177,7 @@ def parse_shape(text: str) -> JobShape:
         elif key == "model":
             values["model"] = raw
         elif key in ("mem", "memory", "min-mem"):
-            try:
-                values["min_memory_gib"] = float(raw.lower().removesuffix("gib"))
-            except ValueError:
-                raise RequestError("text", f"{token!r}: {raw!r} is not a number") from None
+            values["min_memory_gib"] = parse_number(token, raw, "gib")  # as the request form reads it
         elif key == "group-in":
             values["group_level"] = _level(token, raw, True)
         elif key == "job-in":

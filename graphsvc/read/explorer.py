@@ -72,10 +72,10 @@ async def search(gw: Gateway, text: str, first: int = 20) -> list[SearchHit]:
     answered meanwhile (a 200 KB text once held the loop for ~78 s)."""
     if len(text) > MAX_TEXT_LENGTH:
         raise InvalidInput(f"search text: at most {MAX_TEXT_LENGTH} characters, no name is longer (got {len(text)})")
+    first = page_size(first, 100)  # refused before an empty text's empty answer, as every paged field
     parts = pieces(text)
     if not parts:
         return []
-    first = page_size(first, 100)
     hits: list[SearchHit] = []
     for r in await gw.read("search_hosts", {"pieces": parts, "first": CANDIDATES}):
         where = " · ".join(str(v) for v in (r["model"], r["scalable_unit"] or r["rack"]) if v)

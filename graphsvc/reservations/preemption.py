@@ -193,7 +193,11 @@ class GracefulPreemption:
         if not done:  # a victim grew under the read: read once more
             done = await self.gw.write("reservations/complete_preemption", params)
         if not done:
-            await self.gw.write("reservations/end_preemption", {"id": pending_id, "now": now, "state": "failed"})
+            ended = await self.gw.write(
+                "reservations/end_preemption", {"id": pending_id, "now": now, "state": "failed"}
+            )
+            if not ended:  # no longer pending: its holder released it meanwhile (release said so)
+                return ValidationError("id", "the reservation is no longer pending")
             failed = await self.rs.get(pending_id)
             holder = failed.holder if failed is not None else ""
             await self.rs.events.publish(Event("reservation.preemption_failed", pending_id, holder, now))

@@ -995,6 +995,10 @@ class ReservationService:
             )
             current = await self.get(reservation_id)
             assert current is not None
+            if not rows and current.state == "active":
+                # The grace tick completed it between the read and end_preemption: it holds its
+                # GPUs now, and the holder asked to release it (it answered "active", held).
+                return await self.release(reservation_id, state=state)
         if current.slice_count and current.state != "active" and any(s.held for s in current.slices):
             # A reservation of MIG slices holds no GPU: end_empty_reservation ended it (and `rows`
             # says so), or the reaper did, which says so itself; either way free its slices here.

@@ -39,7 +39,7 @@ FOREACH (x IN wanted |
   SET x.state = 'reserved', x.reservation = r.id, x.lease_expires_at = r.expires_at
   MERGE (r)-[:HOLDS]->(x))
 SET r.gpu_count = $gpu_count, r.rank_order = $rank_order, r.resized_at = $now,
-    r.held_uuids = coalesce(r.held_uuids, []) + [x IN wanted WHERE NOT x.uuid IN coalesce(r.held_uuids, []) | x.uuid]
+    r.held_uuids = [u IN coalesce(r.held_uuids, []) WHERE NOT u IN $remove] + [x IN wanted | x.uuid]
 WITH r, wanted + freed AS touched
 UNWIND (CASE WHEN size(touched) = 0 THEN [null] ELSE touched END) AS x
 OPTIONAL MATCH (other:Reservation)-[link:HOLDS]->(x)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 from graphsvc.placement.request import parse_request
 from graphsvc.reservations.elastic import elastic_for
@@ -200,6 +202,51 @@ async def test_releasing_a_pending_preemption_cancels_it_and_its_victims_keep_th
     again = await svc.release(out.reservation.id)  # idempotent, as any release of an ended one
     assert isinstance(again, Reservation) and again.state == "released"
     assert len([e for e in events if e.subject == out.reservation.id]) == 1
+    await consistent(gateway, clock.now)
+
+
+def before_first(gateway: Gateway, target: str, step: Callable[[], Awaitable[object]]) -> None:
+    """Run `step` once, just before the gateway's first write of statement `target` (a race's
+    other side landing between a read and the write that acts on it)."""
+    real = gateway.write
+
+    async def write(name: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        if name == target:
+            gateway.write = real  # type: ignore[method-assign]
+            await step()
+        return await real(name, params)
+
+    gateway.write = write  # type: ignore[method-assign]
+
+
+async def test_a_release_racing_the_grace_tick_releases_what_the_tick_gave(gateway: Gateway) -> None:
+    """The release read the preemption pending; the tick completed it before end_preemption ran.
+    The release answered it active, holding 64 GPUs (a review's case): it releases it now."""
+    clock, svc, small, out = await pending_on_rack2(gateway)
+    preemption = elastic_for(svc).preemption
+    before_first(gateway, "reservations/end_preemption", lambda: preemption.complete(out.reservation.id))
+    released = await svc.release(out.reservation.id)
+    assert isinstance(released, Reservation) and released.state == "released"
+    assert not any(g.held for g in released.gpus)
+    assert set((await states(svc, small)).values()) == {"preempted"}
+    await consistent(gateway, clock.now)
+
+
+async def test_the_grace_tick_racing_a_release_announces_no_failure(gateway: Gateway) -> None:
+    """The tick read the preemption pending; its holder released it before complete_preemption
+    ran. The tick announced `reservation.preemption_failed` for a released reservation."""
+    clock, svc, small, out = await pending_on_rack2(gateway)
+    events: list[Event] = []
+
+    async def record(e: Event) -> None:
+        events.append(e)
+
+    svc.events.observers.append(record)
+    before_first(gateway, "reservations/complete_preemption", lambda: svc.release(out.reservation.id))
+    done = await elastic_for(svc).preemption.complete(out.reservation.id)
+    assert isinstance(done, ValidationError)
+    assert [e.kind for e in events if e.subject == out.reservation.id] == ["reservation.released"]
+    assert set((await states(svc, small)).values()) == {"active"}
     await consistent(gateway, clock.now)
 
 

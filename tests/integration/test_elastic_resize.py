@@ -207,3 +207,21 @@ async def test_the_sweep_frees_gpus_left_marked_for_an_ended_reservation(gateway
     assert await gateway.read("reservations/orphaned_gpus") == []
     assert await gateway.read("counter_drift") == []
     assert await elastic_for(svc).sweep() == []
+
+
+async def test_an_ended_reservation_lists_the_gpus_it_held_when_it_ended(gateway: Gateway) -> None:
+    """Shrunk from 16 to 8 and released: its history is the 8 it held (the release's answer), not
+    every GPU it ever held (16 on two hosts: a review's case), once another reservation took them."""
+    await load(gateway, "superpod-h100:sus=1")
+    svc = ReservationService(gateway, clock=Clock())
+    made = await svc.reserve(holder="job", request=parse_request("16xH100 per-host=8"), ttl_s=600)
+    assert isinstance(made, Reservation)
+    shrunk = await ElasticService(svc).resize(made.id, gpus=8)
+    assert isinstance(shrunk, Resized)
+    kept = sorted(g.uuid for g in shrunk.reservation.gpus)
+    released = await svc.release(made.id)
+    assert isinstance(released, Reservation) and sorted(g.uuid for g in released.gpus) == kept
+    again = await svc.reserve(holder="next", gpus=[g.uuid for g in made.gpus])
+    assert isinstance(again, Reservation)
+    ended = await svc.get(made.id)
+    assert ended is not None and sorted(g.uuid for g in ended.gpus) == kept

@@ -60,3 +60,33 @@ async def test_two_first_imports_naming_one_new_switch_leave_it_to_the_first(neo
     owner = next(h for h in east.hosts if h.hostname == first.nic_uplinks[0].host)
     assert east_leaves[SHARED]["nics"] == 1 and east_leaves[SHARED]["free_gpus"] == len(owner.gpus)
     assert SHARED not in west_leaves
+
+
+async def test_two_clusters_cabling_one_nic_at_once_give_it_one_cable(neo: tuple[Gateway, Neo4jServer]) -> None:
+    """A NIC has one cable. East's import cabling NIC x is held open while west's import cables x
+    too: checked before the locks, both passed and x got two cables (a review's case). Checked under
+    the host's lock, west waits for east and is refused."""
+    gw, server = neo
+    east, west = build("a100-pcie:hosts=2", cluster="east"), build("l40s:hosts=2", cluster="west")
+    for h in (*east.hosts, *west.hosts):
+        await ingest_host(gw, h)
+    east_full = east.fabric()
+    x = east_full.nic_uplinks[0]
+    await ingest_fabric(gw, east_full.model_copy(update={"nic_uplinks": list(east_full.nic_uplinks[1:])}))
+    west_full = west.fabric()
+    await ingest_fabric(gw, west_full)
+    west_with_x = west_full.model_copy(
+        update={"nic_uplinks": [*west_full.nic_uplinks, x.model_copy(update={"switch": west_full.switches[0].name})]}
+    )
+    held = HeldStatement(server)
+    try:
+        assert await held.start("ingest_fabric", fabric_params(east_full))  # east cables x, not committed
+        with pytest.raises(IngestRejected) as refused:
+            await held.commit_when_blocked(ingest_fabric(gw, west_with_x))
+    finally:
+        await held.close()
+    assert refused.value.kind is ErrorKind.CONFLICT and refused.value.field == "nic_uplinks"
+    nic = f"{x.host}/nic/{x.nic}"
+    assert await gw.read("fabric_nics_elsewhere", {"cluster": "nobody", "nic_uuids": [nic]}) == [
+        {"nic": nic, "switch": x.switch, "cluster": "east"}
+    ]

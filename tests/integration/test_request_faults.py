@@ -145,6 +145,7 @@ async def test_first_below_one_is_refused_by_every_paged_field(client: httpx.Asy
         "gpus": "gpus(first: $f) { nodes { uuid } }",
         "reservations": "reservations(first: $f) { id }",
         "search": 'search(text: "h100", first: $f) { name }',
+        "search of nothing": 'search(text: "", first: $f) { name }',  # refused before the empty answer
     }
     for first in (0, -1, -100):
         for name, selection in fields.items():

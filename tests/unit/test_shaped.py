@@ -66,6 +66,8 @@ def test_text_form(text: str, tp: int, pp: int, dp: int, job: Level) -> None:
         ("tp=8 dp=-1", "text", "'-1' is not a count"),
         ("tp=٨", "text", "is not a count"),  # isdigit() takes other scripts' digits
         ("tp=²", "text", "is not a count"),  # and superscripts, which int() then refused: a ValueError
+        ("tp=8 mem>=٨٠", "text", "is not a number"),  # float() took it as 80 (a review's case)
+        ("tp=8 mem>=1_0", "text", "is not a number"),
     ],
 )
 def test_text_errors_name_the_field(text: str, field: str, says: str) -> None:

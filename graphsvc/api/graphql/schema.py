@@ -182,10 +182,7 @@ def _mask(error: GraphQLError) -> bool:
     "Unexpected error." and logged as a bug, where the same mistake written inline was told. Such
     an error has no path; one with a path came from executing a field (a value the schema cannot
     serialise, say) and is ours, masked and logged."""
-    if _expected(error):
-        return False
-    log.error("unexpected error in %s", error.path, exc_info=error.original_error)
-    return True
+    return not _expected(error)  # logged by Schema.process_errors, which sees every error
 
 
 def _expected(error: GraphQLError) -> bool:
@@ -200,10 +197,15 @@ class Schema(strawberry.Schema):
     def process_errors(self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None) -> None:
         """Each error logged once: a caller's mistake at INFO in one line (strawberry logged every
         error at ERROR with a traceback, a long search text or a variable of the wrong type too);
-        an unexpected one by `_mask`, which masks it; a store outage by graphsvc.store.outage_log."""
+        an unexpected one at ERROR with its traceback (`_mask` masks it, and an error raised in a
+        schema extension never reaches `_mask`); a store outage by graphsvc.store.outage_log."""
         for error in errors:
-            if should_log(error) and _expected(error):
+            if not should_log(error):
+                continue
+            if _expected(error):
                 log.info("graphql request refused: %s", error.message)
+            else:
+                log.error("unexpected error in %s", error.path, exc_info=error.original_error)
 
 
 def make_schema(*, dev: bool) -> strawberry.Schema:
