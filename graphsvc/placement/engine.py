@@ -806,10 +806,8 @@ class _Search:
             hosts = await self.loader.load(names[:loaded])
             groups: dict[tuple[tuple[str, str] | None, str | None], list[Host]] = {}
             for host in hosts:
-                key = host.pod if by_pod else "cluster"
-                groups.setdefault((locality.site_key(host, req), key), []).append(
-                    host
-                )  # never across sites or clusters
+                key = host.pod if by_pod else "cluster"  # never across sites or clusters: site_key
+                groups.setdefault((locality.site_key(host, req), key), []).append(host)
             found = False
             for (_site, key), members in groups.items():
                 if key is None:

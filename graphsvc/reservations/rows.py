@@ -46,7 +46,7 @@ class ReservationProps(TypedDict, total=False):
     phases: list[str]
     slice_count: int
     lost_slices: list[str]
-    held_uuids: list[str]  # every GPU it was given, in order (reservation_get's history)
+    held_uuids: list[str]  # the GPUs it holds, by uuid, kept through resizes (its history once ended)
 
 
 class HeldGpuRow(TypedDict, total=False):
