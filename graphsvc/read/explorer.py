@@ -72,9 +72,9 @@ async def search(gw: Gateway, text: str, first: int = 20) -> list[SearchHit]:
     answered meanwhile (a 200 KB text once held the loop for ~78 s)."""
     if len(text) > MAX_TEXT_LENGTH:
         raise InvalidInput(f"search text: at most {MAX_TEXT_LENGTH} characters, no name is longer (got {len(text)})")
-    first = page_size(first, 100)  # refused before an empty text's empty answer, as every paged field
+    first = page_size(first, 100)
     parts = pieces(text)
-    if not parts:
+    if not parts or not first:
         return []
     hits: list[SearchHit] = []
     for r in await gw.read("search_hosts", {"pieces": parts, "first": CANDIDATES}):
