@@ -255,7 +255,7 @@ async def ingest_fabric(gateway: Gateway, facts: FabricFacts) -> FabricIngestRes
 async def _fabric_rejected(
     gateway: Gateway, cluster: str, nic_keys: list[str], switch_names: list[str]
 ) -> IngestRejected:
-    """Why ingest_fabric wrote nothing (the statement answers no row for either reason)."""
+    """Why ingest_fabric wrote nothing (the statement answers no row for any of these reasons)."""
     missing = (await gateway.read("missing_nics", {"nic_uuids": nic_keys}))[0]["missing"]
     if missing:
         return IngestRejected(

@@ -942,11 +942,7 @@ class _Search:
         """A multi-host set inside one group of hosts (one leaf, one pod, or the cluster)."""
         req = self.req
         hosts = [h for h in hosts if h.name not in req.exclude_hosts]
-        if req.max_ib_hops is not None:
-            # A host no fabric import cabled is no known number of hops from any other: it never
-            # meets a hop limit beside another host (_hops_ok). Filling the fullest hosts first took
-            # it and refused the set afterwards, where the cabled hosts alone fit (a probe's case).
-            hosts = [h for h in hosts if h.leaves]
+        hosts = [h for h in hosts if _may_meet(h, req.max_ib_hops)]
         pools = [(h, self.usable(h)) for h in hosts]
         pools = [p for p in pools if p[1]]
         if req.gpus_per_host is not None:
@@ -1060,10 +1056,10 @@ def _hop_groups(pools: list[tuple[Host, list[Gpu]]], limit: int | None) -> list[
     leaf (1-2 hops) or pod (3-4 hops) in turn. An NVL72 rack's trays may hang off two leaf
     groups: filling the fullest trays first took one from each and failed the limit, where two
     trays of one leaf fit (a probe's case). Under a limit a tray no fabric import cabled is left
-    out: it is no known number of hops from another (_hops_ok)."""
+    out (_may_meet)."""
     if limit is None:
         return [pools]
-    pools = [(h, m) for h, m in pools if h.leaves]
+    pools = [(h, m) for h, m in pools if _may_meet(h, limit)]
     if limit >= 5:
         return [pools]
     groups: dict[str, list[tuple[Host, list[Gpu]]]] = {}
@@ -1072,6 +1068,13 @@ def _hop_groups(pools: list[tuple[Host, list[Gpu]]], limit: int | None) -> list[
         if key is not None:
             groups.setdefault(key, []).append((host, members))
     return [pools, *(groups[k] for k in sorted(groups))] if len(groups) > 1 else [pools]
+
+
+def _may_meet(host: Host, limit: int | None) -> bool:
+    """Whether a host may sit in a multi-host set under a hop limit: one no fabric import cabled is
+    no known number of hops from any other (_hops_ok). Filling the fullest hosts first took it and
+    refused the set afterwards, where the cabled hosts alone fit (a probe's case)."""
+    return limit is None or bool(host.leaves)
 
 
 def _hops_ok(names: set[str], hosts: list[Host], limit: int | None) -> bool:
