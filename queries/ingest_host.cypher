@@ -193,6 +193,13 @@ WITH domains_left, leaves_cut, h, leaves, [n IN leaves_cut WHERE NOT n IN [l IN 
 // import's to say): no pod until the next import, which makes hop counts across it conservative.
 FOREACH (x IN CASE WHEN size(leaves_cut) = 0 THEN [] ELSE [h] END |
   SET x.leaves = [l IN leaves | l.name], x.pod = CASE WHEN size(left_names) > 0 THEN NULL ELSE x.pod END)
+// A host that lost a cable (its rail-0 NIC, say) may be under no leaf the one-leaf search pages
+// (rail-0 leaves and hosts' first leaves): its first remaining leaf, lowest rail then name, becomes
+// one (Switch.home_leaf; the next fabric import recomputes every leaf's flag).
+WITH domains_left, h, leaves, left_names, leaves_cut, [l IN leaves WHERE l.tier = 'leaf'] AS cabled
+FOREACH (x IN CASE WHEN size(leaves_cut) = 0 OR size(cabled) = 0 THEN [] ELSE
+               [reduce(first = head(cabled), l IN cabled | CASE WHEN coalesce(l.rail, 0) < coalesce(first.rail, 0) THEN l ELSE first END)] END |
+  SET x.home_leaf = true)
 WITH domains_left, h, leaves, left_names
 UNWIND (CASE WHEN size(left_names) = 0 THEN [null] ELSE left_names END) AS left_name
 OPTIONAL MATCH (left_leaf:Switch {name: left_name})

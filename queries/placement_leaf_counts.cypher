@@ -1,7 +1,7 @@
 // For the diagnosis of a request nothing fits (graphsvc/placement/counting.py): whether a
 // request with no NVLink or rail constraint fits under one leaf switch (one or two IB hops),
 // counted in the store instead of searching leaf by leaf (#15). The leaves and hosts are those
-// placement_leaves_fit reads: rail-0 leaves (one per rail group) whose free counter is at least
+// placement_leaves_fit reads: rail-0 leaves and hosts' first leaves (one per rail group) whose free counter is at least
 // $least_leaf (at most the request's size: the search seeks leaves by it; the caller reads a little
 // below, for the smaller probes that follow), and the hosts cabled to them,
 // Host-[:HAS_NIC]->NIC-[:UPLINK]->leaf, whose free counter is at least $least (the per-host
@@ -25,7 +25,7 @@
 // @row leaf string, leaf_counter int, cluster string?, share_most int, hosts int, pool int, doubt int
 // @row lapsed int, site string?
 MATCH (s:Switch)
-WHERE s.tier = 'leaf' AND coalesce(s.rail, 0) = 0 AND s.free_gpus >= $least_leaf
+WHERE s.tier = 'leaf' AND (coalesce(s.rail, 0) = 0 OR s.home_leaf = true) AND s.free_gpus >= $least_leaf
 WITH s  // the leaves first: FalkorDB's planner would start from every host
 MATCH (s)<-[:UPLINK]-(:NIC)<-[:HAS_NIC]-(h:Host)
 WHERE h.free_gpus >= $least AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model

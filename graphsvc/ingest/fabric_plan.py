@@ -61,6 +61,22 @@ def host_positions(facts: FabricFacts) -> list[dict[str, object]]:
     return out
 
 
+def home_leaves(facts: FabricFacts) -> set[str]:
+    """The leaves that are some cabled host's first (lowest rail, then name; a leaf without a
+    rail counts as rail 0), stored as Switch.home_leaf.
+
+    The one-leaf search pages one leaf per rail group, not all eight: on a rail-optimised fabric
+    every rail leaf of a scalable unit has the same hosts. It pages rail-0 leaves, and these: a
+    host whose rail-0 NIC has no cable (an unplugged or missing port) is under no rail-0 leaf, and
+    was invisible to it (`16xH100 ib-hops<=1` refused on two OCI hosts sharing rails 1-7)."""
+    rails = {s.name: s.rail or 0 for s in facts.switches if s.tier is SwitchTier.LEAF}
+    reached: dict[str, set[str]] = defaultdict(set)
+    for cable in facts.nic_uplinks:
+        if cable.switch in rails:
+            reached[cable.host].add(cable.switch)
+    return {min(leaves, key=lambda name: (rails[name], name)) for leaves in reached.values()}
+
+
 def cabling_digest(cables: list[tuple[str, str]], position: dict[str, object]) -> str:
     """A digest of what the fabric says of one host: which switch each of its NICs is cabled to,
     and its leaves and pod. Stored as Host.fabric_digest, half of placement's topology key

@@ -12,11 +12,11 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from topo_facts import FabricFacts, HostFacts, HostMetrics
+from topo_facts import FabricFacts, HostFacts, HostMetrics, SwitchTier
 from topo_facts.models import Health
 
 from graphsvc.errors import ErrorKind, Rejected
-from graphsvc.ingest.fabric_plan import host_positions
+from graphsvc.ingest.fabric_plan import home_leaves, host_positions
 from graphsvc.ingest.host_plan import FINGERPRINT, facts_digest, host_params, nic_uuid, unchanged_params
 from graphsvc.store.gateway import Gateway
 from graphsvc.store.group_commit import GroupCommit
@@ -199,6 +199,7 @@ def fabric_params(facts: FabricFacts) -> dict[str, Any]:
     """ingest_fabric's parameters for one cluster's fabric (the Neo4j race tests hold the
     statement open with them)."""
     nic_keys = [nic_uuid(u.host, u.nic) for u in facts.nic_uplinks]
+    homes = home_leaves(facts)
     params: dict[str, Any] = {
         "cluster": facts.cluster,
         "nic_uuids": nic_keys,
@@ -215,6 +216,9 @@ def fabric_params(facts: FabricFacts) -> dict[str, Any]:
                         "scalable_unit": s.scalable_unit,
                         "rail": s.rail,
                         "model": s.model,
+                        # Always written for a leaf: an import that moves a host's first leaf
+                        # clears the flag it set before (`+=` keeps what props leave out).
+                        "home_leaf": s.name in homes if s.tier is SwitchTier.LEAF else None,
                     }.items()
                     if v is not None
                 },

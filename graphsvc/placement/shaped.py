@@ -38,12 +38,18 @@ def host_key(tier: Tier, host: Host) -> str | None:
         # Hosts of a rail-optimised unit reach the same set of leaves; the first names it.
         return min(host.leaves) if host.leaves else None
     if tier is Tier.SCALABLE_UNIT:
-        return host.scalable_unit
+        # Host facts name scalable units (`su-01`); two clusters may both have one of that name.
+        return _in_cluster(host, host.scalable_unit)
     if tier is Tier.POD:
-        return host.pod
+        return host.pod  # named after a spine: one cluster's (a switch is in one cluster's fabric)
     if tier is Tier.CLUSTER:
-        return f"site:{host.site}" if host.site else "cluster"  # a job never spans sites (docs/sites.md)
+        # One fabric: no cable joins two clusters', not even within a site (docs/sites.md).
+        return f"cluster:{host.cluster}" if host.cluster else f"site:{host.site}" if host.site else "cluster"
     raise ValueError(tier)  # NVLink domains are keyed per GPU (gpu_key)
+
+
+def _in_cluster(host: Host, unit: str | None) -> str | None:
+    return None if unit is None else f"{host.cluster}/{unit}" if host.cluster else unit
 
 
 def gpu_key(tier: Tier, host: Host, gpu: Gpu) -> str | None:

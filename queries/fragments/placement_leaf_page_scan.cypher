@@ -8,7 +8,8 @@
 // form's, each inside `coalesce(..., false)` (a null comparison filters the switch out either
 // way), which keeps the planner off the indexes.
 MATCH (s:Switch)
-WHERE coalesce(s.tier = 'leaf', false) AND coalesce(s.free_gpus >= $min_free, false) AND coalesce(s.rail, 0) = 0
+WHERE coalesce(s.tier = 'leaf', false) AND coalesce(s.free_gpus >= $min_free, false)
+  AND (coalesce(s.rail, 0) = 0 OR coalesce(s.home_leaf, false))
 WITH s
 ORDER BY s.free_gpus, s.name
 SKIP $skip

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from graphsvc.placement.model import Gpu, Host
@@ -190,3 +192,15 @@ def test_the_cli_tells_a_shaped_job_by_its_first_key(text: str, shaped: bool) ->
 def test_the_reason_counts_in_words(shape: JobShape, says: str) -> None:
     """A demo user read "3 GPUs on 1 hosts: 1 TP groups of 3"."""
     assert placed(shape, cluster({f"su1-n{j}": 8 for j in range(4)})).reason.startswith(says)
+
+
+@pytest.mark.parametrize(("job_in", "unit"), [("cluster", "cluster:c1"), ("scalable-unit", "c1/su1")])
+def test_a_job_never_spans_two_clusters_of_a_site(job_in: str, unit: str) -> None:
+    """Two clusters of one site are two fabrics (no cable joins them), and both name their
+    scalable unit `su1`: a job kept to one cluster or one scalable unit does not take a host of each."""
+    hosts = [
+        replace(hgx(f"{c}-n0", "su1", f"{c}-leaf"), site="dc1", cluster=c, pod=f"pod:{c}-spine") for c in ["c1", "c2"]
+    ]
+    answer = place_shape(parse_shape(f"tp=8 dp=2 job-in={job_in}:required"), hosts)
+    assert not isinstance(answer, ShapedPlacement), answer
+    assert any(f"the most is 1 in {unit}" in r.message for r in answer), answer
