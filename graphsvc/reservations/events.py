@@ -11,6 +11,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -63,3 +64,13 @@ class EventBus:
     @property
     def subscribers(self) -> int:
         return len(self._subscribers)
+
+
+async def tell_spared(bus: EventBus, rows: list[dict[str, Any]], by: str, at: float) -> None:
+    """A preemption that ended before it took anything (failed, or released in its grace period)
+    spares its victims: each still live hears `reservation.preemption_withdrawn` (detail: the
+    preemption's id), after the `preempting` warning it had. end_preemption's rows say who."""
+    for row in rows:
+        for victim in row.get("spared") or []:
+            kind, holder = "reservation.preemption_withdrawn", str(victim["holder"])
+            await bus.publish(Event(kind, str(victim["id"]), holder, at, by))

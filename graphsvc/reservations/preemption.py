@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from graphsvc.placement.request import PlacementRequest, RequestError, format_request
-from graphsvc.reservations.events import Event
+from graphsvc.reservations.events import Event, tell_spared
 from graphsvc.reservations.rows import ReservationProps
 from graphsvc.reservations.service import (
     Infeasible,
@@ -201,6 +201,7 @@ class GracefulPreemption:
             failed = await self.rs.get(pending_id)
             holder = failed.holder if failed is not None else ""
             await self.rs.events.publish(Event("reservation.preemption_failed", pending_id, holder, now))
+            await tell_spared(self.rs.events, ended, pending_id, now)
             return ValidationError("id", "the GPUs were taken meanwhile; the preemption failed, reserve again")
         preempted = set(done[0]["preempted"])
         found = {r.id: r for r in await self.rs.get_many(ids=[pending_id, *preempted])}

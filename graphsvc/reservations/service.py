@@ -32,7 +32,7 @@ from graphsvc.placement.model import InfeasibleReason
 from graphsvc.placement.request import PlacementRequest, RequestError, format_request
 from graphsvc.reservations import checkpoints
 from graphsvc.reservations import mig as mig_slices
-from graphsvc.reservations.events import Event, EventBus
+from graphsvc.reservations.events import Event, EventBus, tell_spared
 from graphsvc.reservations.fastpath import (
     SCAN_EVERY_HOST_UP_TO,
     BatchItem,
@@ -995,6 +995,7 @@ class ReservationService:
             )
             current = await self.get(reservation_id)
             assert current is not None
+            await tell_spared(self.events, rows, reservation_id, self.clock())
             if not rows and current.state == "active":
                 # The grace tick completed it between the read and end_preemption: it holds its
                 # GPUs now, and the holder asked to release it (it answered "active", held).

@@ -163,8 +163,24 @@ async def test_a_release_no_preemption_waits_on_reads_no_pending_preemptions(gat
     await consistent(gateway, clock.now)
 
 
+def recorded(svc: ReservationService) -> list[Event]:
+    events: list[Event] = []
+
+    async def record(e: Event) -> None:
+        events.append(e)
+
+    svc.events.observers.append(record)
+    return events
+
+
+def withdrawn(events: list[Event], by: str) -> list[str]:
+    """The victims told that preemption `by` no longer holds (each once)."""
+    return sorted(e.subject for e in events if e.kind == "reservation.preemption_withdrawn" and e.detail == by)
+
+
 async def test_a_preemption_whose_gpus_were_taken_fails_visibly(gateway: Gateway) -> None:
     clock, svc, small, out = await pending_on_rack2(gateway)
+    events = recorded(svc)
     preemption = elastic_for(svc).preemption
     first = await svc.get(small[0])
     assert first is not None
@@ -176,6 +192,7 @@ async def test_a_preemption_whose_gpus_were_taken_fails_visibly(gateway: Gateway
     failed = await svc.get(out.reservation.id)
     assert failed is not None and failed.state == "failed"
     assert set((await states(svc, small[1:])).values()) == {"active"}
+    assert withdrawn(events, out.reservation.id) == sorted(small[1:])  # the released victim is not told
     again = await preemption.preempt(holder="urgent2", request=BIG, priority=9, grace_s=0, ttl_s=3600)
     assert isinstance(again, Reservation)  # the victims are free to be chosen again; grace 0 moves at once
     await consistent(gateway, clock.now)
@@ -185,15 +202,11 @@ async def test_releasing_a_pending_preemption_cancels_it_and_its_victims_keep_th
     """A preemption in its grace period holds no GPU yet. Its release answered "pending", left the
     victims promised to it, and the GPUs moved when the grace ran out (a probe's case)."""
     clock, svc, small, out = await pending_on_rack2(gateway)
-    events: list[Event] = []
-
-    async def record(e: Event) -> None:
-        events.append(e)
-
-    svc.events.observers.append(record)
+    events = recorded(svc)
     released = await svc.release(out.reservation.id)
     assert isinstance(released, Reservation) and released.state == "released" and released.ended_at == clock.now
     assert [e.kind for e in events if e.subject == out.reservation.id] == ["reservation.released"]
+    assert withdrawn(events, out.reservation.id) == sorted(small)
     victims = await svc.get_many(ids=small)
     assert all(v.state == "active" and v.preempt_by is None for v in victims)
     clock.now += 601
@@ -236,16 +249,12 @@ async def test_the_grace_tick_racing_a_release_announces_no_failure(gateway: Gat
     """The tick read the preemption pending; its holder released it before complete_preemption
     ran. The tick announced `reservation.preemption_failed` for a released reservation."""
     clock, svc, small, out = await pending_on_rack2(gateway)
-    events: list[Event] = []
-
-    async def record(e: Event) -> None:
-        events.append(e)
-
-    svc.events.observers.append(record)
+    events = recorded(svc)
     before_first(gateway, "reservations/complete_preemption", lambda: svc.release(out.reservation.id))
     done = await elastic_for(svc).preemption.complete(out.reservation.id)
     assert isinstance(done, ValidationError)
     assert [e.kind for e in events if e.subject == out.reservation.id] == ["reservation.released"]
+    assert withdrawn(events, out.reservation.id) == sorted(small)  # once: by the release, not the tick
     assert set((await states(svc, small)).values()) == {"active"}
     await consistent(gateway, clock.now)
 
