@@ -14,7 +14,8 @@ local GPU (hence the same rail) on every host, and each host holds a contiguous 
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from graphsvc.placement.model import SWITCHED_KINDS, Gpu, Host, InfeasibleReason
@@ -30,12 +31,24 @@ from graphsvc.placement.shape import (
 )
 
 
-def host_key(tier: Tier, host: Host) -> str | None:
-    """The unit a host belongs to at a job tier (None: the graph does not say)."""
+def leaf_keys(hosts: list[Host]) -> dict[str, str]:
+    """Each host's leaf unit: of the leaves it reaches, the one most of these hosts reach (ties by
+    name). Hosts of a rail-optimised unit reach the same leaves, one per rail, and all name the
+    first; a host whose rail-0 NIC has no cable reaches the other seven, and was a leaf unit of
+    its own (keyed by its first leaf, rail 1) where it meets the others on rails 1-7. Every host
+    keyed by a leaf is cabled to it: a leaf unit is always one IB hop wide."""
+    reach = Counter(leaf for h in hosts for leaf in set(h.leaves))
+    return {h.name: min(h.leaves, key=lambda leaf: (-reach[leaf], leaf)) for h in hosts if h.leaves}
+
+
+def host_key(tier: Tier, host: Host, leaves: Mapping[str, str] | None = None) -> str | None:
+    """The unit a host belongs to at a job tier (None: the graph does not say). `leaves`: the
+    hosts' leaf units (leaf_keys); without it a host's first leaf."""
     if tier is Tier.HOST:
         return host.name
     if tier is Tier.LEAF:
-        # Hosts of a rail-optimised unit reach the same set of leaves; the first names it.
+        if leaves is not None:
+            return leaves.get(host.name)
         return min(host.leaves) if host.leaves else None
     if tier is Tier.SCALABLE_UNIT:
         # Host facts name scalable units (`su-01`); two clusters may both have one of that name.
@@ -52,10 +65,10 @@ def _in_cluster(host: Host, unit: str | None) -> str | None:
     return None if unit is None else f"{host.cluster}/{unit}" if host.cluster else unit
 
 
-def gpu_key(tier: Tier, host: Host, gpu: Gpu) -> str | None:
+def gpu_key(tier: Tier, host: Host, gpu: Gpu, leaves: Mapping[str, str] | None = None) -> str | None:
     if tier is Tier.NVLINK_DOMAIN:
         return gpu.nvlink_domain
-    return host_key(tier, host)
+    return host_key(tier, host, leaves)
 
 
 @dataclass
@@ -100,11 +113,19 @@ def _carve_domain(members: list[Gpu], tp: int) -> list[list[Gpu]]:
     return out
 
 
-def carve(hosts: list[Host], shape: JobShape, domain: str | None = None, widest: Tier = Tier.CLUSTER) -> list[_Group]:
+def carve(
+    hosts: list[Host],
+    shape: JobShape,
+    domain: str | None = None,
+    widest: Tier = Tier.CLUSTER,
+    leaves: Mapping[str, str] | None = None,
+) -> list[_Group]:
     """Every TP group the level allows inside these hosts, tightest tier first, GPUs disjoint.
 
     A preferred group level widens up to `widest` (the job's own tier: a group is never wider
-    than the unit the job sits in)."""
+    than the unit the job sits in). `leaves`: every host's leaf unit (leaf_keys over all the
+    hosts the job may use, not just these)."""
+    leaves = leaf_keys(hosts) if leaves is None else leaves
     req = shape.gpu_request()
     free = [(h, g) for h in hosts for g in h.gpus if eligible(g, req) and (domain is None or g.nvlink_domain == domain)]
     taken: set[str] = set()
@@ -114,7 +135,7 @@ def carve(hosts: list[Host], shape: JobShape, domain: str | None = None, widest:
             break
         units: dict[str, list[Gpu]] = defaultdict(list)
         for host, g in free:
-            key = gpu_key(tier, host, g)
+            key = gpu_key(tier, host, g, leaves)
             if key is not None and g.uuid not in taken:
                 units[key].append(g)
         for key in sorted(units):
@@ -134,25 +155,25 @@ def carve(hosts: list[Host], shape: JobShape, domain: str | None = None, widest:
     return out
 
 
-def _leaf_of(group: _Group, hosts: dict[str, Host]) -> str:
-    return host_key(Tier.LEAF, hosts[group.gpus[0].host]) or ""
-
-
-def _select(groups: list[_Group], shape: JobShape, hosts: dict[str, Host]) -> list[_Group]:
+def _select(groups: list[_Group], shape: JobShape, leaves: Mapping[str, str]) -> list[_Group]:
     """The groups to use: tightest tier first; on as few NVLink domains (or hosts) as possible, the
     last one the tightest fit, so that DP and PP traffic stays local and whole domains stay free;
     or spread evenly over leaves when asked."""
-    ordered = sorted(groups, key=lambda g: (TIERS.index(g.tier), _leaf_of(g, hosts), g.hosts[0], g.gpus[0].index))
+
+    def leaf(g: _Group) -> str:
+        return leaves.get(g.gpus[0].host, "")
+
+    ordered = sorted(groups, key=lambda g: (TIERS.index(g.tier), leaf(g), g.hosts[0], g.gpus[0].index))
     if shape.spread_leaves:
         by_leaf: dict[str, list[_Group]] = defaultdict(list)
         for g in ordered:
-            by_leaf[_leaf_of(g, hosts)].append(g)
+            by_leaf[leaf(g)].append(g)
         picked: list[_Group] = []
         while len(picked) < shape.groups and any(by_leaf.values()):
-            for leaf in sorted(by_leaf):
-                if by_leaf[leaf] and len(picked) < shape.groups:
-                    picked.append(by_leaf[leaf].pop(0))
-        return sorted(picked, key=lambda g: (_leaf_of(g, hosts), g.hosts[0], g.gpus[0].index))
+            for unit in sorted(by_leaf):
+                if by_leaf[unit] and len(picked) < shape.groups:
+                    picked.append(by_leaf[unit].pop(0))
+        return sorted(picked, key=lambda g: (leaf(g), g.hosts[0], g.gpus[0].index))
     best_tier = TIERS.index(ordered[0].tier) if ordered else 0
     bins: dict[str, list[_Group]] = defaultdict(list)
     rest: list[_Group] = []
@@ -170,7 +191,7 @@ def _select(groups: list[_Group], shape: JobShape, hosts: dict[str, Host]) -> li
         remaining.remove(pick)
         chosen.extend(pick[:need])
     chosen.extend(rest[: shape.groups - len(chosen)])
-    return sorted(chosen, key=lambda g: (TIERS.index(g.tier), _leaf_of(g, hosts), g.hosts[0], g.gpus[0].index))
+    return sorted(chosen, key=lambda g: (TIERS.index(g.tier), leaf(g), g.hosts[0], g.gpus[0].index))
 
 
 @dataclass
@@ -182,14 +203,14 @@ class _Option:
     leftover: int
 
 
-def _units(tier: Tier, hosts: list[Host]) -> dict[str, list[Host]]:
+def _units(tier: Tier, hosts: list[Host], leaves: Mapping[str, str]) -> dict[str, list[Host]]:
     units: dict[str, list[Host]] = defaultdict(list)
     for h in hosts:
         if tier is Tier.NVLINK_DOMAIN:
             for dom in sorted({g.nvlink_domain for g in h.gpus if g.nvlink_domain}):
                 units[dom].append(h)
         else:
-            key = host_key(tier, h)
+            key = host_key(tier, h, leaves)
             if key is not None:
                 units[key].append(h)
     return units
@@ -200,23 +221,24 @@ def place_shape(shape: JobShape, hosts: list[Host]) -> ShapedPlacement | list[In
     shape = shape.validated()
     req = shape.gpu_request()
     by_name = {h.name: h for h in hosts}
+    leaves = leaf_keys(hosts)
     best_by_tier: dict[Tier, tuple[str, int]] = {}
     for tier in shape.job_level.tiers():
         best: _Option | None = None
-        for unit, members in sorted(_units(tier, hosts).items()):
+        for unit, members in sorted(_units(tier, hosts, leaves).items()):
             domain = unit if tier is Tier.NVLINK_DOMAIN else None
             eligible_n = sum(
                 1 for h in members for g in h.gpus if eligible(g, req) and (domain is None or g.nvlink_domain == domain)
             )
             if eligible_n < shape.ranks and tier is not shape.job_level.tier:
                 continue  # cannot hold the job; only the level's own tier is reported when nothing fits
-            groups = carve(members, shape, domain, tier)
+            groups = carve(members, shape, domain, tier, leaves)
             top = best_by_tier.get(tier)
             if top is None or len(groups) > top[1]:
                 best_by_tier[tier] = (unit, len(groups))
             if len(groups) < shape.groups:
                 continue
-            chosen = _select(groups, shape, by_name)
+            chosen = _select(groups, shape, leaves)
             option = _Option(
                 tier,
                 unit,

@@ -204,3 +204,15 @@ def test_a_job_never_spans_two_clusters_of_a_site(job_in: str, unit: str) -> Non
     answer = place_shape(parse_shape(f"tp=8 dp=2 job-in={job_in}:required"), hosts)
     assert not isinstance(answer, ShapedPlacement), answer
     assert any(f"the most is 1 in {unit}" in r.message for r in answer), answer
+
+
+def test_a_host_without_a_rail0_cable_shares_its_units_leaf() -> None:
+    """Rail-optimised unit: every host reaches one leaf per rail; n2's rail-0 NIC has no cable.
+    n2 meets the others on rails 1-7 (one IB hop), so a job kept to one leaf may use all three;
+    keyed by its first leaf (rail 1) it was a leaf of its own."""
+    rails = [f"su1-r{i}" for i in range(8)]
+    hosts = [replace(hgx(f"su1-n{j}", "su1", "su1"), leaves=rails[1:] if j == 2 else rails) for j in range(3)]
+    p = placed(parse_shape("tp=8 dp=3 job-in=leaf:required"), hosts)
+    assert p.job_unit == "su1-r1" and {r.host for r in p.ranks} == {"su1-n0", "su1-n1", "su1-n2"}
+    # Every host keyed by a leaf is cabled to it; without n2 the unit keeps its first leaf's name.
+    assert placed(parse_shape("tp=8 dp=2 job-in=leaf:required"), hosts[:2]).job_unit == "su1-r0"
