@@ -194,12 +194,17 @@ WITH domains_left, leaves_cut, h, leaves, [n IN leaves_cut WHERE NOT n IN [l IN 
 FOREACH (x IN CASE WHEN size(leaves_cut) = 0 THEN [] ELSE [h] END |
   SET x.leaves = [l IN leaves | l.name], x.pod = CASE WHEN size(left_names) > 0 THEN NULL ELSE x.pod END)
 // A host that lost a cable (its rail-0 NIC, say) may be under no leaf the one-leaf search pages
-// (rail-0 leaves and hosts' first leaves): its first remaining leaf, lowest rail then name, becomes
-// one (Switch.home_leaf; the next fabric import recomputes every leaf's flag).
+// (rail-0 leaves and hosts' first leaves): its first remaining leaf in each cluster it is cabled
+// to, lowest rail then name, becomes one (Switch.home_leaf). A fabric import recomputes the flags
+// of its own cluster's leaves only: one flag for a host cabled to two clusters' leaves could land
+// in the cluster whose next import drops it (a review's case).
 WITH domains_left, h, leaves, left_names, leaves_cut, [l IN leaves WHERE l.tier = 'leaf'] AS cabled
-FOREACH (x IN CASE WHEN size(leaves_cut) = 0 OR size(cabled) = 0 THEN [] ELSE
-               [reduce(first = head(cabled), l IN cabled | CASE WHEN coalesce(l.rail, 0) < coalesce(first.rail, 0) THEN l ELSE first END)] END |
-  SET x.home_leaf = true)
+WITH domains_left, h, leaves, left_names,
+     CASE WHEN size(leaves_cut) = 0 THEN [] ELSE
+       [l IN cabled WHERE NOT any(m IN cabled WHERE m.cluster = l.cluster
+          AND (coalesce(m.rail, 0) < coalesce(l.rail, 0) OR (coalesce(m.rail, 0) = coalesce(l.rail, 0) AND m.name < l.name)))]
+     END AS firsts
+FOREACH (x IN firsts | SET x.home_leaf = true)
 WITH domains_left, h, leaves, left_names
 UNWIND (CASE WHEN size(left_names) = 0 THEN [null] ELSE left_names END) AS left_name
 OPTIONAL MATCH (left_leaf:Switch {name: left_name})

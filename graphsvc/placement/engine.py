@@ -37,6 +37,7 @@ from graphsvc.placement.model import (
     PlacementResult,
     TopologyRow,
     hops,
+    leaf_units,
 )
 from graphsvc.placement.request import NVLinkRequirement, Packing, PlacementRequest, RequestError
 from graphsvc.placement.select import (
@@ -872,9 +873,9 @@ class _Search:
                 self.add(self.choose_in_domain(dom, members))
         if not req.needs_one_domain and (req.max_ib_hops is None or req.max_ib_hops >= 1):
             groups: dict[tuple[tuple[str, str] | None, str], list[Host]] = {}
+            units = leaf_units(hosts)
             for host in hosts:
-                leaf = host.leaves[0] if host.leaves else ""
-                groups.setdefault((locality.site_key(host, req), leaf), []).append(host)
+                groups.setdefault((locality.site_key(host, req), units.get(host.name, "")), []).append(host)
             for members in groups.values():
                 self.add(self.choose_across_hosts(members))
             if req.max_ib_hops is None or req.max_ib_hops >= 3:
@@ -890,8 +891,9 @@ class _Search:
         for host in hosts.values():
             key = host.pod if req.max_ib_hops is not None and req.max_ib_hops < 5 else "cluster"
             wide.setdefault((locality.site_key(host, req), key), []).append(host)  # never across sites or clusters
+        units = leaf_units(hosts.values())
         for (_site, key), members in sorted(wide.items(), key=lambda kv: (str(kv[0][0]), str(kv[0][1]))):
-            if key is not None and len({h.leaves[0] if h.leaves else "" for h in members}) > 1:
+            if key is not None and len({units.get(h.name, "") for h in members}) > 1:
                 self.add(self.choose_across_hosts(sorted(members, key=lambda h: h.name)))
 
     def choose_in_domain(self, domain: str, hosts: list[Host]) -> list[Gpu] | None:
@@ -1063,8 +1065,9 @@ def _hop_groups(pools: list[tuple[Host, list[Gpu]]], limit: int | None) -> list[
     if limit >= 5:
         return [pools]
     groups: dict[str, list[tuple[Host, list[Gpu]]]] = {}
+    units = leaf_units(h for h, _ in pools)
     for host, members in pools:
-        key = host.leaves[0] if limit < 3 else host.pod
+        key = units.get(host.name) if limit < 3 else host.pod
         if key is not None:
             groups.setdefault(key, []).append((host, members))
     return [pools, *(groups[k] for k in sorted(groups))] if len(groups) > 1 else [pools]

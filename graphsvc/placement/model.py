@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, cast
 
@@ -275,6 +276,18 @@ class Host:
     def free(self) -> list[Gpu]:
         """Free GPUs as the counters count them: a failed GPU is never free."""
         return [g for g in self.gpus if counts_as_free(g.state, g.health)]
+
+
+def leaf_units(hosts: Iterable[Host]) -> dict[str, str]:
+    """Each host's leaf unit: of the leaves it reaches, the one most of these hosts reach (ties by
+    name). Hosts of a rail-optimised unit reach the same leaves, one per rail, and all name the
+    first; a host whose rail-0 NIC has no cable reaches the other seven, and was a leaf unit of
+    its own (keyed by its first leaf, rail 1) where it meets the others on rails 1-7. Every host
+    keyed by a leaf is cabled to it: a leaf unit is always one IB hop wide. Used wherever hosts
+    are grouped by leaf: shaped jobs' leaf tier, the engine's groups across hosts, a domain's trays."""
+    hosts = list(hosts)
+    reach = Counter(leaf for h in hosts for leaf in set(h.leaves))
+    return {h.name: min(h.leaves, key=lambda leaf: (-reach[leaf], leaf)) for h in hosts if h.leaves}
 
 
 def hops(a: Host, b: Host) -> int | None:

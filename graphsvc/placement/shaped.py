@@ -14,11 +14,11 @@ local GPU (hence the same rail) on every host, and each host holds a contiguous 
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from graphsvc.placement.model import SWITCHED_KINDS, Gpu, Host, InfeasibleReason
+from graphsvc.placement.model import SWITCHED_KINDS, Gpu, Host, InfeasibleReason, leaf_units
 from graphsvc.placement.select import bottleneck, eligible, find_clique, pair_gbps
 from graphsvc.placement.shape import (
     TIERS,
@@ -31,19 +31,9 @@ from graphsvc.placement.shape import (
 )
 
 
-def leaf_keys(hosts: list[Host]) -> dict[str, str]:
-    """Each host's leaf unit: of the leaves it reaches, the one most of these hosts reach (ties by
-    name). Hosts of a rail-optimised unit reach the same leaves, one per rail, and all name the
-    first; a host whose rail-0 NIC has no cable reaches the other seven, and was a leaf unit of
-    its own (keyed by its first leaf, rail 1) where it meets the others on rails 1-7. Every host
-    keyed by a leaf is cabled to it: a leaf unit is always one IB hop wide."""
-    reach = Counter(leaf for h in hosts for leaf in set(h.leaves))
-    return {h.name: min(h.leaves, key=lambda leaf: (-reach[leaf], leaf)) for h in hosts if h.leaves}
-
-
 def host_key(tier: Tier, host: Host, leaves: Mapping[str, str] | None = None) -> str | None:
     """The unit a host belongs to at a job tier (None: the graph does not say). `leaves`: the
-    hosts' leaf units (leaf_keys); without it a host's first leaf."""
+    hosts' leaf units (leaf_units); without it a host's first leaf."""
     if tier is Tier.HOST:
         return host.name
     if tier is Tier.LEAF:
@@ -123,9 +113,9 @@ def carve(
     """Every TP group the level allows inside these hosts, tightest tier first, GPUs disjoint.
 
     A preferred group level widens up to `widest` (the job's own tier: a group is never wider
-    than the unit the job sits in). `leaves`: every host's leaf unit (leaf_keys over all the
+    than the unit the job sits in). `leaves`: every host's leaf unit (leaf_units over all the
     hosts the job may use, not just these)."""
-    leaves = leaf_keys(hosts) if leaves is None else leaves
+    leaves = leaf_units(hosts) if leaves is None else leaves
     req = shape.gpu_request()
     free = [(h, g) for h in hosts for g in h.gpus if eligible(g, req) and (domain is None or g.nvlink_domain == domain)]
     taken: set[str] = set()
@@ -221,7 +211,7 @@ def place_shape(shape: JobShape, hosts: list[Host]) -> ShapedPlacement | list[In
     shape = shape.validated()
     req = shape.gpu_request()
     by_name = {h.name: h for h in hosts}
-    leaves = leaf_keys(hosts)
+    leaves = leaf_units(hosts)
     best_by_tier: dict[Tier, tuple[str, int]] = {}
     for tier in shape.job_level.tiers():
         best: _Option | None = None

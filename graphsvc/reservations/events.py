@@ -9,9 +9,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import cast
+
+from graphsvc.reservations.rows import EndedPreemptionRow
 
 log = logging.getLogger(__name__)
 
@@ -66,11 +68,10 @@ class EventBus:
         return len(self._subscribers)
 
 
-async def tell_spared(bus: EventBus, rows: list[dict[str, Any]], by: str, at: float) -> None:
+async def tell_spared(bus: EventBus, rows: Sequence[Mapping[str, object]], by: str, at: float) -> None:
     """A preemption that ended before it took anything (failed, or released in its grace period)
     spares its victims: each still live hears `reservation.preemption_withdrawn` (detail: the
     preemption's id), after the `preempting` warning it had. end_preemption's rows say who."""
-    for row in rows:
-        for victim in row.get("spared") or []:
-            kind, holder = "reservation.preemption_withdrawn", str(victim["holder"])
-            await bus.publish(Event(kind, str(victim["id"]), holder, at, by))
+    for row in cast(Sequence[EndedPreemptionRow], rows):
+        for victim in row["spared"]:
+            await bus.publish(Event("reservation.preemption_withdrawn", victim["id"], victim["holder"], at, by))

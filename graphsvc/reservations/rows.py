@@ -79,6 +79,20 @@ class WrittenRow(TypedDict):
     taken: list[list[Any]]
 
 
+class SparedVictim(TypedDict):
+    """A victim in reservations/end_preemption's `spared`: a live reservation the preemption warned."""
+
+    id: str
+    holder: str
+
+
+class EndedPreemptionRow(TypedDict):
+    """The row of reservations/end_preemption: the preemption ended, and the victims it spared."""
+
+    id: str
+    spared: list[SparedVictim]
+
+
 class HoldingRow(TypedDict, total=False):
     """A row of reservations/preemptible_holdings: a live preemptible reservation and its progress."""
 

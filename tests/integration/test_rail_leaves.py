@@ -131,3 +131,33 @@ async def adhoc(gateway: Gateway, text: str) -> list[dict[str, object]]:
     """A test-only statement that reads or sets up an old graph shape; production code has no such path."""
     query = NamedQuery("test/adhoc", text, default_registry().root)
     return await gateway.backend.run(query, {}, write=True, timeout_s=NEO4J_TEST_TIMEOUT_S)
+
+
+async def test_a_host_cabled_to_two_clusters_gets_a_first_leaf_in_each(gateway: Gateway) -> None:
+    """x's rail 0 is cabled to cluster C's leaf, rails 1-2 to cluster `default`'s leaves. After x's
+    document drops its rail-1 NIC, one flag for x's first leaf overall (C's, rail 0) left `default`
+    with no paged leaf of x's; C's next import, which rewrites only C's flags, would not add one
+    (a review's case)."""
+    x, y = (import_hosts(FIXTURES / "oci-bm-gpu-h100-8.nccl.xml", ImportOptions(host=n)).hosts[0] for n in "xy")
+
+    def nic(host: HostFacts, rail: int) -> str:
+        return next(n.name for n in host.nics if n.rail == rail)
+
+    def fabric(cluster: str, leaves: dict[str, int], cables: list[tuple[HostFacts, int, str]]) -> FabricFacts:
+        return FabricFacts(
+            cluster=cluster, source="test",
+            switches=[FabricSwitch(name=name, tier=SwitchTier.LEAF, rail=rail) for name, rail in leaves.items()],
+            nic_uplinks=[NICUplink(host=h.hostname, nic=nic(h, r), switch=s, bandwidth_gbps=50) for h, r, s in cables],
+        )  # fmt: skip
+
+    for host in (x, y):
+        await ingest_host(gateway, host)
+    await ingest_fabric(gateway, fabric("C", {"C-r0": 0}, [(x, 0, "C-r0")]))
+    cables = [(h, r, f"D-r{r}") for h in (x, y) for r in (1, 2)]
+    await ingest_fabric(gateway, fabric("default", {"D-r1": 1, "D-r2": 2}, cables))
+    assert await home_leaves(gateway) == ["C-r0", "D-r1"]
+    dropped = nic(x, 1)
+    nics = [n for n in x.nics if n.name != dropped]
+    affinity = [a for a in x.gpu_nic_affinity if a.nic != dropped]
+    await ingest_host(gateway, x.model_copy(update={"nics": nics, "gpu_nic_affinity": affinity}))
+    assert await home_leaves(gateway) == ["C-r0", "D-r1", "D-r2"]

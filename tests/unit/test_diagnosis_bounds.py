@@ -23,7 +23,7 @@ from graphsvc.placement.counting import (
     surely_fits,
 )
 from graphsvc.placement.engine import SearchBudget
-from graphsvc.placement.explain import _largest_feasible
+from graphsvc.placement.explain import _largest_aligned, _largest_feasible
 from graphsvc.placement.request import parse_request
 
 BOUNDS = FreeBounds(host=8, domain=72, leaf=150, total=4000, hosts_with_share=40, share=8)
@@ -95,6 +95,63 @@ def test_probes_start_from_the_counters(limit: int, asked: int, most: int, probe
     found, probed = largest(limit, asked, most)
     assert found == limit
     assert len(probed) == probes, probed
+
+
+def aligned(hosts_fit: list[int], asked: int, bound: int) -> tuple[int, list[tuple[int, int]]]:
+    """_largest_aligned over shares 1..len(hosts_fit): share p fits on k hosts when k <=
+    hosts_fit[p - 1]; the counters allow `bound` GPUs. The answer and the (share, hosts) probed."""
+    probed: list[tuple[int, int]] = []
+
+    async def feasible(r) -> bool:  # type: ignore[no-untyped-def]
+        share = r.gpus_per_host
+        probed.append((share, r.gpus // share))
+        return bool(r.gpus // share <= hosts_fit[share - 1])
+
+    def allowed(r) -> int:  # type: ignore[no-untyped-def]
+        return bound
+
+    req = parse_request(f"{asked}xH100 rail-aligned")
+    return asyncio.run(_largest_aligned(req, feasible, len(hosts_fit), allowed)), probed
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    hosts_fit=st.lists(st.integers(0, 40), min_size=1, max_size=8),
+    asked=st.integers(2, 400),
+    slack=st.integers(0, 64),
+)
+def test_the_largest_aligned_count_matches_brute_force(hosts_fit: list[int], asked: int, slack: int) -> None:
+    bound = max(p * k for p, k in enumerate(hosts_fit, 1)) + slack  # the counters never undercount
+    found, probed = aligned(hosts_fit, asked, bound)
+    brute = max(p * min(k, (asked - 1) // p) for p, k in enumerate(hosts_fit, 1))
+    assert found == brute
+    assert all(0 < share * hosts < asked for share, hosts in probed)
+
+
+THIRTY_HOSTS_PROBES = [
+    (8, 1), (8, 31), (8, 2), (8, 4), (8, 8), (8, 16), (8, 23), (8, 27), (8, 29), (8, 30),
+    (7, 35), (6, 41), (5, 49), (4, 61), (3, 81), (2, 121), (1, 241),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("hosts_fit", "bound", "probes"),
+    [
+        # 251 on 32 idle hosts: one host x 8 fits, then the counters' 31 hosts x 8 (1, 2, 4, 8, 16,
+        # 24, 28, 30, 31 before); no other share can beat 248 (7 x 36 > 250) but 5 x 50 and 1 x 249.
+        ([32] * 8, 256, [(8, 1), (8, 31), (5, 50), (3, 83), (2, 125), (1, 249)]),
+        # Only 30 hosts hold 8 (two with a degraded GPU): 31 fails, then upwards from one host.
+        ([32] * 7 + [30], 256, THIRTY_HOSTS_PROBES),
+    ],
+)
+def test_each_share_first_probes_what_the_counters_allow(
+    hosts_fit: list[int], bound: int, probes: list[tuple[int, int]]
+) -> None:
+    """A share whose most hosts fit needs one probe; where they do not (two hosts with a degraded
+    GPU), it searches upwards from one host as before, one probe more."""
+    found, probed = aligned(hosts_fit, 251, bound)
+    assert found == max(p * min(k, 250 // p) for p, k in enumerate(hosts_fit, 1))
+    assert probed == probes
 
 
 def group(name: str | None, cluster: str | None = None, **counts: int) -> HostGroup:
