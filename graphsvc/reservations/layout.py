@@ -88,35 +88,46 @@ def _by_host(pool: Iterable[Slot]) -> dict[str, list[Slot]]:
 
 
 def _aligned_pick(current: Sequence[Slot], pool: Sequence[Slot], add: int) -> list[Slot] | None:
-    """Keep an aligned job aligned: new rails on every current host, or new hosts with its rails."""
+    """Keep an aligned job aligned: new rails on every current host, or new hosts with its rails;
+    one GPU per rail each (a DGX-1 or PCIe host has two GPUs per NIC: taking every free GPU of a
+    chosen rail grew 1 GPU to 4 where 3 were asked, a probe's case)."""
     rails = _rails_by_host(current)
     hosts = sorted(rails)
     free = _by_host(pool)
-    per_host = len(next(iter(rails.values())))
+    wanted = next(iter(rails.values()))
+    per_host = len(wanted)
     if add % len(hosts) == 0:
         want = add // len(hosts)
         common: set[int | None] | None = None
         for h in hosts:
             have = {s.rail for s in free.get(h, [])}
             common = have if common is None else common & have
-        usable = sorted(r for r in (common or set()) if r is not None)
+        # Rails the job does not use yet first: a rail used twice shares its NIC.
+        usable = sorted((r for r in (common or set()) if r is not None), key=lambda r: (r in wanted, r))
         if len(usable) >= want:
-            chosen = set(usable[:want])
-            return [s for h in hosts for s in free[h] if s.rail in chosen]
+            chosen = usable[:want]
+            return [_first_on_rail(free[h])[r] for h in hosts for r in chosen]
     if add % per_host == 0:
-        wanted = next(iter(rails.values()))
         fits = []
         for h, slots in free.items():
             if h in rails:
                 continue
-            on_rails = [s for s in slots if s.rail in wanted]
-            if len({s.rail for s in on_rails}) == per_host:
+            on_rails = {r: s for r, s in _first_on_rail(slots).items() if r in wanted}
+            if len(on_rails) == per_host:
                 # best fit: the host with the fewest other free GPUs first, so whole hosts stay whole
-                fits.append((len(slots), h, sorted(on_rails, key=lambda s: s.rail or 0)[:per_host]))
+                fits.append((len(slots), h, [on_rails[r] for r in sorted(on_rails, key=lambda r: r or 0)]))
         fits.sort(key=lambda f: (f[0], f[1]))
         if len(fits) >= add // per_host:
             return [s for _n, _h, picked in fits[: add // per_host] for s in picked]
     return None
+
+
+def _first_on_rail(slots: Sequence[Slot]) -> dict[int | None, Slot]:
+    """The lowest-index free GPU of each rail (slots come sorted by index: _by_host)."""
+    first: dict[int | None, Slot] = {}
+    for s in slots:
+        first.setdefault(s.rail, s)
+    return first
 
 
 def _packed_pick(current: Sequence[Slot], pool: Sequence[Slot], add: int) -> list[Slot] | None:

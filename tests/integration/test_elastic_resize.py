@@ -70,6 +70,21 @@ async def test_grow_keeps_the_host_then_the_rails(gateway: Gateway) -> None:
     await consistent(gateway, clock.now)
 
 
+async def test_grow_on_two_gpus_per_nic_adds_what_was_asked(gateway: Gateway) -> None:
+    """A DGX-1 has two GPUs per NIC. 1 -> 3 held 4 GPUs: the grow took every free GPU of the rails
+    it chose, and answered Resized (a probe's case)."""
+    cluster = await load(gateway, "dgx1:hosts=1")
+    clock = Clock()
+    svc = ReservationService(gateway, clock=clock)
+    made = await svc.reserve(holder="job", gpus=[cluster.hosts[0].gpus[0].uuid], ttl_s=600)
+    assert isinstance(made, Reservation)
+    for target in (3, 4, 8):
+        grown = await ElasticService(svc).resize(made.id, gpus=target)
+        assert isinstance(grown, Resized), grown
+        assert len(grown.reservation.gpus) == target
+    await consistent(gateway, clock.now)
+
+
 async def test_shrink_by_service_choice_and_by_rank(gateway: Gateway) -> None:
     await load(gateway, "superpod-h100:sus=1")
     clock = Clock()

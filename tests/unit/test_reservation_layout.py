@@ -42,6 +42,31 @@ def test_plan_grow(current: list[Slot], pool: list[Slot], add: int, expect_hosts
         assert rail_aligned([*current, *(by[u] for u in plan.uuids)])
 
 
+def dgx1(name: str, indices: range | list[int]) -> list[Slot]:
+    """GPUs of a host with two GPUs per NIC (DGX-1, PCIe boards): GPU i on rail i // 2."""
+    return [Slot(f"{name}-g{i}", name, i, f"d-{name}", f"leaf-r{i // 2}", i // 2) for i in indices]
+
+
+@pytest.mark.parametrize(
+    ("current", "pool", "add", "expect"),
+    [
+        # one GPU grows by two: two rails it does not use, one GPU each (it took every free GPU of
+        # the chosen rails, 4 where 3 were asked: a probe's case)
+        (dgx1("a", [0]), dgx1("a", range(1, 8)), 2, {"a-g2", "a-g4"}),
+        # ... by three: every other rail, then the rail it uses (its second GPU)
+        (dgx1("a", [0]), dgx1("a", range(1, 8)), 3, {"a-g2", "a-g4", "a-g6"}),
+        (dgx1("a", [0]), dgx1("a", range(1, 8)), 4, {"a-g1", "a-g2", "a-g4", "a-g6"}),
+        # four rails on a new host: one GPU per rail, not two of rail 0 and two of rail 1
+        (dgx1("a", [0, 2, 4, 6]), dgx1("b", range(8)), 4, {"b-g0", "b-g2", "b-g4", "b-g6"}),
+    ],
+)
+def test_grow_takes_one_gpu_per_rail_where_rails_have_two(
+    current: list[Slot], pool: list[Slot], add: int, expect: set[str]
+) -> None:
+    plan = plan_grow(current, pool, add)
+    assert plan is not None and set(plan.uuids) == expect and len(plan.uuids) == add
+
+
 def test_grow_refuses_to_break_the_layout_unless_allowed() -> None:
     current = host("a", range(8))
     pool = host("z", range(8), leaf_prefix="other")
