@@ -847,7 +847,13 @@ class _Search:
         loaded = min(len(names), need + LEAF_EXTRA_HOSTS)
         while True:
             hosts = await self.loader.load(names[:loaded])
-            chosen = self.choose_across_hosts(hosts)
+            # A leaf's hosts are of its cluster, unless one moved cluster since the fabric import
+            # (docs/ingest.md: it keeps its cables until the next): never a set across two
+            # (locality.site_key; a probe's case).
+            groups: dict[tuple[str, str] | None, list[Host]] = {}
+            for host in hosts:
+                groups.setdefault(locality.site_key(host, req), []).append(host)
+            chosen = next(filter(None, map(self.choose_across_hosts, groups.values())), None)
             if chosen is not None or loaded >= len(names):
                 return chosen
             loaded = min(len(names), loaded * 2)

@@ -23,6 +23,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from graphsvc.placement.model import InfeasibleReason
 from graphsvc.placement.request import PlacementRequest, RequestError, format_request
 from graphsvc.reservations.events import Event, tell_spared
 from graphsvc.reservations.rows import ReservationProps
@@ -53,6 +54,9 @@ class Pending:
 
 
 PreemptOutcome = Reservation | Pending | Infeasible | ValidationError
+
+
+FAILED_MEANWHILE = "the GPUs were taken meanwhile; the preemption failed, reserve again"
 
 
 class GracefulPreemption:
@@ -137,7 +141,12 @@ class GracefulPreemption:
                 continue  # a victim ended or was promised to another preemption: plan again
             if grace_s == 0:
                 done = await self.complete(pending.reservation.id)
-                return done if isinstance(done, Reservation) else pending
+                if isinstance(done, Reservation):
+                    return done
+                # It ended `failed` (the GPUs were taken meanwhile): plan again. It answered the
+                # pending reservation, already failed, as if it were still to complete (a probe's case).
+                last = Infeasible([InfeasibleReason("gpus", FAILED_MEANWHILE, None)])
+                continue
             return pending
         return last
 
@@ -202,7 +211,7 @@ class GracefulPreemption:
             holder = failed.holder if failed is not None else ""
             await self.rs.events.publish(Event("reservation.preemption_failed", pending_id, holder, now))
             await tell_spared(self.rs.events, ended, pending_id, now)
-            return ValidationError("id", "the GPUs were taken meanwhile; the preemption failed, reserve again")
+            return ValidationError("id", FAILED_MEANWHILE)
         preempted = set(done[0]["preempted"])
         found = {r.id: r for r in await self.rs.get_many(ids=[pending_id, *preempted])}
         for vid in sorted(preempted):

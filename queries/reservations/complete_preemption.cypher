@@ -3,7 +3,7 @@
 // counters. Victims that released (or expired) during the grace period have nothing left to
 // free. Writes nothing and returns no row if the pending reservation is gone, a wanted GPU is
 // held by anyone but a live victim, or a victim holds GPUs this statement did not lock (it
-// grew after the read). Lock order as in preempt_and_reserve: GPUs by uuid, counters, then
+// grew after the read: read again under the victims' locks). Lock order as in preempt_and_reserve: GPUs by uuid, counters, then
 // the reservations (victims and the pending one) by id; reads only after.
 // A victim whose lease ran out before this ends it is ended as `expired` at its lease's end, as a
 // release or the reaper would (and as readers already see it: service.as_seen), not preempted now.
@@ -35,11 +35,18 @@ WITH gpus, [x IN locked WHERE x.id = $id AND x.state = 'pending'] AS mine,
      [x IN locked WHERE x.id IN $victims AND x.state = 'active'] AS live_victims
 WITH gpus, mine, live_victims, [x IN live_victims | x.id] AS live_ids, [x IN gpus WHERE x.uuid IN $uuids] AS wanted
 // (Counted in projections: see renew_reservation for the FalkorDB quirk this avoids.)
-WITH gpus, mine, live_victims, live_ids, wanted,
+// What the live victims hold now, read after their locks: a victim that grew after the first read
+// holds GPUs this statement did not lock. (Against their granted gpu_count, a victim whose host
+// stopped reporting one of its GPUs could never be preempted: a probe's case.)
+CALL (live_ids) {
+  OPTIONAL MATCH (lv:Reservation)-[:HOLDS]->(lg:GPU)
+  WHERE lv.id IN live_ids AND lg.reservation = lv.id
+  RETURN count(lg) AS victim_holds
+}
+WITH gpus, mine, live_victims, live_ids, wanted, victim_holds,
      size([x IN wanted WHERE x.state = 'free' OR coalesce(x.lease_expires_at, 0.0) < $now OR x.reservation IN live_ids]) AS takeable,
-     size([x IN gpus WHERE x.reservation IN live_ids]) AS victim_held,
-     reduce(n = 0, x IN live_victims | n + x.gpu_count) AS victim_granted
-WHERE size(mine) = 1 AND size(wanted) = size($uuids) AND takeable = size(wanted) AND victim_held = victim_granted
+     size([x IN gpus WHERE x.reservation IN live_ids]) AS victim_held
+WHERE size(mine) = 1 AND size(wanted) = size($uuids) AND takeable = size(wanted) AND victim_held = victim_holds
 UNWIND mine AS p
 FOREACH (x IN live_victims |
   SET x.state = CASE WHEN x.expires_at < $now THEN 'expired' ELSE 'preempted' END,

@@ -5,13 +5,17 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from datetime import timedelta
 from typing import Any
 
+from topo_facts import HostFacts
+
+from graphsvc.ingest.service import ingest_host
 from graphsvc.placement.request import parse_request
 from graphsvc.reservations.elastic import elastic_for
 from graphsvc.reservations.events import Event
 from graphsvc.reservations.preemption import Pending
-from graphsvc.reservations.service import Reservation, ReservationService, ValidationError
+from graphsvc.reservations.service import Infeasible, NotFound, Reservation, ReservationService, ValidationError
 from graphsvc.store.gateway import Gateway
 from graphsvc.synthetic.clusters import SyntheticCluster, add_spines, add_superpod_h100
 from tests.cluster_helpers import load
@@ -364,3 +368,49 @@ async def test_a_victim_whose_lease_ran_out_ends_expired_not_preempted(gateway: 
     ends = {e.subject: e.kind for e in events if e.subject in small}
     assert ends[victim.id] == "reservation.expired" and len(ends) == len(small)
     await invariants(gateway, clock.now)
+
+
+async def test_a_victim_whose_host_stopped_reporting_a_gpu_is_preempted(gateway: Gateway) -> None:
+    """The victim holds 7 of its 8 GPUs: its host's facts no longer list the eighth. The statement
+    that moves the GPUs compared what victims hold with what they were granted, so the preemption
+    failed every time; with no grace, `preempt` answered that failed reservation as pending (a
+    probe's case). It compares with what they hold now, read under their locks."""
+    cluster = await load(gateway, "dgx1:hosts=1")
+    facts = cluster.hosts[0]
+    clock = Clock()
+    svc = ReservationService(gateway, clock=clock)
+    victim = await svc.reserve(holder="low", gpus=[g.uuid for g in facts.gpus], ttl_s=3600, preemptible=True)
+    assert isinstance(victim, Reservation)
+    gone = facts.gpus[7]
+    doc = facts.model_dump()
+    doc["gpus"] = [g for g in doc["gpus"] if g["uuid"] != gone.uuid]
+    for g in doc["gpus"]:
+        g["nvlinks"] = [link for link in g["nvlinks"] if link["peer_id"] not in (gone.uuid, gone.pci_bus_id)]
+    doc["gpu_nic_affinity"] = [a for a in doc["gpu_nic_affinity"] if a["gpu_uuid"] != gone.uuid]
+    doc["collected_at"] = facts.collected_at + timedelta(seconds=1)
+    assert (await ingest_host(gateway, HostFacts.model_validate(doc))).applied
+    out = await elastic_for(svc).preemption.preempt(
+        holder="high", request=parse_request("4xV100"), priority=10, grace_s=0, ttl_s=600
+    )
+    assert isinstance(out, Reservation) and out.state == "active" and len(out.gpus) == 4, out
+    assert (await states(svc, [victim.id])) == {victim.id: "preempted"}
+    await consistent(gateway, clock.now)
+
+
+async def test_a_preemption_that_fails_at_once_is_not_answered_pending(gateway: Gateway) -> None:
+    """With no grace, a preemption whose GPUs were taken between its plan and its move ended
+    `failed`, and `preempt` answered it as a pending reservation."""
+    clock, svc, small, _out = await pending_on_rack2(gateway)
+    preemption = elastic_for(svc).preemption
+    real = preemption.complete
+
+    async def taken_meanwhile(pending_id: str) -> Reservation | NotFound | ValidationError:
+        # Another preemption's GPUs: fail this one as complete() does when it finds them taken.
+        await gateway.write("reservations/end_preemption", {"id": pending_id, "now": clock.now, "state": "failed"})
+        return await real(pending_id)
+
+    preemption.complete = taken_meanwhile  # type: ignore[method-assign]
+    out = await preemption.preempt(holder="urgent2", request=BIG, priority=9, grace_s=0, ttl_s=3600)
+    assert isinstance(out, Infeasible) and "taken meanwhile" in out.reasons[0].message, out
+    assert set((await states(svc, small)).values()) == {"active"}
+    await consistent(gateway, clock.now)

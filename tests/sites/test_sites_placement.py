@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 from typing import Any
 
 import httpx
 import pytest
-from topo_facts import HostFacts
+from topo_facts import FabricFacts, FabricSwitch, HostFacts, NICUplink, SwitchTier
 
-from graphsvc.ingest.service import ingest_host
+from graphsvc.ingest.service import ingest_fabric, ingest_host
 from graphsvc.placement.engine import PlacementEngine
 from graphsvc.placement.request import PlacementRequest, parse_request
 from graphsvc.sites.catalog import SiteCatalog
@@ -80,6 +81,22 @@ async def test_a_placement_never_spans_sites(gateway: Gateway) -> None:
     for text in ("12", "12 per-host=6", "16 per-host=8", "10 packing=spread"):
         for cand in (await engine.place(parse_request(text + " limit=5"))).candidates:
             assert len(_sites_of([h.name for h in cand.hosts])) == 1, text
+
+
+async def test_a_host_that_moved_cluster_is_not_paired_under_its_old_leaf(gateway: Gateway) -> None:
+    """b moved to cluster cb with its cables still on ca's leaf (they go at ca's next fabric
+    import, docs/ingest.md): the one-leaf search paired a and b across the two clusters (a probe's case)."""
+    a, b = _host("a", "ca", 1), _host("b", "ca", 2)
+    for host in (a, b):
+        await ingest_host(gateway, host)
+    cables = [NICUplink(host=h.hostname, nic=n.name, switch="leaf", bandwidth_gbps=50) for h in (a, b) for n in h.nics]
+    leaf = FabricSwitch(name="leaf", tier=SwitchTier.LEAF)
+    await ingest_fabric(gateway, FabricFacts(cluster="ca", source="test", switches=[leaf], nic_uplinks=cables))
+    assert (await PlacementEngine(gateway).place(PlacementRequest(gpus=16))).candidates  # one cluster: one hop
+    moved = b.model_copy(update={"cluster": "cb", "collected_at": b.collected_at + timedelta(seconds=1)})
+    assert (await ingest_host(gateway, moved)).applied
+    for text in ("16", "16 per-host=8", "12 ib-hops<=1"):
+        assert (await PlacementEngine(gateway).place(parse_request(text))).candidates == [], text
 
 
 async def test_spanning_sites_when_allowed_shows_the_inter_site_bottleneck(gateway: Gateway) -> None:
