@@ -17,20 +17,16 @@ import tempfile
 from pathlib import Path
 
 from graphsvc.bench.elastic import TraceParams, make_trace, replay
-from graphsvc.ingest.service import ingest_fabric, ingest_host
 from graphsvc.settings import Settings
 from graphsvc.store.factory import open_store
-from graphsvc.synthetic.clusters import build
+from graphsvc.synthetic.load import load_cluster
 
 
 async def one(policy: str, racks: int, params: TraceParams) -> dict[str, object]:
     data = Path(tempfile.mkdtemp(prefix="elastic-replay-"))
     try:
         async with open_store(Settings(data_dir=data, appendfsync="no")) as gw:
-            cluster = build(f"nvl72:racks={racks}")
-            for h in cluster.hosts:
-                await ingest_host(gw, h)
-            await ingest_fabric(gw, cluster.fabric())
+            await load_cluster(gw, f"nvl72:racks={racks}")
             result = await replay(gw, make_trace(params), policy)
             return result.as_dict()
     finally:

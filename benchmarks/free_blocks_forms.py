@@ -39,7 +39,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from graphsvc.ingest.service import ingest_fabric, ingest_host, recount
+from graphsvc.ingest.service import recount
 from graphsvc.placement.engine import SCAN_BLOCKS_UP_TO
 from graphsvc.placement.request import parse_request
 from graphsvc.reservations.service import Reservation
@@ -48,7 +48,7 @@ from graphsvc.settings import Settings
 from graphsvc.store.factory import open_store
 from graphsvc.store.gateway import Gateway
 from graphsvc.store.queries import SCAN_SUFFIX, QueryRegistry
-from graphsvc.synthetic.clusters import build
+from graphsvc.synthetic.load import load_cluster
 
 REQUESTS = {
     "8xH100 nvlink=full-mesh": "placement_domains_fit",
@@ -184,10 +184,7 @@ async def main() -> None:
     baseline = QueryRegistry(args.baseline) if args.baseline else None
     settings = Settings(data_dir=Path(tempfile.mkdtemp()), appendfsync="no", stale_after_s=1e9)
     async with open_store(settings) as gw:
-        cluster = build(args.profile)
-        for host in cluster.hosts:
-            await ingest_host(gw, host)
-        await ingest_fabric(gw, cluster.fabric())
+        cluster = await load_cluster(gw, args.profile)
         rng = random.Random(3)
         taken = [g.uuid for h in cluster.hosts for g in h.gpus if rng.random() < args.busy]
         for i in range(0, len(taken), 4000):

@@ -22,21 +22,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-from graphsvc.ingest.service import ingest_fabric, ingest_host
 from graphsvc.placement.request import parse_request
 from graphsvc.services import Services
 from graphsvc.settings import Settings
 from graphsvc.store.factory import open_store
-from graphsvc.synthetic.clusters import build
+from graphsvc.synthetic.load import load_cluster
 
 
 async def measure(data: Path, gpus: int, texts: list[str]) -> list[dict[str, Any]]:
     settings = Settings(data_dir=data, appendfsync="no", query_timeout_s=300, stale_after_s=1e9)
     async with open_store(settings) as gw:
-        cluster = build(f"sized:gpus={gpus}")
-        for host in cluster.hosts:
-            await ingest_host(gw, host)
-        await ingest_fabric(gw, cluster.fabric())
+        await load_cluster(gw, f"sized:gpus={gpus}")
         engine = Services(gw, settings).reservations.engine
         out = []
         for text in texts:

@@ -32,12 +32,11 @@ from typing import Any
 import httpx
 
 from graphsvc.api.app import create_app, freeze_startup_heap
-from graphsvc.ingest.service import ingest_fabric, ingest_host
 from graphsvc.reservations.fastpath import candidate_read
 from graphsvc.settings import Settings
 from graphsvc.store.factory import open_store
 from graphsvc.store.gateway import Gateway
-from graphsvc.synthetic.clusters import build
+from graphsvc.synthetic.load import load_cluster
 
 ROOT = Path(__file__).resolve().parents[1]
 RESERVE = """mutation($input: ReserveInput!) { reserve(input: $input) { __typename ... on Reservation { id } } }"""
@@ -197,10 +196,7 @@ async def main() -> None:
             settings = Settings(data_dir=data / "unused", store=local.uri, neo4j_password=local.password, **limits)
         results: list[dict[str, Any]] = []
         async with open_store(settings) as gw:
-            cluster = build("superpod-h100:sus=1")
-            for h in cluster.hosts:
-                await ingest_host(gw, h)
-            await ingest_fabric(gw, cluster.fabric())
+            await load_cluster(gw, "superpod-h100:sus=1")
             app = create_app(settings, gateway=gw)
             freeze_startup_heap()  # as the server does once started (graphsvc.api.app)
             transport = httpx.ASGITransport(app=app)

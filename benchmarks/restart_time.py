@@ -27,12 +27,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from graphsvc.ingest.service import ingest_fabric, ingest_host
+from graphsvc.ingest.service import ingest_host
 from graphsvc.store.embedded import EmbeddedFalkorDB, EmbeddedOptions, _command
 from graphsvc.store.falkordb_backend import FalkorBackend
 from graphsvc.store.gateway import Gateway
 from graphsvc.store.migrate import migrate
-from graphsvc.synthetic.clusters import build
+from graphsvc.synthetic.load import load_cluster
 
 ROOT = Path(__file__).resolve().parents[1]
 MB = 1024 * 1024
@@ -63,11 +63,8 @@ async def one(gpus: int, rounds: int, setting: str) -> dict[str, Any]:
             data_dir=data, appendfsync="no", aof_rewrite_min_size=min_size, aof_rewrite_percentage=int(percentage)
         )
         embedded, backend, gw = await open_graph(opts)
-        cluster = build(f"sized:gpus={gpus}")
         started = time.perf_counter()
-        for host in cluster.hosts:
-            await ingest_host(gw, host)
-        await ingest_fabric(gw, cluster.fabric())
+        cluster = await load_cluster(gw, f"sized:gpus={gpus}")
         load_s = time.perf_counter() - started
         for _ in range(rounds):
             for host in cluster.hosts:
@@ -122,10 +119,7 @@ async def worst_case(gpus: int, incr_mb: list[float]) -> list[dict[str, Any]]:
     try:
         opts = EmbeddedOptions(data_dir=data, appendfsync="no")
         embedded, backend, gw = await open_graph(opts)
-        cluster = build(f"sized:gpus={gpus}")
-        for host in cluster.hosts:
-            await ingest_host(gw, host)
-        await ingest_fabric(gw, cluster.fabric())
+        cluster = await load_cluster(gw, f"sized:gpus={gpus}")
         await backend.close()
         for target in incr_mb:
             embedded.compact()

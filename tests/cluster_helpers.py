@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-from graphsvc.ingest.service import ingest_fabric, ingest_host, recount
+from graphsvc.ingest.service import recount
 from graphsvc.store.gateway import Gateway
-from graphsvc.synthetic.clusters import SyntheticCluster, build
+from graphsvc.synthetic.load import load_cluster
 
-
-async def load(gw: Gateway, profile: str | SyntheticCluster) -> SyntheticCluster:
-    cluster = build(profile) if isinstance(profile, str) else profile
-    for host in cluster.hosts:
-        await ingest_host(gw, host)
-    if cluster.switches:
-        await ingest_fabric(gw, cluster.fabric())
-    return cluster
+load = load_cluster
 
 
 async def occupy(gw: Gateway, uuids: list[str], state: str = "reserved") -> None:

@@ -18,6 +18,7 @@ from graphsvc.bench.replay import Replay, snapshot
 from graphsvc.bench.stats import compare, spread
 from graphsvc.bench.traces import Job, alibaba_jobs, llm_jobs, shaped_jobs, trace_stats
 from graphsvc.settings import Settings
+from graphsvc.synthetic.load import load_cluster
 
 POLICIES = ["service", "first-fit", "slurm-tree", "kueue-bestfit"]  # every replay knows these
 REPLAY_POLICIES = ["service", "lookahead", *POLICIES[1:]]  # the placement replay adds lookahead
@@ -40,19 +41,14 @@ async def driver_for(profile: str, server: str | None) -> AsyncIterator[tuple[ht
             yield client, OverGraphQL(client)
         return
     from graphsvc.api.app import create_app
-    from graphsvc.ingest.service import ingest_fabric, ingest_host
     from graphsvc.store.factory import open_store
-    from graphsvc.synthetic.clusters import build
 
     data = Path(tempfile.mkdtemp(prefix="graphsvc-replay-"))
     try:
         settings = Settings(data_dir=data, appendfsync="no", insecure_dev=True, mutation_rate_per_minute=1e9,
                             mutation_burst=10**9, query_timeout_s=120)  # fmt: skip
         async with open_store(settings) as gw:
-            cluster = build(profile)
-            for host in cluster.hosts:
-                await ingest_host(gw, host)
-            await ingest_fabric(gw, cluster.fabric())
+            await load_cluster(gw, profile)
             app = create_app(settings, gateway=gw)
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url="http://replay", timeout=120) as client:
