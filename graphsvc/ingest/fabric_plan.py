@@ -1,7 +1,8 @@
 """Where each host sits in the fabric: the leaves its NICs reach and its pod.
 
 Hops between two hosts follow from these: a shared leaf is 1 switch hop; leaves that
-share a spine (one pod) are 3 (leaf-spine-leaf); different pods meet at the core, 5.
+share a spine (one pod: the spine that names it) are 3 (leaf-spine-leaf); different pods meet
+at the core, 5.
 Computing this once per fabric change keeps it off the placement path.
 """
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 from topo_facts import FabricFacts, SwitchTier
 
@@ -20,33 +21,15 @@ def host_positions(facts: FabricFacts) -> list[dict[str, object]]:
     for up in facts.switch_uplinks:
         if tiers.get(up.lower) is SwitchTier.LEAF and tiers.get(up.upper) is SwitchTier.SPINE:
             spines_of[up.lower].add(up.upper)
-    # Pods: leaves joined through shared spines (union-find over leaves).
-    parent: dict[str, str] = {}
-
-    def find(x: str) -> str:
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    by_spine: dict[str, list[str]] = defaultdict(list)
-    for leaf, uplinked in spines_of.items():
-        find(leaf)
-        for spine in uplinked:
-            by_spine[spine].append(leaf)
-    for under in by_spine.values():
-        for other in under[1:]:
-            parent[find(other)] = find(under[0])
-    pod_name: dict[str, str] = {}
-    members: dict[str, list[str]] = defaultdict(list)
-    for leaf in list(parent):
-        members[find(leaf)].append(leaf)
-    for group in members.values():
-        spines = sorted({s for leaf in group for s in spines_of[leaf]})
-        name = f"pod:{spines[0]}" if spines else f"pod:{min(group)}"
-        for leaf in group:
-            pod_name[leaf] = name
+    # Pods: each leaf's pod is named by the spine most leaves reach, of those it reaches (ties by
+    # name), so every leaf of a pod shares that spine: any two of its hosts are at most 3 switches
+    # apart. A union-find over leaves sharing any spine chained leaves that share none (L1-S1-L2-
+    # S2-L3: L1 and L3 are 5 switches apart, and were called 3; a probe's case). On a clean pod,
+    # every leaf under every spine, both give the pod its first spine's name.
+    reach = Counter(spine for uplinked in spines_of.values() for spine in uplinked)
+    pod_name = {
+        leaf: f"pod:{min(uplinked, key=lambda spine: (-reach[spine], spine))}" for leaf, uplinked in spines_of.items()
+    }
     host_leaves: dict[str, set[str]] = defaultdict(set)
     cables: dict[str, set[tuple[str, str]]] = defaultdict(set)
     for cable in facts.nic_uplinks:
