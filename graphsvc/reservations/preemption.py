@@ -143,8 +143,15 @@ class GracefulPreemption:
                 done = await self.complete(pending.reservation.id)
                 if isinstance(done, Reservation):
                     return done
+                current = await self.rs.get(pending.reservation.id)
+                if current is not None and current.state == "active":
+                    return current  # the grace tick completed it first (its deadline is now)
+                if current is None or current.state != "failed":
+                    # Its holder released it meanwhile.
+                    return ValidationError("id", f"the preemption ended {current.state if current else 'meanwhile'}")
                 # It ended `failed` (the GPUs were taken meanwhile): plan again. It answered the
-                # pending reservation, already failed, as if it were still to complete (a probe's case).
+                # pending reservation, already failed, as if it were still to complete (a probe's
+                # case); planning again after anything but a failure took a second set of victims.
                 last = Infeasible([InfeasibleReason("gpus", FAILED_MEANWHILE, None)])
                 continue
             return pending

@@ -414,3 +414,26 @@ async def test_a_preemption_that_fails_at_once_is_not_answered_pending(gateway: 
     assert isinstance(out, Infeasible) and "taken meanwhile" in out.reasons[0].message, out
     assert set((await states(svc, small)).values()) == {"active"}
     await consistent(gateway, clock.now)
+
+
+async def test_a_preemption_the_grace_tick_completed_first_is_answered_not_planned_again(gateway: Gateway) -> None:
+    """With no grace the deadline is now: a tick run by any release may complete the preemption
+    before `preempt` does. Its own completion then found it active, and `preempt` planned again:
+    a second 64-GPU reservation, rack 1's jobs preempted too (a review's case)."""
+    clock = Clock()
+    svc = ReservationService(gateway, clock=clock)
+    big, small = await two_racks(gateway, clock, svc)
+    preemption = elastic_for(svc).preemption
+    begin = preemption._begin
+
+    async def begin_then_tick(*args: Any, **kwargs: Any) -> Pending | None:
+        pending = await begin(*args, **kwargs)
+        assert await preemption.tick()  # another release's tick completes it meanwhile
+        return pending
+
+    preemption._begin = begin_then_tick  # type: ignore[method-assign]
+    out = await preemption.preempt(holder="urgent", request=BIG, priority=9, grace_s=0, ttl_s=3600)
+    assert isinstance(out, Reservation) and out.state == "active" and len(out.gpus) == 64, out
+    assert set((await states(svc, big)).values()) == {"active"}
+    assert set((await states(svc, small)).values()) == {"preempted"}
+    await consistent(gateway, clock.now)

@@ -161,3 +161,7 @@ async def test_a_host_cabled_to_two_clusters_gets_a_first_leaf_in_each(gateway: 
     affinity = [a for a in x.gpu_nic_affinity if a.nic != dropped]
     await ingest_host(gateway, x.model_copy(update={"nics": nics, "gpu_nic_affinity": affinity}))
     assert await home_leaves(gateway) == ["C-r0", "D-r1", "D-r2"]
+    # The v7 migration flags the same: a first leaf per host and cluster (a review's case).
+    await adhoc(gateway, "MATCH (s:Switch) REMOVE s.home_leaf")
+    await gateway.write("migrations/0007_1_home_leaves")
+    assert await home_leaves(gateway) == ["C-r0", "D-r1", "D-r2"]

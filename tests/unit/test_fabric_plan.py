@@ -14,7 +14,8 @@ def fabric(host_leaf: dict[str, str], leaf_spines: dict[str, list[str]]) -> Fabr
         switches=[FabricSwitch(name=leaf, tier=SwitchTier.LEAF) for leaf in sorted(set(host_leaf.values()))]
         + [FabricSwitch(name=s, tier=SwitchTier.SPINE) for s in spines],
         nic_uplinks=[NICUplink(host=h, nic="mlx5_0", switch=leaf, bandwidth_gbps=50) for h, leaf in host_leaf.items()],
-        switch_uplinks=[SwitchUplink(lower=leaf, upper=s, bandwidth_gbps=100) for leaf, ss in leaf_spines.items() for s in ss],
+        switch_uplinks=[SwitchUplink(lower=leaf, upper=s, bandwidth_gbps=100)
+                        for leaf, ss in leaf_spines.items() for s in ss],
     )  # fmt: skip
 
 
