@@ -86,11 +86,14 @@ class GracefulPreemption:
             return ValidationError("checkpointEverySeconds", f"must be between 1 and {MAX_CHECKPOINT_EVERY_S}")
         out = await self.rs.renew(reservation_id, ttl_s)
         if isinstance(out, Reservation) and last_checkpoint_at is not None:
+            # Within the job's life: a checkpoint before it started (0, the epoch) made its
+            # preemption cost millions of GPU-hours and ranked it the costliest victim (a probe's
+            # case); one in the future is now.
+            at = min(max(last_checkpoint_at, out.created_at), self.rs.clock())
             await self.gw.write(
                 "reservations/record_checkpoint",
-                {"id": reservation_id, "last_checkpoint_at": min(last_checkpoint_at, self.rs.clock()),
-                 "checkpoint_every_s": checkpoint_every_s},
-            )  # fmt: skip
+                {"id": reservation_id, "last_checkpoint_at": at, "checkpoint_every_s": checkpoint_every_s},
+            )
         return out
 
     # ---- preempting -------------------------------------------------------------------

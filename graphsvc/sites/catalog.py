@@ -8,6 +8,7 @@ is written.
 from __future__ import annotations
 
 import math
+import time
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,8 @@ from graphsvc.sites.model import SCOPES, UNITS, CapacityKind, Fact, FactKind, Si
 
 Name = str
 EXAMPLE_PRICES = Path(__file__).with_name("data") / "example-prices.toml"
+# A fact may be dated up to a day ahead of this clock: the sender's day may have begun first.
+FUTURE_SLACK_S = 86_400.0
 
 
 class _Strict(BaseModel):
@@ -123,9 +126,12 @@ class FactIn(_Strict):
     @classmethod
     def _date(cls, v: str) -> str:
         try:
-            date_to_epoch(v)
+            at = date_to_epoch(v)
         except ValueError:
             raise ValueError(f"{v!r} is not a date (YYYY-MM-DD)") from None
+        if at > time.time() + FUTURE_SLACK_S:
+            # The newest fact wins (keptNewer): one dated ahead could never be corrected (a probe's case).
+            raise ValueError(f"{v!r} is in the future: a fact is what is known as of a day that has come")
         return v
 
     @model_validator(mode="after")

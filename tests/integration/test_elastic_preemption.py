@@ -276,6 +276,20 @@ async def test_bad_progress_reports_are_validation_errors(gateway: Gateway) -> N
     )
 
 
+async def test_a_checkpoint_before_the_job_started_counts_from_its_start(gateway: Gateway) -> None:
+    """`lastCheckpointAt: 0` was stored as the epoch: the plan costed the victim's preemption at
+    millions of GPU-hours and ranked it the costliest (a probe's case)."""
+    await load(gateway, "l40s:hosts=1")
+    clock = Clock()
+    svc = ReservationService(gateway, clock=clock)
+    made = await svc.reserve(holder="j", request=parse_request("1xL40S"), ttl_s=7200, preemptible=True)
+    assert isinstance(made, Reservation)
+    clock.now += 3600
+    assert isinstance(await elastic_for(svc).preemption.renew(made.id, 7200, last_checkpoint_at=0.0), Reservation)
+    rows = await gateway.read("reservations/reservation_get", {"ids": [made.id], "keys": []})
+    assert rows[0]["reservation"]["last_checkpoint_at"] == made.created_at
+
+
 async def test_elastic_properties_are_declared_in_the_schema(gateway: Gateway) -> None:
     from graphsvc.reservations.phases import set_phases
     from graphsvc.store.schema import graph_schema

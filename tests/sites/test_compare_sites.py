@@ -169,6 +169,11 @@ async def test_operators_update_a_price_and_an_older_one_does_not_win(
     assert body["data"]["setCostFact"]["keptNewer"] == ["gpu-hour|onprem-dc1|H100|owned"]
     dc = _by_site(await _compare(client, "onprem-dc1"))["onprem-dc1"]
     assert dc["totalCost"] == pytest.approx(100 * 64 * 2.50)
+    # A fact dated ahead would win over every correction until that day (a probe's case).
+    ahead = {**newer, "value": 9.0, "asOf": "2099-01-01"}
+    body = (await client.post("/graphql", json={"query": mutation, "variables": {"fact": ahead}})).json()
+    assert body["data"]["setCostFact"]["__typename"] == "ValidationError", body
+    assert "in the future" in body["data"]["setCostFact"]["message"]
     bad = {**newer, "kind": "gpu-hour", "capacity": None}
     body = (await client.post("/graphql", json={"query": mutation, "variables": {"fact": bad}})).json()
     assert body["data"]["setCostFact"]["__typename"] == "ValidationError"
