@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from graphsvc.placement.request import RequestError, parse_request
+from graphsvc.placement.request import PlacementRequest, RequestError, format_request, parse_request
 from graphsvc.reservations.layout import plan_grow
 from graphsvc.reservations.resize import ElasticService, Live
 from graphsvc.reservations.service import LeaseExpired, NotFound, ValidationError
@@ -33,11 +33,32 @@ class PhaseFit:
 
 
 def parse_phase(text: str) -> tuple[str, int, str]:
-    """'label=request' -> (label, GPU count, request text)."""
+    """'label=request' -> (label, GPU count, request text). A phase grows or shrinks the job in
+    place, on free GPUs of its model near it (resize), so its request gives a count and at most
+    a model: `mem>=`, `site=` and the like were accepted and ignored, and a next phase the job
+    could not take was said to fit (a probe's case)."""
+    label, request = _split(text)
+    req = parse_request(request).validated()
+    if format_request(req) != format_request(PlacementRequest(gpus=req.gpus, model=req.model)):
+        raise RequestError(
+            "phases",
+            f"{text[:80]!r}: a phase resizes the job in place, on GPUs of its model near it; give its GPU "
+            "count and at most its model (e.g. main=16xH100)",
+        )
+    return label, req.gpus, request
+
+
+def _split(text: str) -> tuple[str, str]:
     label, eq, request = text.partition("=")
     if not eq or not label or len(label) > 64 or any(ord(c) < 0x20 for c in text):
         raise RequestError("phases", f"{text[:80]!r}: expected label=request, e.g. warmup=8xH100")
-    return label, parse_request(request).validated().gpus, request
+    return label, request
+
+
+def _stored_phase(text: str) -> tuple[str, PlacementRequest, str]:
+    """A phase as stored: a plan set before parse_phase refused other constraints may hold some."""
+    label, request = _split(text)
+    return label, parse_request(request).validated(), request
 
 
 async def set_phases(
@@ -62,13 +83,20 @@ async def next_phase(elastic: ElasticService, reservation_id: str) -> PhaseFit |
     if not isinstance(live, Live):
         return live
     phase = live.props.get("phase")
-    plan = [parse_phase(p) for p in live.props.get("phases") or []]
+    plan = [_stored_phase(p) for p in live.props.get("phases") or []]
     now = len(live.slots)
     labels = [p[0] for p in plan]
     at = labels.index(phase) if phase in labels else -1
     if at + 1 >= len(plan):
         return PhaseFit(phase, None, None, True, now, now, reason="no later phase in the plan")
-    label, want, request = plan[at + 1]
+    label, req, request = plan[at + 1]
+    want = req.gpus
+    models = sorted({g.model for g in live.reservation.gpus if g.held})
+    match = req.model_match
+    if match is not None and not all(match.matches(m) for m in models):
+        return PhaseFit(phase, label, request, False, now, want, reason=f"the job's GPUs are {', '.join(models)}")
+    if format_request(req) != format_request(PlacementRequest(gpus=want, model=req.model)):
+        return PhaseFit(phase, label, request, False, now, want, reason="a resize in place keeps only count and model")
     if want <= now:
         return PhaseFit(phase, label, request, True, now, want, reason="shrinks in place (or stays)")
     pool, _ = await elastic.pool(live, elastic.rs.clock())

@@ -191,6 +191,15 @@ async def test_the_service_says_whether_the_next_phase_fits(gateway: Gateway) ->
     assert await set_phases(elastic, made.id, "warmup", plan) is None
     assert isinstance(await set_phases(elastic, made.id, "nope", plan), ValidationError)
     assert isinstance(await set_phases(elastic, made.id, "warmup", ["bad"]), ValidationError)
+    # A resize in place honours a count and a model, nothing else: such a phase said it fit, and the
+    # job grew on GPUs it did not ask for (a probe's case).
+    for other in ("main=16xH100 mem>=200", "main=16xH100 site=aws", "main=16xH100 ib-hops<=1"):
+        refused = await set_phases(elastic, made.id, "warmup", ["warmup=8xH100", other])
+        assert isinstance(refused, ValidationError) and "in place" in refused.message, other
+    assert await set_phases(elastic, made.id, "warmup", ["warmup=8xH100", "main=16xGB200"]) is None
+    other_model = await next_phase(elastic, made.id)
+    assert isinstance(other_model, PhaseFit) and not other_model.fits and "H100" in other_model.reason
+    assert await set_phases(elastic, made.id, "warmup", plan) is None
     twice = await set_phases(elastic, made.id, "warmup", [*plan, "main=24xH100"])  # the second `main`: unreachable
     assert isinstance(twice, ValidationError) and twice.field == "phases" and "at most once" in twice.message
     fit = await next_phase(elastic, made.id)
