@@ -579,6 +579,9 @@ def _server(settings: Settings) -> uvicorn.Server:
         access_log=False,
         lifespan="on",
         http=_http_protocol(),
+        # A websocket message is a GraphQL request as an HTTP body is: the same cap (uvicorn's
+        # default, 16 MiB, took a 15 MiB query where HTTP refuses 4 MiB; a probe's case).
+        ws_max_size=settings.max_body_bytes,
         ssl_certfile=str(settings.tls_certfile) if settings.tls_certfile else None,
         ssl_keyfile=str(settings.tls_keyfile) if settings.tls_keyfile else None,
     )

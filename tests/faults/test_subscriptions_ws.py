@@ -36,6 +36,10 @@ async def next_message(ws: ClientConnection) -> dict[str, Any]:
     return message
 
 
+def connect(where: str, headers: dict[str, str]) -> websockets.connect:
+    return websockets.connect(f"ws://{where}/graphql", subprotocols=[PROTOCOL], additional_headers=headers)
+
+
 async def subscribe(ws: ClientConnection, query: str) -> None:
     await ws.send(json.dumps({"type": "connection_init", "payload": {}}))
     assert (await next_message(ws))["type"] == "connection_ack"
@@ -120,3 +124,36 @@ async def test_a_message_that_is_not_strict_json_or_not_an_object_closes_the_soc
         with pytest.raises(websockets.exceptions.ConnectionClosed) as closed:
             await asyncio.wait_for(ws.recv(), HANG_GUARD_S)
         assert closed.value.rcvd is not None and closed.value.rcvd.code == 4400
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "subscription { events { kind }",  # an unclosed brace
+        "subscription { events { kind } }\n" + "# x\n" * 3000 + "{ a b c d e f g h }" * 300,
+    ],
+    ids=["unclosed", "over-the-token-limit"],
+)
+async def test_a_document_that_does_not_parse_is_told_its_syntax_error(
+    secured: FastAPI, query: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Over HTTP a syntax error is the answer; over a socket it got a bare `complete` (or nothing)
+    and a traceback in the log (a probe's case): strawberry's parser cache parses outside the
+    error handling of strawberry's own parse (graphsvc.api.graphql.parser_cache). The socket now
+    closes with 4400 and the syntax error, as graphql-transport-ws closes on an invalid message."""
+    auth = {"authorization": f"Bearer {SCHED_TOKEN}"}
+    async with serving(secured) as where, connect(where, auth) as ws:
+        await subscribe(ws, query)
+        with pytest.raises(websockets.exceptions.ConnectionClosedError) as closed:
+            await next_message(ws)
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 4400
+    assert "Syntax Error" in closed.value.rcvd.reason
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
+
+
+def test_a_websocket_message_is_capped_as_an_http_body_is() -> None:
+    """uvicorn's default, 16 MiB, took a 15 MiB query over a socket where HTTP refuses 4 MiB."""
+    from graphsvc.cli import _server
+
+    settings = Settings(insecure_dev=True, max_body_bytes=1 << 20)
+    assert _server(settings).config.ws_max_size == 1 << 20

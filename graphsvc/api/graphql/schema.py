@@ -16,9 +16,9 @@ from strawberry.extensions import (
     DisableIntrospection,
     MaskErrors,
     MaxTokensLimiter,
-    ParserCache,
     ValidationCache,
 )
+from strawberry.schema.exceptions import InvalidOperationTypeError
 from strawberry.tools import merge_types
 from strawberry.types import ExecutionContext
 
@@ -42,6 +42,7 @@ from graphsvc.api.graphql.inputs import GPUFilter, HostFilter, PlacementRequestI
 from graphsvc.api.graphql.limiter_rules import limit_rules
 from graphsvc.api.graphql.operation_choice import OneOperationOrNamed
 from graphsvc.api.graphql.operator import OperatorMutations
+from graphsvc.api.graphql.parser_cache import SafeParserCache
 from graphsvc.api.graphql.placement import place, selects_infeasible
 from graphsvc.api.graphql.reservations import (
     PreemptionPlanResult,
@@ -188,7 +189,8 @@ def _mask(error: GraphQLError) -> bool:
 def _expected(error: GraphQLError) -> bool:
     """The caller's mistake or a deliberate refusal, told as it is (`_mask`)."""
     original = error.original_error
-    if original is None or isinstance(original, (Forbidden, RateLimited, DomainError)):
+    # A query or mutation sent over the old `graphql-ws` protocol, which carries subscriptions only.
+    if original is None or isinstance(original, (Forbidden, RateLimited, DomainError, InvalidOperationTypeError)):
         return True
     return isinstance(original, GraphQLError) and error.path is None
 
@@ -229,7 +231,7 @@ _EXTENSIONS = [
     QueryCostLimit,
     GraphQLTimer,
     # Schedulers send the same few query documents again and again.
-    lambda: ParserCache(maxsize=256),
+    lambda: SafeParserCache(maxsize=256),
     lambda: ValidationCache(maxsize=256),
 ]
 
