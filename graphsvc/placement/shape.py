@@ -155,6 +155,7 @@ def parse_shape(text: str) -> JobShape:
     tp: int | None = None
     pp = dp = 1
     groups: int | None = None
+    seen: dict[str, str] = {}
     for token in text.split():
         low = token.lower()
         if low == "allow-unhealthy":
@@ -164,6 +165,12 @@ def parse_shape(text: str) -> JobShape:
         if not m:
             raise RequestError("text", f"{token!r}: expected key=value (keys: {', '.join(_SHAPE_OPTIONS)})")
         key, op, raw = m.group(1).lower(), m.group(2), m.group(3)
+        # Each option once, as the request form says: `tp=8 tp=4` was placed as tp=4, and
+        # `tp=8 group-size=4` as the last one (a probe's case). Aliases count as their option.
+        option = _ALIASES.get(key, key)
+        if option in seen:
+            raise RequestError("text", f"{token!r}: give each option once ({seen[option]!r} gave it already)")
+        seen[option] = token
         if op == ">=" and key not in ("mem", "memory", "min-mem"):
             raise RequestError("text", f"{token!r}: use = with {key}")
         if key in ("tp", "group-size"):
@@ -198,6 +205,8 @@ def parse_shape(text: str) -> JobShape:
         dp = groups
     return JobShape(tp=tp, pp=pp, dp=dp, **values).validated()  # type: ignore[arg-type]
 
+
+_ALIASES = {"group-size": "tp", "memory": "mem", "min-mem": "mem", "exclude-hosts": "exclude"}
 
 _SHAPE_OPTIONS = ("tp", "pp", "dp", "groups", "group-size", "model", "mem>=", "group-in", "job-in", "spread",
                   "exclude", "allow-unhealthy")  # fmt: skip

@@ -42,6 +42,15 @@ class DomainCount:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ClusterCount:
+    """One cluster: its hosts, and the switches of its fabric (none until a fabric import)."""
+
+    name: str
+    hosts: int
+    switches: int
+
+
+@dataclass(frozen=True, kw_only=True)
 class ClusterSummary:
     hosts: int
     gpus: int
@@ -49,6 +58,7 @@ class ClusterSummary:
     stale_hosts: int
     gpus_by_model: list[ModelCount]
     nvlink_domains: list[DomainCount]
+    clusters: list[ClusterCount]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -162,6 +172,7 @@ class Browse:
         rows = await self.gw.read("cluster_summary")
         domains = await self.gw.read("domain_summary")
         counts = await self.gw.read("health_counts")
+        clusters = await self.gw.read("clusters")
         return ClusterSummary(
             hosts=int(counts[0]["hosts"]) if counts else 0,
             gpus=sum(int(r["gpus"]) for r in rows),
@@ -175,6 +186,9 @@ class Browse:
                     kind=r["kind"], size=r["size"], domains=int(r["domains"]), free_gpus=int(r["free_gpus"] or 0)
                 )
                 for r in domains
+            ],
+            clusters=[
+                ClusterCount(name=r["name"], hosts=int(r["hosts"]), switches=int(r["switches"])) for r in clusters
             ],
         )
 

@@ -63,6 +63,7 @@ class SiteCatalog(_Strict):
         if dup:
             raise ValueError(f"sites: {sorted(dup)[0]!r} is listed twice")
         owner: dict[str, str] = {}
+        kinds = {s.name: s.kind for s in self.sites}
         for s in self.sites:
             for c in s.clusters:
                 if c in owner:
@@ -70,6 +71,17 @@ class SiteCatalog(_Strict):
                 owner[c] = s.name
             if s.parent is not None and s.parent not in names:
                 raise ValueError(f"parent: site {s.name!r} names unknown parent {s.parent!r}")
+            # A zone names its region (docs/sites.md); nothing else has a parent. A zone its own
+            # parent, two zones each other's, a zone of no region: all were stored (a probe's case).
+            zone = s.kind is SiteKind.AVAILABILITY_ZONE
+            if zone and s.parent is None:
+                raise ValueError(f"parent: zone {s.name!r} names no region (a zone names its region in parent)")
+            if not zone and s.parent is not None:
+                raise ValueError(f"parent: only an availability zone has a parent; {s.name!r} is {s.kind.value}")
+            if zone and kinds.get(str(s.parent)) is not SiteKind.CLOUD_REGION:
+                raise ValueError(f"parent: zone {s.name!r} names {s.parent!r}, which is not a cloud region")
+            if len(set(s.capacity_kinds)) != len(s.capacity_kinds):
+                raise ValueError(f"capacity_kinds: site {s.name!r} lists a kind twice")
             if CapacityKind.SPOT in s.capacity_kinds and s.spot_preemption_per_h is None:
                 raise ValueError(
                     f"spot_preemption_per_h: site {s.name!r} offers spot capacity; say how often it is preempted"

@@ -177,6 +177,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "migrations/0006_1_domain_tie_buckets_from_one": {},
     "migrations/0006_2_host_tie_buckets_from_one": {},
     "migrations/0007_1_home_leaves": {},
+    "clusters": {},
     "update_gpu_metrics": {
         "host": FIRST.hostname,
         "collected_at": time.time() + 1,

@@ -119,12 +119,14 @@ def _row(rid: str) -> str:
 
 def test_preempt_shows_the_plan_then_warns_the_victims(elastic_service: ServiceProcess, page: Any) -> None:
     svc = elastic_service
-    cheap = _reserve(svc, "ckpt-recent", 8, preemptible=True)
+    # The costly one first: a checkpoint before a job started counts from its start (a probe's
+    # case), so its two hours are the time since it was made, longer than the cheap one's.
     costly = _reserve(svc, "ckpt-old", 8, preemptible=True)
+    cheap = _reserve(svc, "ckpt-recent", 8, preemptible=True)
     now = time.time()
     renew = ("mutation($id: String!, $at: Float!, $e: Float) { renew(id: $id, ttlSeconds: 3600, lastCheckpointAt: $at, "
              "checkpointEverySeconds: $e) { __typename } }")  # fmt: skip
-    gql(svc, renew, {"id": cheap, "at": now - 1, "e": 60})  # checkpoints every minute: little to lose
+    gql(svc, renew, {"id": cheap, "at": now, "e": 60})  # checkpoints every minute: little to lose
     gql(svc, renew, {"id": costly, "at": now - 7200, "e": None})  # two hours since its checkpoint
     try:
         with offline_page(page, svc.url) as p:

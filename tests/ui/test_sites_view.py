@@ -58,3 +58,15 @@ def test_sites_view_lists_sites_and_compares_them(sites_service: ServiceProcess,
         p.fill("#cl", "")
         p.click("#compare-form button")
         p.wait_for_function("document.querySelector('#site-choice')?.innerText.includes('aws-us-east-1')")
+
+
+def test_the_fabric_view_shows_each_clusters_fabric(sites_service: ServiceProcess, page: Any) -> None:
+    """No cluster here is named "default": the view asked for that one and showed 0 switches (a
+    probe's case). It shows the first cluster with a fabric, and links to the others."""
+    with offline_page(page, sites_service.url) as p:
+        open_view(p, f"{sites_service.url}/ui/#/fabric")
+        assert p.get_attribute("#fabric-title", "data-cluster") == "aws-use1-p5"
+        assert p.locator("svg#fabric g.switch").count() == 12
+        p.click('#fabric-clusters a:text("se1-gb200")')
+        p.wait_for_selector('#fabric-title[data-cluster="se1-gb200"]')
+        assert p.locator("svg#fabric g.switch").count() == 8

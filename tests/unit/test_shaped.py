@@ -70,6 +70,9 @@ def test_text_form(text: str, tp: int, pp: int, dp: int, job: Level) -> None:
         ("tp=²", "text", "is not a count"),  # and superscripts, which int() then refused: a ValueError
         ("tp=8 mem>=٨٠", "text", "is not a number"),  # float() took it as 80 (a review's case)
         ("tp=8 mem>=1_0", "text", "is not a number"),
+        ("tp=8 tp=4", "text", "give each option once"),  # placed as tp=4 (a probe's case)
+        ("tp=8 groups=2 group-size=4", "text", "give each option once"),  # group-size is tp
+        ("tp=8 mem>=80 memory>=40", "text", "give each option once"),
     ],
 )
 def test_text_errors_name_the_field(text: str, field: str, says: str) -> None:

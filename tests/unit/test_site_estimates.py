@@ -226,6 +226,24 @@ def test_a_price_file_lists_each_fact_once() -> None:
         ),
         ({"sites": [{"name": "a", "kind": "cloud-region", "capacity_kinds": ["spot"]}]}, "preempted"),
         ({"sites": [{"name": "z", "kind": "availability-zone", "parent": "r"}]}, "unknown parent"),
+        # A probe's cases, all stored before: a zone its own parent, two zones each other's, a zone
+        # of no region, an on-prem site with a parent, a capacity kind listed three times.
+        ({"sites": [{"name": "z", "kind": "availability-zone", "parent": "z"}]}, "not a cloud region"),
+        (
+            {
+                "sites": [
+                    {"name": "z1", "kind": "availability-zone", "parent": "z2"},
+                    {"name": "z2", "kind": "availability-zone", "parent": "z1"},
+                ]
+            },
+            "not a cloud region",
+        ),
+        ({"sites": [{"name": "z", "kind": "availability-zone"}]}, "names no region"),
+        (
+            {"sites": [{"name": "r", "kind": "cloud-region"}, {"name": "dc", "kind": "on-prem", "parent": "r"}]},
+            "only an availability zone",
+        ),
+        ({"sites": [{"name": "dc", "kind": "on-prem", "capacity_kinds": ["owned"] * 3}]}, "a kind twice"),
     ],
 )
 def test_bad_site_catalogues_are_refused(catalog: dict[str, object], message: str) -> None:

@@ -23,6 +23,7 @@ from graphsvc.placement.request import NVLinkRequirement, Packing
 from graphsvc.placement.statement import Statement
 from graphsvc.read import browse, hosts
 from graphsvc.read.browse import (
+    ClusterCount,
     ClusterSummary,
     DomainCount,
     Fabric,
@@ -39,6 +40,7 @@ from graphsvc.read.hosts import HostHeader, NumaNode, PcieSwitch, TopologyGpu
 __all__ = [
     "GPU",
     "NIC",
+    "ClusterCount",
     "ClusterSummary",
     "DomainCount",
     "Fabric",
@@ -97,6 +99,7 @@ wrap(browse.HostSummary, fields={"age_seconds": "Seconds since the host's facts 
 wrap(browse.HostConnection)
 wrap(browse.ModelCount)
 wrap(browse.DomainCount)
+wrap(browse.ClusterCount)
 wrap(browse.ClusterSummary)
 wrap(browse.SwitchLink, fields={"bandwidth_gbps": "GB/s over all cables"})
 wrap(browse.Switch)

@@ -416,7 +416,7 @@ async function host(name) {
   const free = h.gpus.filter(usable).length;
   const group = h.scalableUnit ? `<a href="#/overview?su=${encodeURIComponent(h.scalableUnit)}">${esc(h.scalableUnit)}</a>` : "-";
   view.innerHTML = `<h2>${esc(h.name)}</h2>
-    <p>site ${esc(h.cluster || "-")} · rack <a href="#/overview?rack=${encodeURIComponent(h.rack || "")}">${esc(h.rack || "-")}</a> · scalable unit ${group} · ${esc(h.cpuModel || "")}
+    <p>cluster ${esc(h.cluster || "-")} · rack <a href="#/overview?rack=${encodeURIComponent(h.rack || "")}">${esc(h.rack || "-")}</a> · scalable unit ${group} · ${esc(h.cpuModel || "")}
       · ${free} of ${h.gpus.length} GPUs free and healthy · facts ${Math.round(h.ageSeconds)} s old${h.stale ? ' · <b class="error">stale</b>' : ""}
       · <a href="#/place?q=${encodeURIComponent(`${h.gpus.length} prefer=${h.name}`)}">place here</a></p>
     <h3>GPUs</h3><table id="gpus"><tr><th>GPU</th><th>model</th><th>state</th><th>health</th><th>°C</th><th>util %</th><th>NVLink domain</th><th>NUMA</th><th>PCIe switch</th></tr>
@@ -435,10 +435,14 @@ async function host(name) {
 // ---- fabric: scalable units across, rails down; spines and core above ----------------------
 async function fabric(params) {
   const started = performance.now();
+  // One cluster's fabric: the one the link names, else the first with switches (the view asked for
+  // a cluster named "default", and showed nothing where no cluster has that name: a probe's case).
+  const fabrics = (await gql(`{ clusterSummary { clusters { name switches } } }`)).clusterSummary.clusters.filter((c) => c.switches);
+  const cluster = params.get("cluster") || (fabrics[0] || { name: "default" }).name;
   const switches = [];
   let after = null;
   for (;;) {
-    const data = (await gql(`query($a: String) { fabric(first: 500, after: $a) { switches { name tier scalableUnit rail nics freeGpus uplinks { to bandwidthGbps } } pageInfo { hasNextPage endCursor } } }`, { a: after })).fabric;
+    const data = (await gql(`query($c: String!, $a: String) { fabric(cluster: $c, first: 500, after: $a) { switches { name tier scalableUnit rail nics freeGpus uplinks { to bandwidthGbps } } pageInfo { hasNextPage endCursor } } }`, { c: cluster, a: after })).fabric;
     switches.push(...data.switches);
     if (!data.pageInfo.hasNextPage) break;
     after = data.pageInfo.endCursor;
@@ -489,7 +493,9 @@ async function fabric(params) {
   }));
   const stacked = Math.max(0, ...Object.entries(buckets).filter(([k]) => k.endsWith("|-1")).map(([, v]) => v.length));
   const height = top + Math.max(rails.filter((r) => r >= 0).length, stacked) * rowH + 30;
-  view.innerHTML = `<h2>Fabric: ${switches.length} switches (${[...upper, leaves].filter((c) => c.length).map((c) => `${c.length} ${c[0].tier}`).join(", ")})</h2>
+  const others = fabrics.length > 1 ? ` · clusters: ${fabrics.map((c) => c.name === cluster ? `<b>${esc(c.name)}</b>` : `<a href="#/fabric?cluster=${encodeURIComponent(c.name)}">${esc(c.name)}</a>`).join(", ")}` : "";
+  view.innerHTML = `<h2 id="fabric-title" data-cluster="${esc(cluster)}">Fabric of ${esc(cluster)}: ${switches.length} switches (${[...upper, leaves].filter((c) => c.length).map((c) => `${c.length} ${c[0].tier}`).join(", ")})</h2>
+    <p id="fabric-clusters">${others}</p>
     <p class="legend">scalable units across, rails down; each leaf shows the GPUs whose nearest NIC is cabled to it (free and healthy / all) with a bar; click a switch for its links and hosts</p>
     <div class="fabric-wrap"><svg id="fabric" width="${width}" height="${height}" xmlns="http://www.w3.org/2000/svg">${lines.join("")}${nodes.join("")}</svg>
     <aside id="leaf-panel"><p>Select a switch.</p></aside></div>`;
