@@ -233,7 +233,7 @@ def _parser() -> argparse.ArgumentParser:
         choices=EXPORT_FORMATS,
         help="what to write (docs/integrations.md)",
     )
-    exp.add_argument("--cluster", default="default", help="cluster name (default 'default')")
+    exp.add_argument("--cluster", default=None, help="cluster name (default 'default'; for nccl, the host's)")
     exp.add_argument("--host", help="the host, for the per-host nccl export and an nfd features.d file")
     _client_options(exp, output=False)
 
@@ -443,7 +443,7 @@ def _run(args: argparse.Namespace) -> int:
     elif args.command == "export":
         from urllib.parse import urlencode
 
-        params = {"cluster": args.cluster, **({"host": args.host} if args.host else {})}
+        params = {**({"cluster": args.cluster} if args.cluster else {}), **({"host": args.host} if args.host else {})}
         status, text = _http(args.server, f"/v1/export/{args.format}?{urlencode(params)}", timeout=300)
         _check_status(args.server, status, text)
         print(text, end="")

@@ -103,7 +103,7 @@ class Services:
     async def metrics(self) -> MetricsCounts:
         return await health.metrics(self._gw, self.settings.stale_after_s)
 
-    async def export(self, fmt: ExportFormat, cluster: str, host: str | None) -> Rendered:
+    async def export(self, fmt: ExportFormat, cluster: str | None, host: str | None) -> Rendered:
         return await render(self._gw, fmt, cluster, host)
 
     async def drift(self, kind: str, deployed: str, cluster: str) -> drift_check.DriftResult:

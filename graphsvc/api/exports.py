@@ -26,7 +26,7 @@ NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 async def export(
     fmt: ExportFormat,
     request: Request,
-    cluster: str = Query("default", max_length=253, pattern=NAME),
+    cluster: str | None = Query(None, max_length=253, pattern=NAME, description="default 'default'"),
     host: str | None = Query(None, max_length=253, pattern=NAME),
     caller: Principal = Depends(auth_caller),  # noqa: B008 - FastAPI's dependency idiom
 ) -> PlainTextResponse:

@@ -64,7 +64,10 @@ def as_list(items: list[dict[str, Any]], annotations: dict[str, str]) -> str:
     return json.dumps({"apiVersion": "v1", "kind": "List", "items": items}, indent=2) + "\n"
 
 
-async def render(gw: Gateway, fmt: ExportFormat, cluster: str, host: str | None) -> Rendered:
+async def render(gw: Gateway, fmt: ExportFormat, cluster: str | None, host: str | None) -> Rendered:
+    """`cluster` None: "default" for a cluster's export, the host's own for a per-host one. A
+    per-host export of a host in another cluster than the one named is not found, as nfd's is;
+    a per-cluster export refuses ?host= (it was ignored, even an unknown host: a probe's case)."""
     version = await stored_version(gw)
     if fmt is ExportFormat.SITES:
         stamp = ExportStamp(version, None)
@@ -77,8 +80,13 @@ async def render(gw: Gateway, fmt: ExportFormat, cluster: str, host: str | None)
         topo = await HostReader(gw).host(host)
         if topo is None:
             raise ExportError(ErrorKind.NOT_FOUND, f"no host named {host!r}")
+        if cluster is not None and topo.header.cluster != cluster:
+            raise ExportError(ErrorKind.NOT_FOUND, f"no host named {host!r} in cluster {cluster!r}")
         text = nccl_xml(topo)
         return Rendered(text, stamp, "application/xml")
+    if host is not None and fmt not in OPTIONAL_HOST:
+        raise ExportError(ErrorKind.INVALID, f"the {fmt.value} export is per cluster: it takes no ?host=")
+    cluster = cluster or "default"
     view = await cluster_view(gw, cluster)
     if not view.hosts:
         raise ExportError(ErrorKind.NOT_FOUND, f"cluster {cluster!r} has no hosts")

@@ -163,3 +163,10 @@ async def test_export_errors_are_4xx(client: httpx.AsyncClient, demo: SyntheticC
     assert (await client.get("/v1/export/slurm-tree", params={"cluster": "nope"})).status_code == 404
     assert (await client.get("/v1/export/bogus")).status_code == 422
     assert (await client.get("/v1/export/kueue", params={"cluster": "a'b"})).status_code == 422
+    # A host of the cluster named, as nfd's export asks (nccl ignored the cluster: a probe's case).
+    assert (await client.get("/v1/export/nccl", params={"host": "a100-001", "cluster": "default"})).status_code == 200
+    other = await client.get("/v1/export/nccl", params={"host": "a100-001", "cluster": "elsewhere"})
+    assert other.status_code == 404 and "in cluster 'elsewhere'" in other.text
+    # A per-cluster export takes no host (it ignored one, even a host that does not exist).
+    per_cluster = await client.get("/v1/export/slurm-gres", params={"host": "nope"})
+    assert per_cluster.status_code == 422 and "per cluster" in per_cluster.text
