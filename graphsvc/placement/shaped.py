@@ -263,6 +263,23 @@ def _infeasible(
             )
         ]
     tier = shape.job_level.tier
+    if not shape.job_level.required:
+        # Widened up to one cluster and still short: the groups are there, spread over clusters,
+        # and a job never spans two (it said "the job level is required" here: a probe's case).
+        leaves = leaf_units(hosts)
+        per_cluster = {
+            u: len(carve(m, shape, None, Tier.CLUSTER, leaves)) for u, m in _units(Tier.CLUSTER, hosts, leaves).items()
+        }
+        unit, most = max(sorted(per_cluster.items()), key=lambda kv: kv[1], default=("", 0))
+        held = f"; the most is {most} in {unit}" if unit else ""
+        return [
+            InfeasibleReason(
+                "jobIn",
+                f"no cluster holds {shape.groups} groups of {shape.tp}{held}: {total} fit across the "
+                "clusters, and a job never spans two (no cable joins them)",
+                nearest_feasible=f"tp={shape.tp} dp={most}" if most else None,
+            )
+        ]
     unit, most = best_by_tier.get(tier, ("", 0))
     held = f"the most is {most} in {unit}" if unit else f"no host says which {tier.value} it is in"
     return [

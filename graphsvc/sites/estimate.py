@@ -39,13 +39,13 @@ class JobProfile:
         if not 0 <= self.comm_share < 1:
             out.append(("commShare", "must be at least 0 and below 1"))
         if not 0 < self.reference_gbps <= 1e5:
-            out.append(("referenceGbps", "must be above 0"))
+            out.append(("referenceGbps", "must be above 0 and at most 1e5"))
         if not 0 <= self.dataset_gb <= 1e12:
             out.append(("datasetGB", "must be between 0 and 1e12"))
         if self.dataset_gb > 0 and not self.data_site:
             out.append(("dataSite", "a dataset needs the site where it lives"))
         if not 0 < self.checkpoint_interval_h <= 1e4:
-            out.append(("checkpointIntervalHours", "must be above 0"))
+            out.append(("checkpointIntervalHours", "must be above 0 and at most 1e4"))
         return out
 
 

@@ -219,3 +219,16 @@ def test_a_host_without_a_rail0_cable_shares_its_units_leaf() -> None:
     assert p.job_unit == "su1-r1" and {r.host for r in p.ranks} == {"su1-n0", "su1-n1", "su1-n2"}
     # Every host keyed by a leaf is cabled to it; without n2 the unit keeps its first leaf's name.
     assert placed(parse_shape("tp=8 dp=2 job-in=leaf:required"), hosts[:2]).job_unit == "su1-r0"
+
+
+def test_a_preferred_job_level_short_in_every_cluster_says_so() -> None:
+    """tp=8 dp=2, job level preferred: one group in each of two clusters. Widened to one cluster
+    and still short, it said "the job level is required, so it was not widened" (a probe's case)."""
+    hosts = [
+        replace(hgx(f"{c}-n0", "su1", f"{c}-leaf"), site="dc1", cluster=c, pod=f"pod:{c}-spine") for c in ["c1", "c2"]
+    ]
+    answer = place_shape(parse_shape("tp=8 dp=2 job-in=leaf:preferred"), hosts)
+    assert not isinstance(answer, ShapedPlacement)
+    message = answer[0].message
+    assert "required" not in message and "no cluster holds 2 groups of 8" in message and "never spans two" in message
+    assert answer[0].nearest_feasible == "tp=8 dp=1"

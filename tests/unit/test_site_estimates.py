@@ -54,6 +54,12 @@ def test_profile_problems_name_the_field() -> None:
     bad = JobProfile(gpu_hours=0, comm_share=1.0, dataset_gb=5.0)
     assert [f for f, _ in bad.problems()] == ["gpuHours", "commShare", "dataSite"]
     assert JobProfile(gpu_hours=1).problems() == []
+    # A value above the upper bound says so (it said "must be above 0" for 1e6: a probe's case).
+    huge = JobProfile(gpu_hours=1, reference_gbps=1e6, checkpoint_interval_h=1e6).problems()
+    assert huge == [
+        ("referenceGbps", "must be above 0 and at most 1e5"),
+        ("checkpointIntervalHours", "must be above 0 and at most 1e4"),
+    ]
 
 
 NOW = date_to_epoch("2026-01-01")
