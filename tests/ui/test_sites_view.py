@@ -70,3 +70,16 @@ def test_the_fabric_view_shows_each_clusters_fabric(sites_service: ServiceProces
         p.click('#fabric-clusters a:text("se1-gb200")')
         p.wait_for_selector('#fabric-title[data-cluster="se1-gb200"]')
         assert p.locator("svg#fabric g.switch").count() == 8
+
+
+def test_a_hand_typed_comparison_link_is_told_what_is_wrong(sites_service: ServiceProcess, page: Any) -> None:
+    """The CLI's spelling of an objective is taken; a number that is not one is said next to the
+    form. Both failed the whole view with GraphQL's variable error (a probe's case)."""
+    base = f"{sites_service.url}/ui/#/sites?q=64&c=0.2&gb=0&at="
+    with offline_page(page, sites_service.url) as p:
+        open_view(p, f"{base}&w=6400&obj=cheapest-under-deadline&dl=60")
+        p.wait_for_selector("#site-choice")
+        assert p.input_value("#co") == "CHEAPEST_UNDER_DEADLINE"
+        open_view(p, f"{base}&w=lots&obj=cheapest")
+        assert 'GPU-hours: "lots" is not a number' in p.inner_text("#comparison")
+        assert p.locator("#sites-table tbody tr").count() == 3  # the view itself still shows

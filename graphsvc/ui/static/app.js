@@ -962,7 +962,7 @@ async function sites(params) {
       <label for="cr">reference model</label><input id="cr" name="ref" value="${esc(p("ref", "H100"))}">
       <label for="cd">dataset GB</label><input id="cd" name="gb" value="${esc(p("gb", "0"))}">
       <label for="cs">data at</label><select id="cs" name="at">${names.map((n) => `<option${n === p("at", "") ? " selected" : ""}>${esc(n)}</option>`).join("")}</select>
-      <label for="co">objective</label><select id="co" name="obj">${["CHEAPEST", "FASTEST", "CHEAPEST_UNDER_DEADLINE", "LOWEST_CARBON"].map((o) => `<option${o === p("obj", "CHEAPEST") ? " selected" : ""}>${o}</option>`).join("")}</select>
+      <label for="co">objective</label><select id="co" name="obj">${["CHEAPEST", "FASTEST", "CHEAPEST_UNDER_DEADLINE", "LOWEST_CARBON"].map((o) => `<option${o === p("obj", "CHEAPEST").toUpperCase().replace(/-/g, "_") ? " selected" : ""}>${o}</option>`).join("")}</select>
       <label for="cl">deadline h</label><input id="cl" name="dl" value="${esc(p("dl", ""))}">
       <span></span><span><button>compare</button></span>
     </form><div id="comparison"></div>`;
@@ -974,6 +974,19 @@ async function sites(params) {
     location.hash = `#/sites?${q}`;
   });
   if (!params.get("q")) return;
+  // A link is typed by hand too: the CLI's spelling of an objective (cheapest-under-deadline), a
+  // number that is not one. Each is said next to the form; they failed the whole view with the raw
+  // GraphQL variable error (a probe's case).
+  const objective = p("obj", "CHEAPEST").toUpperCase().replace(/-/g, "_");
+  const numbers = { w: "GPU-hours", c: "comm share", gb: "dataset GB", dl: "deadline hours" };
+  const wrong = Object.entries(numbers).filter(([k]) => p(k, "") !== "" && !Number.isFinite(Number(p(k, ""))));
+  const objectives = ["CHEAPEST", "FASTEST", "CHEAPEST_UNDER_DEADLINE", "LOWEST_CARBON"];
+  if (wrong.length || !objectives.includes(objective)) {
+    const says = wrong.map(([k, label]) => `${label}: ${JSON.stringify(p(k, ""))} is not a number`);
+    if (!objectives.includes(objective)) says.push(`objective: ${JSON.stringify(p("obj", ""))} is not one of ${objectives.join(", ")}`);
+    $("#comparison").innerHTML = says.map((m) => `<p class="error">${esc(m)}</p>`).join("");
+    return;
+  }
   const profile = { gpuHours: Number(p("w", "0")), commShare: Number(p("c", "0")), referenceModel: p("ref", "") || null,
     datasetGB: Number(p("gb", "0")), dataSite: p("at", "") || null };
   const result = (await gql(`query($t: String!, $p: JobProfileInput!, $o: SiteObjective!, $d: Float) {
@@ -981,7 +994,7 @@ async function sites(params) {
       ... on ValidationError { field message }
       ... on SiteComparison { choice sites { rank site capacity fits gpus model totalHours totalCost runHours transferHours
         transferCost carbonKg missing stale reason } } } }`,
-  { t: p("q", "64"), p: profile, o: p("obj", "CHEAPEST"), d: p("dl", "") ? Number(p("dl", "")) : null })).compareSites;
+  { t: p("q", "64"), p: profile, o: objective, d: p("dl", "") ? Number(p("dl", "")) : null })).compareSites;
   const box = $("#comparison");
   if (result.__typename === "ValidationError") { box.innerHTML = `<p class="error">${esc(result.field)}: ${esc(result.message)}</p>`; return; }
   box.innerHTML = `<p id="site-choice">choice: <b>${esc(result.choice || "no site satisfies the objective")}</b></p>
