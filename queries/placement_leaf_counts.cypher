@@ -1,9 +1,10 @@
 // For the diagnosis of a request nothing fits (graphsvc/placement/counting.py): whether a
 // request with no NVLink or rail constraint fits under one leaf switch (one or two IB hops),
 // counted in the store instead of searching leaf by leaf (#15). The leaves and hosts are those
-// placement_leaves_fit reads: rail-0 leaves and hosts' first leaves (one per rail group) whose free counter is at least
-// $least_leaf (at most the request's size: the search seeks leaves by it; the caller reads a little
-// below, for the smaller probes that follow), and the hosts cabled to them,
+// placement_leaves_fit reads: rail-0 leaves and hosts' first leaves (one per rail group) whose
+// free counter is at least $least_leaf (at most the request's size: the search seeks leaves by
+// it; the caller reads a little below, for the smaller probes that follow), and the hosts cabled
+// to them,
 // Host-[:HAS_NIC]->NIC-[:UPLINK]->leaf, whose free counter is at least $least (the per-host
 // share), neither excluded, stale nor of another model by the host prefilter. Per leaf (with its
 // free counter), the hosts are grouped by cluster (with its site) and by `share_most`, the

@@ -2,7 +2,8 @@
 // leaves whose hosts can hold the request, best fit first, with what Python needs to choose.
 // 1. Candidate leaves by their indexed free counter (enough: $min_free; the fewest first, ties
 //    by name), one per rail group (on a rail-optimised fabric every rail leaf of a scalable
-//    unit has the same hosts: rail-0 leaves and hosts' first leaves, Switch.home_leaf), a page of $limit after $skip (placement_leaf_page; its `_scan`
+//    unit has the same hosts: rail-0 leaves and hosts' first leaves, Switch.home_leaf), a page
+//    of $limit after $skip (placement_leaf_page; its `_scan`
 //    form reads them by a scan, placement_leaf_page_scan).
 // 2. Each leaf's hosts along the fabric, Host-[:HAS_NIC]->NIC-[:UPLINK]->leaf, with at least
 //    $host_min free GPUs (the per-host share), neither excluded nor stale, of the model:

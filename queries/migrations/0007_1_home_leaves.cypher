@@ -1,6 +1,7 @@
 // Graph v6 -> v7: Switch.home_leaf, set on each cabled host's first leaf in each cluster it is
-// cabled to (lowest rail, a leaf without one counting as rail 0, then name), as ingest_host sets it. The one-leaf search pages rail-0 leaves and these
-// (graphsvc.ingest.fabric_plan.home_leaves says why): until this step, a host whose rail-0 NIC has
+// cabled to (lowest rail, a leaf without one counting as rail 0, then name), as ingest_host sets
+// it. The one-leaf search pages rail-0 leaves and these (graphsvc.ingest.fabric_plan.home_leaves
+// says why): until this step, a host whose rail-0 NIC has
 // no cable was under no leaf it paged. Fabric imports write the flag from now on. Sets true only,
 // so running it again changes nothing. Idempotent.
 // @write

@@ -3,7 +3,8 @@
 // counters. Victims that released (or expired) during the grace period have nothing left to
 // free. Writes nothing and returns no row if the pending reservation is gone, a wanted GPU is
 // held by anyone but a live victim, or a victim holds GPUs this statement did not lock (it
-// grew after the read: read again under the victims' locks). Lock order as in preempt_and_reserve: GPUs by uuid, counters, then
+// grew after the read: read again under the victims' locks). Lock order as in
+// preempt_and_reserve: GPUs by uuid, counters, then
 // the reservations (victims and the pending one) by id; reads only after.
 // A victim whose lease ran out before this ends it is ended as `expired` at its lease's end, as a
 // release or the reaper would (and as readers already see it: service.as_seen), not preempted now.
