@@ -31,15 +31,13 @@ from graphsvc.placement.shape import (
 )
 
 
-def host_key(tier: Tier, host: Host, leaves: Mapping[str, str] | None = None) -> str | None:
+def host_key(tier: Tier, host: Host, leaves: Mapping[str, str]) -> str | None:
     """The unit a host belongs to at a job tier (None: the graph does not say). `leaves`: the
-    hosts' leaf units (leaf_units); without it a host's first leaf."""
+    hosts' leaf units (model.leaf_units)."""
     if tier is Tier.HOST:
         return host.name
     if tier is Tier.LEAF:
-        if leaves is not None:
-            return leaves.get(host.name)
-        return min(host.leaves) if host.leaves else None
+        return leaves.get(host.name)
     if tier is Tier.SCALABLE_UNIT:
         # Host facts name scalable units (`su-01`); two clusters may both have one of that name.
         return _in_cluster(host, host.scalable_unit)
@@ -55,7 +53,7 @@ def _in_cluster(host: Host, unit: str | None) -> str | None:
     return None if unit is None else f"{host.cluster}/{unit}" if host.cluster else unit
 
 
-def gpu_key(tier: Tier, host: Host, gpu: Gpu, leaves: Mapping[str, str] | None = None) -> str | None:
+def gpu_key(tier: Tier, host: Host, gpu: Gpu, leaves: Mapping[str, str]) -> str | None:
     if tier is Tier.NVLINK_DOMAIN:
         return gpu.nvlink_domain
     return host_key(tier, host, leaves)
@@ -106,16 +104,15 @@ def _carve_domain(members: list[Gpu], tp: int) -> list[list[Gpu]]:
 def carve(
     hosts: list[Host],
     shape: JobShape,
+    leaves: Mapping[str, str],
     domain: str | None = None,
     widest: Tier = Tier.CLUSTER,
-    leaves: Mapping[str, str] | None = None,
 ) -> list[_Group]:
     """Every TP group the level allows inside these hosts, tightest tier first, GPUs disjoint.
 
     A preferred group level widens up to `widest` (the job's own tier: a group is never wider
     than the unit the job sits in). `leaves`: every host's leaf unit (leaf_units over all the
     hosts the job may use, not just these)."""
-    leaves = leaf_units(hosts) if leaves is None else leaves
     req = shape.gpu_request()
     free = [(h, g) for h in hosts for g in h.gpus if eligible(g, req) and (domain is None or g.nvlink_domain == domain)]
     taken: set[str] = set()
@@ -222,7 +219,7 @@ def place_shape(shape: JobShape, hosts: list[Host]) -> ShapedPlacement | list[In
             )
             if eligible_n < shape.ranks and tier is not shape.job_level.tier:
                 continue  # cannot hold the job; only the level's own tier is reported when nothing fits
-            groups = carve(members, shape, domain, tier, leaves)
+            groups = carve(members, shape, leaves, domain, tier)
             top = best_by_tier.get(tier)
             if top is None or len(groups) > top[1]:
                 best_by_tier[tier] = (unit, len(groups))
@@ -244,13 +241,13 @@ def place_shape(shape: JobShape, hosts: list[Host]) -> ShapedPlacement | list[In
                 best = option
         if best is not None:
             return _layout(shape, best, by_name, best_by_tier)
-    return _infeasible(shape, hosts, best_by_tier)
+    return _infeasible(shape, hosts, best_by_tier, leaves)
 
 
 def _infeasible(
-    shape: JobShape, hosts: list[Host], best_by_tier: dict[Tier, tuple[str, int]]
+    shape: JobShape, hosts: list[Host], best_by_tier: dict[Tier, tuple[str, int]], leaves: Mapping[str, str]
 ) -> list[InfeasibleReason]:
-    total = len(carve(hosts, shape))
+    total = len(carve(hosts, shape, leaves))
     lvl = shape.group_level
     where = "one NVLink domain" if lvl.tier is Tier.NVLINK_DOMAIN else f"one {lvl.tier.value}"
     if total < shape.groups:
@@ -266,10 +263,7 @@ def _infeasible(
     if not shape.job_level.required:
         # Widened up to one cluster and still short: the groups are there, spread over clusters,
         # and a job never spans two (it said "the job level is required" here: a probe's case).
-        leaves = leaf_units(hosts)
-        per_cluster = {
-            u: len(carve(m, shape, None, Tier.CLUSTER, leaves)) for u, m in _units(Tier.CLUSTER, hosts, leaves).items()
-        }
+        per_cluster = {u: len(carve(m, shape, leaves)) for u, m in _units(Tier.CLUSTER, hosts, leaves).items()}
         unit, most = max(sorted(per_cluster.items()), key=lambda kv: kv[1], default=("", 0))
         held = f"; the most is {most} in {unit}" if unit else ""
         return [

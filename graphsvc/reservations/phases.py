@@ -39,13 +39,18 @@ def parse_phase(text: str) -> tuple[str, int, str]:
     could not take was said to fit (a probe's case)."""
     label, request = _split(text)
     req = parse_request(request).validated()
-    if format_request(req) != format_request(PlacementRequest(gpus=req.gpus, model=req.model)):
+    if not _in_place(req):
         raise RequestError(
             "phases",
             f"{text[:80]!r}: a phase resizes the job in place, on GPUs of its model near it; give its GPU "
             "count and at most its model (e.g. main=16xH100)",
         )
     return label, req.gpus, request
+
+
+def _in_place(req: PlacementRequest) -> bool:
+    """Whether a resize in place can honour the request: it asks a count and at most a model."""
+    return format_request(req) == format_request(PlacementRequest(gpus=req.gpus, model=req.model))
 
 
 def _split(text: str) -> tuple[str, str]:
@@ -95,7 +100,7 @@ async def next_phase(elastic: ElasticService, reservation_id: str) -> PhaseFit |
     match = req.model_match
     if match is not None and not all(match.matches(m) for m in models):
         return PhaseFit(phase, label, request, False, now, want, reason=f"the job's GPUs are {', '.join(models)}")
-    if format_request(req) != format_request(PlacementRequest(gpus=want, model=req.model)):
+    if not _in_place(req):
         return PhaseFit(phase, label, request, False, now, want, reason="a resize in place keeps only count and model")
     if want <= now:
         return PhaseFit(phase, label, request, True, now, want, reason="shrinks in place (or stays)")
