@@ -4,7 +4,8 @@
 // is in another cluster's fabric (a switch is in one cluster's fabric: taken over, it would keep
 // the other cluster's cables, its leaf counter counting both clusters' hosts, and that cluster's
 // next import would take it back; fabric_switches_taken says which). Each cabled host
-// learns the leaves its NICs reach and its pod (leaves that share spines), for hop counts.
+// learns the leaves its NICs reach, the spines above them and the cores above those (for hop
+// counts), and its pod (for the exports).
 // Each cabled host also gets the digest of its cabling and position (fabric_digest; null when
 // uncabled, as is every host whose cable to this cluster's switches the import removes, of
 // whatever cluster): placement keeps a host's NICs' leaves between requests under its
@@ -91,11 +92,11 @@ WITH DISTINCT c
 OPTIONAL MATCH (:Switch {cluster: $cluster})<-[cable:UPLINK]-(cabled)
 OPTIONAL MATCH (cabled)<-[:HAS_NIC]-(uncabled:Host)
 FOREACH (x IN CASE WHEN uncabled IS NULL THEN [] ELSE [uncabled] END |
-  SET x.leaves = [], x.pod = NULL, x.fabric_digest = NULL)
+  SET x.leaves = [], x.spines = [], x.cores = [], x.pod = NULL, x.fabric_digest = NULL)
 DELETE cable
 WITH DISTINCT c
 OPTIONAL MATCH (placed:Host {cluster: $cluster})
-SET placed.leaves = [], placed.pod = NULL, placed.fabric_digest = NULL
+SET placed.leaves = [], placed.spines = [], placed.cores = [], placed.pod = NULL, placed.fabric_digest = NULL
 WITH DISTINCT c
 FOREACH (s IN $switches |
   MERGE (x:Switch {name: s.name})
@@ -107,7 +108,7 @@ FOREACH (l IN $nic_uplinks |
   SET e += l.props)
 FOREACH (x IN $host_fabric |
   MERGE (h:Host {name: x.host})
-  SET h.leaves = x.leaves, h.pod = x.pod, h.fabric_digest = x.cabling)
+  SET h.leaves = x.leaves, h.spines = x.spines, h.cores = x.cores, h.pod = x.pod, h.fabric_digest = x.cabling)
 FOREACH (l IN $switch_uplinks |
   MERGE (a:Switch {name: l.lower})
   MERGE (b:Switch {name: l.upper})

@@ -1,6 +1,6 @@
 // What placement keeps of the hosts named in $hosts between requests (graphsvc.placement.
 // topology_cache): per host its topology key (as fragments/placement_host_maps reads it), rack,
-// cluster and fabric position, and every GPU (free or not: which are free changes, this does not) with what
+// cluster and fabric position (leaves, spines, cores, pod), and every GPU (free or not: which are free changes, this does not) with what
 // changes only with the host's document or its cluster's fabric: its NVLink domain, nearest NIC
 // (rail, speed, port state and error counts), that NIC's leaf and its direct NVLink peers
 // [uuid, GB/s] (links to NVSwitches are in nvswitch_gbps). One map per host, each GPU a list:
@@ -34,6 +34,7 @@ WITH h, key_before, collect(CASE WHEN g IS NULL THEN null ELSE [
   coalesce(n.symbol_errors, 0) + coalesce(n.link_downed, 0) + coalesce(n.port_rcv_errors, 0)
 ] END) AS gpus
 RETURN collect({
-  name: h.name, rack: h.rack, scalable_unit: h.scalable_unit, leaves: h.leaves, pod: h.pod, cluster: h.cluster, gpus: gpus,
+  name: h.name, rack: h.rack, scalable_unit: h.scalable_unit, leaves: h.leaves, spines: h.spines, cores: h.cores, pod: h.pod, cluster: h.cluster,
+  gpus: gpus,
   topology: CASE WHEN h.facts_fingerprint + '/' + coalesce(h.fabric_digest, '') = key_before THEN key_before END
 }) AS hosts

@@ -1,7 +1,8 @@
 """An independent brute-force placement checker over the exported graph (networkx).
 
 It shares no code with graphsvc.placement: it rebuilds adjacency from the raw NVLINK,
-IN_DOMAIN and UPLINK relationships, counts hops as shortest paths in the switch graph,
+IN_DOMAIN and UPLINK relationships, counts hops as shortest up-then-down paths in the switch
+graph (UPLINK points up: fat-tree routing goes up to a switch above both hosts and down again),
 and decides whether a request is satisfiable by enumerating host subsets. Clusters in
 these tests are small (a handful of hosts), so brute force is affordable.
 """
@@ -28,7 +29,7 @@ class Snapshot:
     nvlink: nx.Graph = field(default_factory=nx.Graph)  # GPU-GPU adjacency (direct or shared switch)
     nic_of: dict[str, dict[str, Any]] = field(default_factory=dict)  # GPU uuid -> affine NIC
     leaves_of_host: dict[str, set[str]] = field(default_factory=dict)
-    switches: nx.Graph = field(default_factory=nx.Graph)
+    switches: nx.DiGraph = field(default_factory=nx.DiGraph)  # lower -> upper (UPLINK)
     cluster_of_host: dict[str, str] = field(default_factory=dict)  # one fabric each: no set spans two
 
     def hosts(self) -> list[str]:
@@ -96,13 +97,20 @@ def hops(s: Snapshot, a: str, b: str) -> int | None:
     la, lb = s.leaves_of_host.get(a, set()), s.leaves_of_host.get(b, set())
     best: int | None = None
     for x in la:
+        up_x = _up(s, x)
         for y in lb:
-            try:
-                d = nx.shortest_path_length(s.switches, x, y) + 1
-            except (nx.NetworkXNoPath, nx.NodeNotFound):
-                continue
-            best = d if best is None else min(best, d)
+            up_y = _up(s, y)
+            for top in up_x.keys() & up_y.keys():
+                d = up_x[top] + up_y[top] + 1
+                best = d if best is None else min(best, d)
     return best
+
+
+def _up(s: Snapshot, switch: str) -> dict[str, int]:
+    """Switches reachable upwards from one (itself included), with how many links up."""
+    if switch not in s.switches:
+        return {switch: 0}
+    return dict(nx.single_source_shortest_path_length(s.switches, switch))
 
 
 def eligible(s: Snapshot, uuid: str, req: PlacementRequest) -> bool:

@@ -1,9 +1,13 @@
-"""Where each host sits in the fabric: the leaves its NICs reach and its pod.
+"""Where each host sits in the fabric: the leaves its NICs reach, the spines above those, the
+cores above those, and its pod.
 
-Hops between two hosts follow from these: a shared leaf is 1 switch hop; leaves that
-share a spine (one pod: the spine that names it) are 3 (leaf-spine-leaf); different pods meet
-at the core, 5.
-Computing this once per fabric change keeps it off the placement path.
+Hops between two hosts follow from the first three (graphsvc.placement.model.hops): a shared
+leaf is 1 switch hop (leaf), a shared spine 3 (leaf-spine-leaf), a shared core 5 (leaf-spine-
+core-spine-leaf); hosts that share none have no up-then-down path (IB fat-tree routing, ftree or
+up/down, routes up to a common switch and down again). The pod is one name per host, for the
+exports' hierarchy and the shaped `job-in=pod` tier. One pod per host said 5 hops for dual-plane
+hosts that meet under a second plane's spine (3), and 5 for leaf islands no switch joins (no
+path; a probe's cases). Computing this once per fabric change keeps it off the placement path.
 """
 
 from __future__ import annotations
@@ -35,11 +39,17 @@ def host_positions(facts: FabricFacts) -> list[dict[str, object]]:
     for cable in facts.nic_uplinks:
         host_leaves[cable.host].add(cable.switch)
         cables[cable.host].add((cable.nic, cable.switch))
+    cores_of: dict[str, set[str]] = defaultdict(set)
+    for up in facts.switch_uplinks:
+        if tiers.get(up.lower) is SwitchTier.SPINE and tiers.get(up.upper) is SwitchTier.CORE:
+            cores_of[up.lower].add(up.upper)
     out: list[dict[str, object]] = []
     for host, reached in sorted(host_leaves.items()):
         ordered = sorted(reached)
         pods = sorted(pod_name.get(leaf, f"pod:{leaf}") for leaf in ordered)
-        position: dict[str, object] = {"leaves": ordered, "pod": pods[0]}
+        spines = sorted({spine for leaf in ordered for spine in spines_of.get(leaf, ())})
+        cores = sorted({core for spine in spines for core in cores_of.get(spine, ())})
+        position: dict[str, object] = {"leaves": ordered, "pod": pods[0], "spines": spines, "cores": cores}
         out.append({"host": host, **position, "cabling": cabling_digest(sorted(cables[host]), position)})
     return out
 

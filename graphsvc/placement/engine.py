@@ -36,6 +36,7 @@ from graphsvc.placement.model import (
     InfeasibleReason,
     PlacementResult,
     TopologyRow,
+    hop_groups,
     hops,
     leaf_units,
 )
@@ -250,6 +251,8 @@ class HostLoader:
                 received_at=m.get("received_at"),
                 gpus=[],
                 cluster=kept.cluster,
+                spines=kept.spines,
+                cores=kept.cores,
             )
             host.site = m.get("site")
             for live in m.get("gpus") or []:
@@ -280,6 +283,8 @@ def _host(name: str, fields: GpuRow) -> Host:
         received_at=fields.get("received_at"),
         gpus=[],
         cluster=fields.get("cluster"),
+        spines=frozenset(fields.get("spines") or ()),
+        cores=frozenset(fields.get("cores") or ()),
     )
 
 
@@ -805,14 +810,8 @@ class _Search:
         while True:
             loaded = min(loaded, len(names))
             hosts = await self.loader.load(names[:loaded])
-            groups: dict[tuple[tuple[str, str] | None, str | None], list[Host]] = {}
-            for host in hosts:
-                key = host.pod if by_pod else "cluster"  # never across sites or clusters: site_key
-                groups.setdefault((locality.site_key(host, req), key), []).append(host)
             found = False
-            for (_site, key), members in groups.items():
-                if key is None:
-                    continue
+            for members in _site_hop_groups(hosts, req):
                 chosen = self.choose_across_hosts(members)
                 found = found or chosen is not None
                 self.add(chosen)
@@ -893,14 +892,10 @@ class _Search:
         already read (the free ones) form one group per pod (3 hops) or per cluster (no limit)."""
         req = self.req
         hosts = {h.name: h for h in [*self.loader.cache.values(), *extra]}
-        wide: dict[tuple[tuple[str, str] | None, str | None], list[Host]] = {}
-        for host in hosts.values():
-            key = host.pod if req.max_ib_hops is not None and req.max_ib_hops < 5 else "cluster"
-            wide.setdefault((locality.site_key(host, req), key), []).append(host)  # never across sites or clusters
         units = leaf_units(hosts.values())
-        for (_site, key), members in sorted(wide.items(), key=lambda kv: (str(kv[0][0]), str(kv[0][1]))):
-            if key is not None and len({units.get(h.name, "") for h in members}) > 1:
-                self.add(self.choose_across_hosts(sorted(members, key=lambda h: h.name)))
+        for members in _site_hop_groups(sorted(hosts.values(), key=lambda h: h.name), req):
+            if len({units.get(h.name, "") for h in members}) > 1:
+                self.add(self.choose_across_hosts(members))
 
     def choose_in_domain(self, domain: str, hosts: list[Host]) -> list[Gpu] | None:
         """n GPUs of one NVLink domain, on as few hosts as possible (trays kept whole)."""
@@ -1068,15 +1063,27 @@ def _hop_groups(pools: list[tuple[Host, list[Gpu]]], limit: int | None) -> list[
     if limit is None:
         return [pools]
     pools = [(h, m) for h, m in pools if _may_meet(h, limit)]
-    if limit >= 5:
-        return [pools]
-    groups: dict[str, list[tuple[Host, list[Gpu]]]] = {}
-    units = leaf_units(h for h, _ in pools)
-    for host, members in pools:
-        key = units.get(host.name) if limit < 3 else host.pod
-        if key is not None:
-            groups.setdefault(key, []).append((host, members))
-    return [pools, *(groups[k] for k in sorted(groups))] if len(groups) > 1 else [pools]
+    if limit < 3:
+        groups: dict[str, list[tuple[Host, list[Gpu]]]] = {}
+        units = leaf_units(h for h, _ in pools)
+        for host, members in pools:
+            key = units.get(host.name)
+            if key is not None:
+                groups.setdefault(key, []).append((host, members))
+        chosen = [groups[k] for k in sorted(groups)]
+    else:
+        of = {h.name: (h, m) for h, m in pools}
+        chosen = [[of[h.name] for h in group] for group in hop_groups((h for h, _ in pools), limit)]
+    return [pools, *chosen] if len(chosen) > 1 else [pools]
+
+
+def _site_hop_groups(hosts: Iterable[Host], req: PlacementRequest) -> list[list[Host]]:
+    """The wide searches' groups: never across sites or clusters (locality.site_key), and within
+    one, hosts that all meet under the request's hop limit (model.hop_groups; no limit: all)."""
+    sites: dict[tuple[str, str] | None, list[Host]] = {}
+    for host in hosts:
+        sites.setdefault(locality.site_key(host, req), []).append(host)
+    return [group for members in sites.values() for group in hop_groups(members, req.max_ib_hops)]
 
 
 def _may_meet(host: Host, limit: int | None) -> bool:

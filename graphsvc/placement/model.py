@@ -27,6 +27,8 @@ class GpuRow(TypedDict, total=False):
     rack: str | None
     scalable_unit: str | None
     leaves: list[str] | None
+    spines: list[str] | None
+    cores: list[str] | None
     pod: str | None
     cluster: str | None
     received_at: float | None
@@ -118,6 +120,8 @@ class TopologyRow(TypedDict, total=False):
     rack: str | None
     scalable_unit: str | None
     leaves: list[str] | None
+    spines: list[str] | None
+    cores: list[str] | None
     pod: str | None
     cluster: str | None
     gpus: list[list[object]]  # each GPU's entry in HOST_TOPOLOGY_GPU_FIELDS order
@@ -271,6 +275,8 @@ class Host:
     gpus: list[Gpu]
     site: str | None = None  # the site owning the host's cluster (graphsvc/sites/locality.py)
     cluster: str | None = None  # the host's cluster: one fabric (locality.site_key)
+    spines: frozenset[str] = frozenset()  # above its leaves: hosts sharing one are 3 hops apart
+    cores: frozenset[str] = frozenset()  # above its spines: hosts sharing one are 5 hops apart
 
     @property
     def free(self) -> list[Gpu]:
@@ -291,19 +297,54 @@ def leaf_units(hosts: Iterable[Host]) -> dict[str, str]:
 
 
 def hops(a: Host, b: Host) -> int | None:
-    """Switches crossed between two hosts' NICs: shared leaf 1, same pod 3, across pods 5; None
-    when not known (a host no fabric cables) or not joined (two clusters: two fabrics)."""
+    """Switches crossed between two hosts' NICs, up to the lowest switch above both and down: a
+    shared leaf 1, a shared spine 3, a shared core 5 (graphsvc.ingest.fabric_plan). None when not
+    known (a host no fabric cables) or not joined: two clusters (two fabrics), or no switch above
+    both (leaf islands, or pods no core joins). A pod each said 3 or 5: 5 for dual-plane hosts
+    that share a second plane's spine (3), and 5 for leaf islands with no path (a probe's cases)."""
     if a.name == b.name:
         return 0
     if not a.leaves or not b.leaves:
         return None
     if a.cluster is not None and b.cluster is not None and a.cluster != b.cluster:
         return None
-    if set(a.leaves) & set(b.leaves):
+    if not set(a.leaves).isdisjoint(b.leaves):
         return 1
-    if a.pod is not None and a.pod == b.pod:
+    if not a.spines.isdisjoint(b.spines):
         return 3
-    return 5
+    if not a.cores.isdisjoint(b.cores):
+        return 5
+    return None
+
+
+def hop_keys(host: Host, limit: int) -> frozenset[str]:
+    """The switches whose hosts may form a set with this one under a hop limit of 3 or more: each
+    of its spines (3-4 hops), and each of its cores as well (5 or more). All hosts keyed by one
+    switch are within the limit of each other (they meet at it); a host no spine is above is
+    keyed by its leaves (it meets others there only)."""
+    keys = set(host.spines) if host.spines else set(host.leaves)
+    if limit >= 5:
+        keys |= host.cores
+    return frozenset(keys)
+
+
+def hop_groups(hosts: Iterable[Host], limit: int | None) -> list[list[Host]]:
+    """Hosts grouped so that any set within one group meets a hop limit (`None`: no limit, one
+    group): one group per switch of their hop_keys, hosts in the order given. A host under two
+    planes is in both planes' groups. Groups with the same hosts are one (every spine of a clean
+    pod has the pod's hosts), and a group inside another is dropped (a pod inside the cores'
+    group under a limit of 5): the searches choose the fullest hosts of each group."""
+    hosts = list(hosts)
+    if limit is None:
+        return [hosts] if hosts else []
+    by_key: dict[str, list[Host]] = {}
+    for host in hosts:
+        for key in hop_keys(host, limit):
+            by_key.setdefault(key, []).append(host)
+    unique: dict[frozenset[str], list[Host]] = {}
+    for key in sorted(by_key):
+        unique.setdefault(frozenset(h.name for h in by_key[key]), by_key[key])
+    return [members for names, members in unique.items() if not any(names < other for other in unique)]
 
 
 @dataclass

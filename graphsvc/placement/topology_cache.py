@@ -38,6 +38,8 @@ class KeptHost:
     pod: str | None
     cluster: str | None
     gpus: dict[str, Gpu]  # uuid -> the GPU as its topology entry describes it; never changed
+    spines: frozenset[str] = frozenset()
+    cores: frozenset[str] = frozenset()
 
     @staticmethod
     def from_row(row: TopologyRow) -> KeptHost:
@@ -48,6 +50,8 @@ class KeptHost:
             leaves=tuple(row.get("leaves") or ()),
             pod=row.get("pod"),
             cluster=row.get("cluster"),
+            spines=frozenset(row.get("spines") or ()),
+            cores=frozenset(row.get("cores") or ()),
             gpus={str(entry[0]): topology_gpu(row["name"], entry) for entry in row.get("gpus") or []},
         )
 

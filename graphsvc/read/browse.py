@@ -288,7 +288,16 @@ def path_between(a: str, b: str, row_a: dict[str, Any], row_b: dict[str, Any]) -
 
     def as_host(r: dict[str, Any]) -> PlacementHost:
         return PlacementHost(
-            r["host"], None, None, list(r["leaves"] or []), r["pod"], None, [], cluster=r.get("cluster")
+            r["host"],
+            None,
+            None,
+            list(r["leaves"] or []),
+            r["pod"],
+            None,
+            [],
+            cluster=r.get("cluster"),
+            spines=frozenset(r.get("spines") or ()),
+            cores=frozenset(r.get("cores") or ()),
         )
 
     h = hops(as_host(row_a), as_host(row_b))

@@ -21,6 +21,7 @@ from tests.stores import NEO4J_TEST_TIMEOUT_S
 
 V6 = ("migrations/0006_1_domain_tie_buckets_from_one", "migrations/0006_2_host_tie_buckets_from_one")
 V7 = ("migrations/0007_1_home_leaves",)
+V8 = ("migrations/0008_1_host_spines_cores",)
 
 
 def test_graph_version_matches_the_newest_migration() -> None:
@@ -57,6 +58,7 @@ async def test_v1_graph_is_brought_forward(gateway: Gateway) -> None:
         "migrations/0005_2_host_tie_buckets",
         *V6,
         *V7,
+        *V8,
     )
     host = await gateway.read("host_detail", {"hosts": ["node-a"]})
     assert {g["state"] for g in host[0]["gpus"]} == {"free"}
@@ -87,7 +89,13 @@ async def test_v4_units_gain_a_static_tie_bucket_and_stay_placeable(gateway: Gat
     before = await PlacementEngine(gateway).place(parse_request("8xH100 nvlink=full-mesh"))
     assert before.candidates == []
     report = await migrate(gateway)
-    assert report.applied == ("migrations/0005_1_domain_tie_buckets", "migrations/0005_2_host_tie_buckets", *V6, *V7)
+    assert report.applied == (
+        "migrations/0005_1_domain_tie_buckets",
+        "migrations/0005_2_host_tie_buckets",
+        *V6,
+        *V7,
+        *V8,
+    )
     migrated = await gateway.backend.run(read, {}, write=False, timeout_s=NEO4J_TEST_TIMEOUT_S)
     assert len(migrated) == len(stored) and all(r["bucket"] in range(1, TIE_BUCKETS + 1) for r in migrated)
     after = await PlacementEngine(gateway).place(parse_request("8xH100 nvlink=full-mesh"))
@@ -113,7 +121,7 @@ async def test_v5_units_in_bucket_zero_move_to_the_last_bucket(gateway: Gateway)
     )
     await gateway.write("meta_set_version", {"version": 5, "now": 0.0})
     report = await migrate(gateway)
-    assert report.applied == (*V6, *V7)
+    assert report.applied == (*V6, *V7, *V8)
     rows = await gateway.backend.run(read, {}, write=False, timeout_s=NEO4J_TEST_TIMEOUT_S)
     migrated = {str(r["key"]): r["bucket"] for r in rows}
     assert {k: migrated[k] for k in zeroed} == {k: TIE_BUCKETS for k in zeroed}

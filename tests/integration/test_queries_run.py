@@ -177,6 +177,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "migrations/0006_1_domain_tie_buckets_from_one": {},
     "migrations/0006_2_host_tie_buckets_from_one": {},
     "migrations/0007_1_home_leaves": {},
+    "migrations/0008_1_host_spines_cores": {},
     "clusters": {},
     "update_gpu_metrics": {
         "host": FIRST.hostname,
@@ -279,7 +280,6 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "skip": 0,
         "limit": 2,
     },
-    "pod_hosts": {"pod": "pod:spine00", "exclude": [], "model": "", "limit": 10},
     "placement_host_gpus": {"hosts": [FIRST.hostname]},
     "placement_host_topology": {"hosts": [FIRST.hostname, "no-such-host"]},
     "placement_host_nvlinks": {"hosts": [FIRST.hostname]},

@@ -1,4 +1,5 @@
-"""Where each host sits in the fabric (graphsvc.ingest.fabric_plan): its leaves and its pod."""
+"""Where each host sits in the fabric (graphsvc.ingest.fabric_plan): its leaves, the spines and
+cores above them, and its pod."""
 
 from __future__ import annotations
 
@@ -47,3 +48,28 @@ def test_leaves_that_share_no_spine_are_not_one_pod() -> None:
 
 def test_a_leaf_under_no_spine_is_a_pod_of_its_own() -> None:
     assert pods({"a": "L1", "b": "L2"}, {"L2": ["S1"]}) == {"a": "pod:L1", "b": "pod:S1"}
+
+
+def positions(facts: FabricFacts) -> dict[str, tuple[object, object]]:
+    return {str(p["host"]): (p["spines"], p["cores"]) for p in host_positions(facts)}
+
+
+def test_each_host_learns_the_spines_above_its_leaves_and_the_cores_above_those() -> None:
+    """Dual plane: a's leaves hang under S1 (plane 1) and Z (plane 2), b's under S2 and Z; only S1
+    and S2 reach the core. A pod each (S1, S2) said 5 between them where Z joins them in 3."""
+    facts = fabric({"a": "L1", "b": "L2"}, {"L1": ["S1", "Z"], "L2": ["S2", "Z"]})
+    facts = facts.model_copy(
+        update={
+            "switches": [*facts.switches, FabricSwitch(name="C", tier=SwitchTier.CORE)],
+            "switch_uplinks": [
+                *facts.switch_uplinks,
+                SwitchUplink(lower="S1", upper="C", bandwidth_gbps=100),
+                SwitchUplink(lower="S2", upper="C", bandwidth_gbps=100),
+            ],
+        }
+    )
+    assert positions(facts) == {"a": (["S1", "Z"], ["C"]), "b": (["S2", "Z"], ["C"])}
+
+
+def test_a_leaf_under_no_spine_gives_its_hosts_no_spine_and_no_core() -> None:
+    assert positions(fabric({"a": "L1", "b": "L2"}, {})) == {"a": ([], []), "b": ([], [])}

@@ -1,0 +1,130 @@
+"""IB hops on fabrics that are not one clean tree, against the brute-force oracle (both stores).
+
+Hops are counted up to the lowest switch above both hosts and down again: a shared leaf 1, a
+shared spine 3, a shared core 5 (Host.spines and Host.cores, graph v8). One pod per host said 5
+where a second plane's spine joins two hosts in 3 (dual-plane hosts refused `ib-hops<=3`), and 5
+where no switch joins them at all (leaf islands placed under `ib-hops<=5`; a probe's cases).
+Four imports of the real OCI BM.GPU.H100.8 dump: rails 0-7 on one port per GPU, 8-15 on its second.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from topo_facts import FabricFacts, FabricSwitch, HostFacts, NICUplink, SwitchTier, SwitchUplink
+
+from graphsvc.ingest.service import ingest_fabric, ingest_host
+from graphsvc.placement.engine import PlacementEngine
+from graphsvc.placement.request import parse_request
+from graphsvc.store.gateway import Gateway
+from graphsvc.store.migrate import migrate
+from tests import placement_oracle as oracle
+from tests.integration.test_rail_leaves import FIXTURES, adhoc
+from topo_collector.importers import ImportOptions, import_hosts
+
+SU = {"a0": "A", "a1": "A", "b0": "B", "b1": "B"}
+
+
+def hosts() -> list[HostFacts]:
+    dump = FIXTURES / "oci-bm-gpu-h100-8.nccl.xml"
+    return [h for name in SU for h in import_hosts(dump, ImportOptions(host=name)).hosts]
+
+
+def fabric(
+    facts: list[HostFacts], leaf_of: Callable[[str, int], str | None], uplinks: list[tuple[str, str, SwitchTier]]
+) -> FabricFacts:
+    switches: dict[str, FabricSwitch] = {}
+    cables = []
+    for host in facts:
+        for nic in host.nics:
+            leaf = leaf_of(host.hostname, nic.rail or 0)
+            if leaf is not None:
+                switches[leaf] = FabricSwitch(name=leaf, tier=SwitchTier.LEAF)
+                cables.append(NICUplink(host=host.hostname, nic=nic.name, switch=leaf, bandwidth_gbps=50.0))
+    for _lower, upper, tier in uplinks:
+        switches.setdefault(upper, FabricSwitch(name=upper, tier=tier))
+    links = [SwitchUplink(lower=lower, upper=upper, bandwidth_gbps=100.0) for lower, upper, _ in uplinks]
+    return FabricFacts(
+        cluster="default", source="test", switches=list(switches.values()), nic_uplinks=cables, switch_uplinks=links
+    )
+
+
+def dual_plane(facts: list[HostFacts]) -> FabricFacts:
+    """Rails 0-7 under each SU's own leaves and spine (sa, sb; a core over both); rails 8-15 under
+    each SU's plane-2 leaves, all of them under one spine z2: a0-b0 is P2A leaf - z2 - P2B leaf."""
+    links = [(f"{su}-r{r}", f"s{su.lower()}", SwitchTier.SPINE) for su in "AB" for r in range(8)]
+    links += [(f"P2{su}-r{r}", "z2", SwitchTier.SPINE) for su in "AB" for r in range(8, 16)]
+    links += [("sa", "core", SwitchTier.CORE), ("sb", "core", SwitchTier.CORE)]
+    return fabric(facts, lambda h, r: f"{SU[h]}-r{r}" if r < 8 else f"P2{SU[h]}-r{r}", links)
+
+
+def islands(facts: list[HostFacts]) -> FabricFacts:
+    """a0, a1 on leaf X and b0, b1 on leaf Y, no switch above either (GPU-affine ports only)."""
+    return fabric(facts, lambda h, r: ("X" if SU[h] == "A" else "Y") if r < 8 else None, [])
+
+
+async def load(gateway: Gateway, facts: list[HostFacts], fab: FabricFacts) -> oracle.Snapshot:
+    for host in facts:
+        await ingest_host(gateway, host)
+    await ingest_fabric(gateway, fab)
+    return await oracle.snapshot(gateway)
+
+
+async def answer(gateway: Gateway, text: str) -> tuple[list[str], int | None]:
+    result = await PlacementEngine(gateway).place(parse_request(text).validated())
+    if not result.candidates:
+        return [], None
+    best = result.candidates[0]
+    return sorted(h.name for h in best.hosts), best.max_ib_hops
+
+
+async def test_dual_plane_hosts_meet_under_the_second_planes_spine(gateway: Gateway) -> None:
+    snap = await load(gateway, hosts(), dual_plane(hosts()))
+    assert oracle.hops(snap, "a0", "b0") == 3 and oracle.hops(snap, "a0", "a1") == 1
+    for text in ["16xH100 per-host=8 ib-hops<=3 exclude=a1,b1", "16xH100 ib-hops<=3 exclude=a1,b1"]:
+        assert oracle.feasible(snap, parse_request(text).validated())
+        assert await answer(gateway, text) == (["a0", "b0"], 3)  # refused: a pod each, said 5 apart
+    rows = await gateway.read("host_fabric_position", {"hosts": ["a0"]})
+    assert (sorted(rows[0]["spines"]), rows[0]["cores"]) == (["sa", "z2"], ["core"])
+
+
+async def test_leaf_islands_are_no_hops_apart(gateway: Gateway) -> None:
+    snap = await load(gateway, hosts(), islands(hosts()))
+    assert oracle.hops(snap, "a0", "b0") is None
+    for text in ["16xH100 per-host=8 ib-hops<=5 exclude=a1,b1", "16xH100 ib-hops<=5 exclude=a1,b1"]:
+        assert not oracle.feasible(snap, parse_request(text).validated())
+        assert await answer(gateway, text) == ([], None)  # placed a0 + b0, "5 hops", with no path
+    # Within one island the wide search still finds a set: a0 + a1 share leaf X.
+    assert await answer(gateway, "16xH100 ib-hops<=5 exclude=b0,b1") == (["a0", "a1"], 1)
+
+
+async def test_a_host_that_loses_its_second_plane_cables_leaves_that_planes_spine(gateway: Gateway) -> None:
+    """b0's document drops its rails 8-15 NICs: it no longer reaches z2, so it is 5 hops from a0
+    (sb - core - sa), not 3. Kept as the import wrote them, its spines still named z2."""
+    facts = hosts()
+    await load(gateway, facts, dual_plane(facts))
+    b0 = facts[2]
+    kept = [n for n in b0.nics if (n.rail or 0) < 8]
+    names = {n.name for n in kept}
+    affinity = [a for a in b0.gpu_nic_affinity if a.nic in names]
+    await ingest_host(gateway, b0.model_copy(update={"nics": kept, "gpu_nic_affinity": affinity}))
+    snap = await oracle.snapshot(gateway)
+    assert oracle.hops(snap, "a0", "b0") == 5
+    assert await answer(gateway, "16xH100 per-host=8 ib-hops<=3 exclude=a1,b1") == ([], None)
+    assert await answer(gateway, "16xH100 per-host=8 ib-hops<=5 exclude=a1,b1") == (["a0", "b0"], 5)
+
+
+async def test_the_v8_migration_gives_an_older_graph_its_spines_and_cores(gateway: Gateway) -> None:
+    facts = hosts()
+    await load(gateway, facts, dual_plane(facts))
+    await adhoc(gateway, "MATCH (h:Host) REMOVE h.spines, h.cores")
+    assert await answer(gateway, "16xH100 ib-hops<=3 exclude=a1,b1") == ([], None)
+    await gateway.write("meta_set_version", {"version": 7, "now": 0.0})
+    report = await migrate(gateway)
+    assert report.applied == ("migrations/0008_1_host_spines_cores",)
+    rows = await gateway.read("host_fabric_position", {"hosts": ["a0", "b1"]})
+    assert {r["host"]: (sorted(r["spines"]), r["cores"]) for r in rows} == {
+        "a0": (["sa", "z2"], ["core"]),
+        "b1": (["sb", "z2"], ["core"]),
+    }
+    assert await answer(gateway, "16xH100 ib-hops<=3 exclude=a1,b1") == (["a0", "b0"], 3)
