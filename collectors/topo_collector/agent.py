@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import random
 import signal
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -96,31 +97,72 @@ class Agent:
         collect_facts: Callable[[], HostFacts],
         collect_metrics: Callable[[], HostMetrics] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        allow_no_gpus: bool = False,
     ) -> None:
         self.spool = spool
         self.sender = sender
         self._collect_facts = collect_facts
         self._collect_metrics = collect_metrics
         self.clock = clock
+        self.allow_no_gpus = allow_no_gpus
         self.backoff = Backoff()
         self.cycles = 0
+        # The facts and metrics jobs run on the scheduler's thread pool at once. The spool has one
+        # writer and one flusher at a time: interleaved, a flush sent an entry the other job was
+        # sending (twice, out of order), read a file a put had just superseded, or two puts took
+        # one sequence number. Collections (the slow part) run outside it.
+        self._spool_lock = threading.RLock()
 
     def facts_cycle(self) -> None:
         facts = self._collect_facts()
-        self.spool.put("facts", facts.hostname, facts.model_dump_json().encode())
-        self.cycles += 1
-        self.flush()
+        with self._spool_lock:
+            if self._gpu_count_plausible(facts):
+                self.spool.put("facts", facts.hostname, facts.model_dump_json().encode())
+                self.cycles += 1
+            self.flush()
+
+    def _gpu_count_plausible(self, facts: HostFacts) -> bool:
+        """False for a document with no GPUs of a host whose last document had some.
+
+        The service replaces a host's GPUs with the document's, so such a push deletes them all;
+        a driver that stopped answering is far likelier than a host that lost every GPU. The GPU
+        count of the last document is kept in the spool directory (``gpus-<host>``), so a restart
+        does not forget it. ``allow_no_gpus`` (``run --allow-no-gpus``) turns the check off.
+        """
+        state = self.spool.dir / f"gpus-{facts.hostname}"
+        if facts.gpus or self.allow_no_gpus:
+            state.write_text(str(len(facts.gpus)))
+            return True
+        try:
+            before = int(state.read_text().strip() or 0)
+        except (OSError, ValueError):
+            before = 0
+        if before:
+            log.error(
+                "%s: this collection found no GPUs but the last one found %d; not sending it (the service "
+                "would delete them all). Is the NVIDIA driver loaded? Run with --allow-no-gpus if the host "
+                "really has none now",
+                facts.hostname,
+                before,
+            )
+            return False
+        return True
 
     def metrics_cycle(self) -> None:
         if self._collect_metrics is None:
             return
         metrics = self._collect_metrics()
-        if metrics.gpus:
-            self.spool.put("metrics", metrics.hostname, metrics.model_dump_json().encode())
-        self.flush()
+        with self._spool_lock:
+            if metrics.gpus:
+                self.spool.put("metrics", metrics.hostname, metrics.model_dump_json().encode())
+            self.flush()
 
     def flush(self) -> int:
         """Send spooled entries oldest first; stop at the first that must be retried."""
+        with self._spool_lock:
+            return self._flush()
+
+    def _flush(self) -> int:
         if not self.backoff.ready(self.clock()):
             return 0
         sent = 0

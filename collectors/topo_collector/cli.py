@@ -16,7 +16,7 @@ from topo_collector.agent import Agent, Outcome, Sender
 from topo_collector.amdsmi_api import AmdSmiApi, ReplayAmdSmi
 from topo_collector.collect import amd_inventory, build_host_facts, local_hostname, nvml_inventory
 from topo_collector.importers import FORMATS, ImportOptions, ImportResult, import_hosts
-from topo_collector.nvml import read_metrics
+from topo_collector.nvml import GpuIdentities, read_metrics
 from topo_collector.nvml_api import NvmlApi, NvmlError, RealNvml, RecordingNvml, ReplayNvml
 from topo_collector.spool import Spool
 from topo_collector.sysfs import read_sysfs
@@ -92,6 +92,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--spool-dir", type=Path, default=Path("/var/spool/topo-collector"))
     run.add_argument("--token", help="bearer token for the service")
     run.add_argument("--nvml-replay", type=Path, help="answer NVML calls from a recording (testing)")
+    run.add_argument(
+        "--allow-no-gpus",
+        action="store_true",
+        help="send a collection with no GPUs even when the last one had GPUs (the service then deletes them)",
+    )
 
     rec = sub.add_parser("record-nvml", help="record this host's NVML answers to a JSON file (fixtures)")
     rec.add_argument("out", type=Path)
@@ -102,12 +107,14 @@ def _nvml(path: Path | None) -> NvmlApi:
     return ReplayNvml.load(path) if path else RealNvml()
 
 
-def _facts(args: argparse.Namespace, nv: NvmlApi) -> HostFacts:
+def _facts(args: argparse.Namespace, nv: NvmlApi, known: GpuIdentities | None = None) -> HostFacts:
+    """`known`: the GPUs earlier collections of this process saw, so a lost GPU keeps its uuid."""
     replay = getattr(args, "amdsmi_replay", None)
     amd: AmdSmiApi | None = ReplayAmdSmi.load(replay) if replay else None
+    host = args.host or local_hostname()
     return build_host_facts(
-        args.host or local_hostname(),
-        nvml_inventory(nv),
+        host,
+        nvml_inventory(nv, known=known, host=host),
         read_sysfs(),
         cluster=args.cluster,
         rack=args.rack,
@@ -187,10 +194,11 @@ def _import(args: argparse.Namespace) -> None:
 def _run(args: argparse.Namespace) -> None:
     nv = _nvml(args.nvml_replay)
     host = args.host or local_hostname()
+    known = GpuIdentities()
 
     def metrics() -> HostMetrics:
         try:
-            gpus = read_metrics(nv)
+            gpus = read_metrics(nv, known=known)
         except NvmlError:
             gpus = []
         return HostMetrics(hostname=host, collected_at=datetime.now(UTC), gpus=gpus)
@@ -199,8 +207,9 @@ def _run(args: argparse.Namespace) -> None:
     agent = Agent(
         spool=Spool(args.spool_dir),
         sender=Sender(args.server, token=args.token),
-        collect_facts=lambda: _facts(args, nv),
+        collect_facts=lambda: _facts(args, nv, known),
         collect_metrics=metrics,
+        allow_no_gpus=args.allow_no_gpus,
     )
     agent.run(args.interval, args.metrics_interval)
 

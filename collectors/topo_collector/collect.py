@@ -13,7 +13,7 @@ from topo_collector import __version__
 from topo_collector.amd import AmdInventory, read_amdsmi
 from topo_collector.amdsmi_api import AMDSMI_NOT_INSTALLED, AmdSmiApi, AmdSmiError, RealAmdSmi
 from topo_collector.derive import assign_rails, gpu_nic_affinity
-from topo_collector.nvml import NvmlInventory, read_nvml
+from topo_collector.nvml import GpuIdentities, NvmlInventory, read_nvml
 from topo_collector.nvml_api import NvmlApi, NvmlError, RealNvml
 from topo_collector.sysfs import SysfsInventory, read_sysfs
 
@@ -32,10 +32,16 @@ def local_hostname() -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "-", name).lstrip("-._") or "localhost"
 
 
-def nvml_inventory(nv: NvmlApi | None = None) -> NvmlInventory | None:
-    """NVML's view, or None with one clear log line when there is no NVIDIA driver."""
+def nvml_inventory(
+    nv: NvmlApi | None = None, *, known: GpuIdentities | None = None, host: str | None = None
+) -> NvmlInventory | None:
+    """NVML's view, or None with one clear log line when there is no NVIDIA driver.
+
+    Only a failure of NVML itself (init, device count) means "no driver": a GPU that fails
+    alone is reported failed by read_nvml and the other GPUs as usual.
+    """
     try:
-        return read_nvml(nv if nv is not None else RealNvml())
+        return read_nvml(nv if nv is not None else RealNvml(), known=known, host=host or local_hostname())
     except NvmlError as exc:
         log.warning(
             "NVIDIA driver not available (NVML error %d: %s): reporting host, NUMA, PCI and NICs only",
@@ -177,9 +183,10 @@ def collect(
     scalable_unit: str | None = None,
 ) -> HostFacts:
     """One full collection cycle on this machine."""
+    hostname = hostname or local_hostname()
     return build_host_facts(
-        hostname or local_hostname(),
-        nvml_inventory(nv),
+        hostname,
+        nvml_inventory(nv, host=hostname),
         read_sysfs(),
         cluster=cluster,
         rack=rack,

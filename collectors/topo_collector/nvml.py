@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from topo_facts import GPUFact, GPUMetrics, Health, MigSliceFact, NVLinkFact, NVSwitchFact, PeerType
+from topo_facts import GPUFact, GPUMetrics, GPUState, Health, MigSliceFact, NVLinkFact, NVSwitchFact, PeerType
 from topo_facts.mig import MAX_SLICES_PER_GPU, profile_name
 from topo_facts.models import MAX_XIDS
 
@@ -25,6 +25,7 @@ from topo_collector.nvml_api import (
     NVLINK_MAX_LINKS,
     NVLINK_REMOTE_GPU,
     NVLINK_REMOTE_SWITCH,
+    NVML_ERROR_GPU_IS_LOST,
     NvmlApi,
     NvmlError,
 )
@@ -37,6 +38,8 @@ _T = TypeVar("_T")
 NVLINK_GBPS_PER_LINK = {1: 40.0, 2: 50.0, 3: 50.0, 4: 50.0, 5: 100.0, 6: 200.0}
 FABRIC_STATE_COMPLETED = 3
 RACK_SWITCH_ID = "rack-nvswitch"
+# The uuid of a lost GPU whose uuid no call and no earlier collection knows: GPU-lost-<host>-<index>.
+LOST_UUID_PREFIX = "GPU-lost-"
 
 
 def normalize_bus_id(bus_id: str) -> str:
@@ -57,65 +60,180 @@ class NvmlInventory:
 
 
 def _opt(fn: Callable[..., _T], *args: int) -> _T | None:
-    """One NVML answer, or None where this driver or GPU does not give it."""
+    """One NVML answer, or None where this driver or GPU does not give it.
+
+    A lost GPU (NVML_ERROR_GPU_IS_LOST) still raises: its missing answers are not "not
+    supported", and the caller reports the whole GPU as failed instead of as a healthy GPU
+    with unknown facts.
+    """
     try:
         return fn(*args)
-    except NvmlError:
+    except NvmlError as exc:
+        if exc.code == NVML_ERROR_GPU_IS_LOST:
+            raise
         return None
 
 
-def read_nvml(nv: NvmlApi) -> NvmlInventory:
-    """Everything NVML tells about this host's GPUs. Raises NvmlError only if NVML is absent."""
+@dataclass
+class GpuIdentities:
+    """What earlier collections of this process learned about each GPU, so a GPU that is lost
+    later (its uuid no longer readable) is still reported under the uuid the service holds.
+
+    Keyed by PCI bus id where NVML still gives one, else by NVML index.
+    """
+
+    by_bus: dict[str, GPUFact] = field(default_factory=dict)
+    by_index: dict[int, GPUFact] = field(default_factory=dict)
+
+    def remember(self, gpus: list[GPUFact]) -> None:
+        for g in gpus:
+            if g.health is Health.FAILED and g.uuid.startswith(LOST_UUID_PREFIX):
+                continue  # a placeholder is no identity
+            self.by_index[g.index] = g
+            if g.pci_bus_id:
+                self.by_bus[g.pci_bus_id] = g
+
+    def get(self, index: int, bus: str | None) -> GPUFact | None:
+        if bus is not None:
+            return self.by_bus.get(bus)
+        return self.by_index.get(index)
+
+
+def read_nvml(nv: NvmlApi, *, known: GpuIdentities | None = None, host: str | None = None) -> NvmlInventory:
+    """Everything NVML tells about this host's GPUs. Raises NvmlError only if NVML is absent
+    (init or the device count fails); a GPU that fails alone is reported failed (_lost_gpu).
+
+    `known` carries GPU identities between the collections of one process (and learns this
+    one's); `host` names the placeholder uuid of a lost GPU nobody knows.
+    """
     nv.init()
     try:
-        return _read(nv)
+        inv = _read(nv, known, host or "localhost")
     finally:
         with contextlib.suppress(NvmlError):
             nv.shutdown()
+    if known is not None:
+        known.remember(inv.gpus)
+    return inv
 
 
-def _read(nv: NvmlApi) -> NvmlInventory:
+def _read(nv: NvmlApi, known: GpuIdentities | None, host: str) -> NvmlInventory:
     inv = NvmlInventory(driver_version=_opt(nv.driver_version))
     count = nv.device_count()
-    uuids = [nv.uuid(i) for i in range(count)]
-    bus_ids = [_opt(nv.pci_bus_id, i) for i in range(count)]
-    gpu_by_bus = {normalize_bus_id(b): u for b, u in zip(bus_ids, uuids, strict=True) if b}
+    uuids: list[str | None] = []
+    bus_ids: list[str | None] = []
+    for i in range(count):
+        # One GPU's failure is that GPU's problem: the others are read as usual.
+        try:
+            uuids.append(nv.uuid(i))
+        except NvmlError:
+            uuids.append(None)
+        try:
+            bus = nv.pci_bus_id(i)
+        except NvmlError:
+            bus = None
+        bus_ids.append(normalize_bus_id(bus) if bus else None)
+    gpu_by_bus = {b: u for b, u in zip(bus_ids, uuids, strict=True) if b and u}
     switches: dict[str, NVSwitchFact] = {}
     for i in range(count):
-        fabric = _opt(nv.fabric_info, i)
-        clique: str | None = None
-        if (
-            fabric
-            and int(fabric.get("state", 0)) == FABRIC_STATE_COMPLETED
-            and fabric.get("cluster_uuid") not in (None, "", "00000000-0000-0000-0000-000000000000")
-        ):
-            clique = f"{fabric['cluster_uuid']}/{fabric['clique_id']}"
-        links = _nvlinks(nv, i, uuids[i], gpu_by_bus, clique is not None, switches)
-        memory = _opt(nv.memory, i) or {}
-        cc = _opt(nv.compute_capability, i)
-        mig = _opt(nv.mig_mode, i)
-        numa = _opt(nv.numa_node, i)
         try:
-            gpu = GPUFact(
-                uuid=uuids[i],
-                index=i,
-                model=nv.name(i),
-                memory_mib=memory["total"] // (1024 * 1024) if "total" in memory else None,
-                pci_bus_id=normalize_bus_id(bus) if (bus := bus_ids[i]) else None,
-                numa_node=numa if numa is not None and numa >= 0 else None,
-                compute_capability=f"{cc[0]}.{cc[1]}" if cc else None,
-                mig_mode=bool(mig) if mig is not None else None,
-                mig_slices=_mig_slices(nv, i, memory.get("total"), inv.problems) if mig else [],
-                nvlinks=links,
-                nvlink_domain=clique,
-                **_telemetry(nv, i, memory),
-            )
+            uuid = uuids[i]
+            if uuid is None:
+                uuid = nv.uuid(i)  # raises again: the reason this GPU is reported failed
+            gpu = _read_gpu(nv, i, uuid, bus_ids[i], gpu_by_bus, switches, inv.problems)
+        except NvmlError as exc:
+            gpu = _lost_gpu(nv, i, uuids[i], bus_ids[i], exc, known, host)
+            inv.problems.append(f"GPU {i}: {gpu.health_reasons[0]}")
+            log.error("GPU %d (%s) cannot be read: %s; reporting it as failed", i, gpu.uuid, exc)
         except ValueError as exc:
             inv.problems.append(f"GPU {i}: {exc}")
             continue
         inv.gpus.append(gpu)
     inv.nvswitches = sorted(switches.values(), key=lambda s: s.id)
     return inv
+
+
+def _read_gpu(
+    nv: NvmlApi,
+    i: int,
+    uuid: str,
+    bus: str | None,
+    gpu_by_bus: dict[str, str],
+    switches: dict[str, NVSwitchFact],
+    problems: list[str],
+) -> GPUFact:
+    """One GPU; NvmlError only where the GPU itself is gone (its name, or GPU_IS_LOST anywhere).
+
+    Switches it links to are added to `switches` only once the whole GPU has been read, so a
+    GPU lost half-way leaves no switch behind that nothing links to.
+    """
+    fabric = _opt(nv.fabric_info, i)
+    clique: str | None = None
+    if (
+        fabric
+        and int(fabric.get("state", 0)) == FABRIC_STATE_COMPLETED
+        and fabric.get("cluster_uuid") not in (None, "", "00000000-0000-0000-0000-000000000000")
+    ):
+        clique = f"{fabric['cluster_uuid']}/{fabric['clique_id']}"
+    mine: dict[str, NVSwitchFact] = {}
+    links = _nvlinks(nv, i, uuid, gpu_by_bus, clique is not None, mine)
+    memory = _opt(nv.memory, i) or {}
+    cc = _opt(nv.compute_capability, i)
+    mig = _opt(nv.mig_mode, i)
+    numa = _opt(nv.numa_node, i)
+    gpu = GPUFact(
+        uuid=uuid,
+        index=i,
+        model=nv.name(i),
+        memory_mib=memory["total"] // (1024 * 1024) if "total" in memory else None,
+        pci_bus_id=bus,
+        numa_node=numa if numa is not None and numa >= 0 else None,
+        compute_capability=f"{cc[0]}.{cc[1]}" if cc else None,
+        mig_mode=bool(mig) if mig is not None else None,
+        mig_slices=_mig_slices(nv, i, memory.get("total"), problems) if mig else [],
+        nvlinks=links,
+        nvlink_domain=clique,
+        **_telemetry(nv, i, memory),
+    )
+    for sid, switch in mine.items():
+        switches.setdefault(sid, switch)
+    return gpu
+
+
+def _lost_gpu(
+    nv: NvmlApi,
+    i: int,
+    uuid: str | None,
+    bus: str | None,
+    exc: NvmlError,
+    known: GpuIdentities | None,
+    host: str,
+) -> GPUFact:
+    """A GPU NVML cannot read, reported FAILED rather than left out.
+
+    Left out, the service would delete it and the host would look smaller but healthy. Its uuid
+    is the one NVML still gives, else the one an earlier collection saw (same PCI bus id, else
+    same index), else ``GPU-lost-<host>-<index>``: the service then drops the old uuid and shows
+    a failed GPU in its slot, which is the truth about the slot, instead of 7 healthy GPUs.
+    """
+    before = known.get(i, bus) if known is not None else None
+    reasons = [f"NVML cannot read the GPU (NVML error {exc.code}: {exc}): reset or service it"]
+    xids: list[int] = []
+    with contextlib.suppress(NvmlError):
+        xids = (nv.xid_errors(i) or [])[-MAX_XIDS:]
+    _, reasons = xid_health(xids, Health.FAILED, reasons)
+    return GPUFact(
+        uuid=uuid or (before.uuid if before else f"{LOST_UUID_PREFIX}{host}-{i}"),
+        index=i,
+        model=before.model if before else "NVIDIA GPU",
+        memory_mib=before.memory_mib if before else None,
+        pci_bus_id=bus or (before.pci_bus_id if before else None),
+        numa_node=before.numa_node if before else None,
+        compute_capability=before.compute_capability if before else None,
+        health=Health.FAILED,
+        health_reasons=reasons[:32],
+        xid_errors=xids,
+    )
 
 
 def _nvlinks(
@@ -295,13 +413,28 @@ def nvlink_errors(nv: NvmlApi, i: int) -> dict[str, int | None]:
     return totals
 
 
-def read_metrics(nv: NvmlApi) -> list[GPUMetrics]:
-    """Only what changes between full collections: cheap enough to run every few seconds."""
+def read_metrics(nv: NvmlApi, *, known: GpuIdentities | None = None) -> list[GPUMetrics]:
+    """Only what changes between full collections: cheap enough to run every few seconds.
+
+    A GPU that cannot be read is sent as FAILED under the uuid NVML or `known` (the full
+    collections) still gives, and skipped where neither does: metrics need a GPU to land on.
+    """
     nv.init()
     try:
         out: list[GPUMetrics] = []
         for i in range(nv.device_count()):
-            out.append(GPUMetrics(uuid=nv.uuid(i), **_telemetry(nv, i, _opt(nv.memory, i) or {})))
+            uuid: str | None = None
+            try:
+                uuid = nv.uuid(i)
+                out.append(GPUMetrics(uuid=uuid, **_telemetry(nv, i, _opt(nv.memory, i) or {})))
+            except NvmlError as exc:
+                bus: str | None = None
+                with contextlib.suppress(NvmlError):
+                    bus = normalize_bus_id(nv.pci_bus_id(i))
+                lost = _lost_gpu(nv, i, uuid, bus, exc, known, "")
+                if not lost.uuid.startswith(LOST_UUID_PREFIX):
+                    state = {name: getattr(lost, name) for name in GPUState.model_fields}
+                    out.append(GPUMetrics(uuid=lost.uuid, **state))
         return out
     finally:
         with contextlib.suppress(NvmlError):

@@ -5,6 +5,9 @@ crash leaves either the whole entry or none. Entries replay oldest first. A newe
 full fact set of a host supersedes its older fact sets and metrics (the service
 would ignore them anyway), and newer metrics supersede older metrics: after any
 outage the queue holds at most one fact set and one metrics sample per host.
+
+One writer and one flusher at a time: `put`, `ack` and `reject` are not safe against each other
+from several threads (two puts could take one sequence number); the agent serialises them.
 """
 
 from __future__ import annotations

@@ -11,8 +11,12 @@ import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pyudev
+if TYPE_CHECKING:
+    # Imported where used (read_sysfs): without the package only a collection fails, not
+    # `topo-collector import` or `--help`, which never read sysfs.
+    import pyudev
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +142,13 @@ def read_sysfs(context: pyudev.Context | None = None, sys_root: Path = Path("/sy
     delete the host's NICs and their fabric cables, which only a fabric import brings back.
     """
     inv = SysfsInventory()
+    try:
+        import pyudev
+    except ImportError as exc:
+        raise RuntimeError(
+            f"cannot read the PCI tree: the pyudev package is not installed ({exc}); install it "
+            "(pip install pyudev, or the topo-collector package with its dependencies)"
+        ) from None
     try:
         ctx = context or pyudev.Context()
     except (ImportError, OSError) as exc:

@@ -16,6 +16,8 @@ from topo_collector.importers import ImportOptions, detect_format, import_file, 
 from topo_facts import HostFacts, NICFact
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "topology"
+# The model named, so that a test of other warnings sees no "GPU model not identified" one.
+NAMED = ImportOptions(host="h", gpu_model="NVIDIA H100 80GB HBM3")
 CLEAN = (FIXTURES / "h100-8gpu.nvidia-smi-topo-m.txt").read_text()
 OPTS = ImportOptions(host="h", gpu_model="H100-SXM")
 
@@ -159,7 +161,7 @@ NIC Legend:
 
 def test_the_nic_legend_names_the_nics() -> None:
     warnings: list[str] = []
-    facts = parse_smi_topo(TWO_NICS, ImportOptions(host="h"), warnings=warnings)
+    facts = parse_smi_topo(TWO_NICS, NAMED, warnings=warnings)
     assert [(a.nic, a.via) for a in facts.gpu_nic_affinity] == [("mlx5_0", "pcie-switch"), ("mlx5_1", "pcie-switch")]
     assert warnings == []
 
@@ -176,14 +178,14 @@ def test_a_legend_naming_one_nic_twice_is_refused() -> None:
 
 def test_without_a_legend_the_nics_keep_their_column_names_and_it_says_so() -> None:
     warnings: list[str] = []
-    facts = parse_smi_topo(TWO_NICS.split("Legend")[0], ImportOptions(host="h"), warnings=warnings)
+    facts = parse_smi_topo(TWO_NICS.split("Legend")[0], NAMED, warnings=warnings)
     assert [n.name for n in facts.nics] == ["NIC0", "NIC1"]
     assert warnings == ["no NIC legend: 2 NIC(s) keep their column names (NIC0, ...), not the host's NIC names"]
 
 
 def test_a_file_ending_inside_the_legend_warns_that_the_last_name_may_be_cut() -> None:
     warnings: list[str] = []
-    parse_smi_topo(TWO_NICS.rstrip("\n")[:-2], ImportOptions(host="h"), warnings=warnings)
+    parse_smi_topo(TWO_NICS.rstrip("\n")[:-2], NAMED, warnings=warnings)
     assert warnings == ["the file ends inside the NIC legend: NIC1's name 'mlx5' may be cut"]
 
 
@@ -196,7 +198,7 @@ def test_a_numa_node_whose_cpus_are_unknown_is_still_a_node() -> None:
 def test_the_cli_prints_the_legend_warning(tmp_path: Path) -> None:
     path = tmp_path / "topo.txt"
     path.write_text(TWO_NICS.split("Legend")[0])
-    assert import_hosts(path, ImportOptions(host="h")).warnings == [
+    assert import_hosts(path, NAMED).warnings == [
         "h: no NIC legend: 2 NIC(s) keep their column names (NIC0, ...), not the host's NIC names"
     ]
 
@@ -248,3 +250,14 @@ def test_rocm_smi_cut_before_its_numa_table_is_refused(tmp_path: Path) -> None:
 def test_a_capture_cut_in_the_nic_rows_is_refused() -> None:
     with pytest.raises(ValueError, match=r"the header names NIC1 but its row is missing"):
         parse_smi_topo(TWO_NICS.split("NIC1\tSYS")[0], ImportOptions(host="h"))
+
+
+def test_a_missing_gpu_model_is_warned_as_the_nccl_importer_does() -> None:
+    text = (FIXTURES / "h100-8gpu.nvidia-smi-topo-m.txt").read_text()
+    warnings: list[str] = []
+    facts = parse_smi_topo(text, ImportOptions(host="h"), warnings=warnings)
+    assert {g.model for g in facts.gpus} == {"NVIDIA GPU"}
+    assert [w for w in warnings if "GPU model not identified" in w and "--gpu-model" in w]
+    named: list[str] = []
+    parse_smi_topo(text, ImportOptions(host="h", gpu_model="NVIDIA H100 80GB HBM3"), warnings=named)
+    assert not [w for w in named if "GPU model" in w]

@@ -19,6 +19,7 @@ to the same NVLink fabric share one NVLink domain (an NVL72 rack is one domain).
 from __future__ import annotations
 
 import hashlib
+import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
@@ -240,14 +241,37 @@ def _nics(pci: ET.Element, nic_el: ET.Element | None, bus: str, cls: int, path: 
     return out
 
 
+_PCI_ADDRESS = re.compile(r"^([0-9a-f]{4,8}):[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+
+
+def _host_pci(switch_id: str) -> bool:
+    """A switch id that is a real PCI address: an NVSwitch on the host's own board (HGX).
+
+    Such ids repeat on every host of the same board design (each HGX has its NVSwitches at
+    0000:1a-1d:00.0), so an equal id on two hosts says nothing about a shared fabric. NCCL
+    writes a placeholder with an all-ones PCI domain (ffffffff:ff:1f.0) for the rack switches
+    of a multi-node NVLink system, which a host cannot address; graphsvc's exports name rack
+    switches in a `switch_id` attribute that is not a PCI address at all.
+    """
+    m = _PCI_ADDRESS.match(switch_id.lower())
+    return m is not None and set(m.group(1)) != {"f"}
+
+
+def _rack_switch(link: _Link) -> bool:
+    """An NVLink to a switch outside the host (NVL72's rack NVSwitch trays)."""
+    return not _host_pci(link.switch_id or link.target)
+
+
 def _fabric_domains(hosts: list[_Host], names: list[str], opts: ImportOptions) -> dict[str, dict[str, str]]:
     """host -> GPU bus -> NVLink domain, for GPUs on a multi-node NVLink fabric.
 
-    A GPU that reports its fabric (cluster uuid + clique id, as NVML does) is in that
-    clique. Otherwise, in a dump of several hosts, GPUs whose NVLinks go to the same
-    NVSwitch id from different hosts are on one fabric (NCCL fuses hosts into one dump
-    only for multi-node NVLink). `--nvlink-domain` names the domain, e.g. to join trays
-    imported one file at a time.
+    Only real evidence of a shared fabric puts GPUs of several hosts into one domain: a GPU
+    that reports its fabric (cluster uuid + clique id, as NVML does) is in that clique;
+    GPUs whose NVLinks go to the same rack switch (an id that is no host PCI address,
+    _rack_switch) from different hosts are on one fabric; `--nvlink-domain` names the domain
+    outright, e.g. to join trays imported one file at a time. On-board NVSwitches (PCI-addressed)
+    never join hosts: NCCL also puts ordinary HGX hosts of one job into one dump, each with the
+    same switch bus ids, and fusing them would offer 16 GPUs full-mesh across two boxes.
     """
     out: dict[str, dict[str, str]] = {n: {} for n in names}
     seen_on: dict[str, set[int]] = {}
@@ -256,7 +280,7 @@ def _fabric_domains(hosts: list[_Host], names: list[str], opts: ImportOptions) -
             if g.extra.get("cluster_uuid") and g.extra.get("clique_id"):
                 out[names[i]][g.bus] = f"{g.extra['cluster_uuid']}/{g.extra['clique_id']}"
             for link in g.links:
-                if link.kind == "nvlink" and link.tclass >> 8 == NVSWITCH_CLASS:
+                if link.kind == "nvlink" and link.tclass >> 8 == NVSWITCH_CLASS and _rack_switch(link):
                     seen_on.setdefault(link.switch_id or link.target, set()).add(i)
     # Hosts joined by a shared switch id form one fabric (union-find over host positions).
     parent = list(range(len(hosts)))
@@ -281,7 +305,11 @@ def _fabric_domains(hosts: list[_Host], names: list[str], opts: ImportOptions) -
         domain = opts.nvlink_domain or f"{opts.cluster}/nvlink-fabric/{hashlib.sha256(key.encode()).hexdigest()[:12]}"
         for i in members:
             for g in hosts[i].gpus:
-                switched = any(x.kind == "nvlink" and x.tclass >> 8 == NVSWITCH_CLASS for x in g.links)
+                # An explicit domain takes every switched GPU; a found fabric only those on a rack switch.
+                switched = any(
+                    x.kind == "nvlink" and x.tclass >> 8 == NVSWITCH_CLASS and (opts.nvlink_domain or _rack_switch(x))
+                    for x in g.links
+                )
                 if switched:
                     out[names[i]].setdefault(g.bus, domain)
     return out
@@ -337,7 +365,7 @@ def _facts(opts: ImportOptions, name: str, host: _Host, fabric: dict[str, str], 
             total = link.count * (gbps or 0.0)
             if link.kind == "nvlink" and link.tclass >> 8 == NVSWITCH_CLASS:
                 sid = link.switch_id or link.target
-                rack = link.switch_id is not None or g.bus in fabric
+                rack = _rack_switch(link)  # an on-board switch stays the host's, in a domain or not
                 nvswitches.setdefault(
                     sid, NVSwitchFact(id=sid, pci_bus_id=None if rack else sid, location="rack" if rack else "host")
                 )

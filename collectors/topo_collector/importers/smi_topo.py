@@ -184,6 +184,13 @@ def parse_smi_topo(
                 nvlinks=links,
             )
         )
+    if gpus and not opts.gpu_model:
+        # The matrix never names the model: say so, as the NCCL importer does, rather than
+        # record a generic model silently (placement matches GPUs by model).
+        warnings.append(
+            "GPU model not identified (`nvidia-smi topo -m` does not name it): recorded as "
+            "NVIDIA GPU with memory unknown; pass --gpu-model to name it"
+        )
     nics = [NICFact(name=legend.get(n, n)) for n in nic_names]
     affinity: list[GPUNICAffinity] = []
     rank = {"PIX": 0, "PXB": 1, "PHB": 2, "NODE": 3, "SYS": 4, "SOC": 4}
