@@ -56,7 +56,7 @@ from graphsvc.reservations.rows import (
     as_holding_rows,
     as_reservation_rows,
 )
-from graphsvc.store.errors import StoreConstraintError
+from graphsvc.store.errors import StoreConstraintError, StoreError
 from graphsvc.store.gateway import Gateway
 from graphsvc.store.group_commit import GroupCommit
 
@@ -359,7 +359,7 @@ class ReservationService:
         # Single-host reserves arriving while one is in the store go together (group_commit.py);
         # two batches of each kind in flight where the store runs writes one at a time.
         in_flight = 2 if gateway.serial_writes else 1
-        self.group: GroupCommit[BatchItem, Reservation | None] | None = (
+        self.group: GroupCommit[BatchItem, Reservation | StoreError | None] | None = (
             GroupCommit(self._reserve_batch, max_in_flight=in_flight) if group_commit else None
         )
         self.release_group: GroupCommit[str, Released | None] | None = (
@@ -507,6 +507,42 @@ class ReservationService:
         }
         if fingerprint is not None:
             props["request_hash"] = fingerprint
+        outcome = await self._reserve_new(request, gpus, props, ttl, key_use, explain=explain)
+        if allow_preemption and isinstance(outcome, (Conflict, Infeasible)):
+            raced = await self._raced(key_use, holder, owner)
+            if raced is not None:
+                return raced  # not a second set of victims for a key whose reservation exists
+            assert request is not None  # a list of GPUs is never preempted for
+            preempted = await self._reserve_preempting(request, props, ttl)
+            if preempted is not None:
+                return preempted
+        if isinstance(outcome, (Conflict, Infeasible)):
+            return await self._raced(key_use, holder, owner) or outcome
+        return outcome
+
+    async def _raced(self, key: KeyUse | None, holder: str, owner: str | None) -> ReserveOutcome | None:
+        """The key's reservation, made meanwhile by a concurrent first attempt with the same key (a
+        client retrying while its first attempt still ran), answered as a replay; None: no key, or
+        none made. Such a loser usually fails on capacity (the winner took the GPUs) before it
+        reaches the key's unique constraint, and answered Infeasible or Conflict while its key held
+        GPUs (a fault probe's case; docs/reservations.md promises the winner's reservation)."""
+        if key is None:
+            return None
+        found = await self.get_many(keys=[key.key])
+        return await self._replay(found[0], holder, owner or holder, key.fingerprints) if found else None
+
+    async def _reserve_new(
+        self,
+        request: PlacementRequest | None,
+        gpus: Sequence[str] | None,
+        props: ReservationProps,
+        ttl: int,
+        key_use: KeyUse | None,
+        *,
+        explain: bool,
+    ) -> ReserveOutcome:
+        """A reservation not made before with its key: by GPU list, MIG slices, one host's match-and-
+        take, or a placement."""
         if gpus is not None:
             return await self._reserve_exact(list(gpus), props, ttl, key_use)
         assert request is not None
@@ -519,12 +555,7 @@ class ReservationService:
         # Lapsed leases free their GPUs now, not at the reaper's next run: the candidate
         # search reads free counters, which only a reaped reservation gives back.
         await self.expire_due()
-        placed = await self._reserve_placed(request, props, ttl, key_use, explain)
-        if allow_preemption and isinstance(placed, (Conflict, Infeasible)):
-            preempted = await self._reserve_preempting(request, props, ttl)
-            if preempted is not None:
-                return preempted
-        return placed
+        return await self._reserve_placed(request, props, ttl, key_use, explain)
 
     # ---- preemption -------------------------------------------------------------------
 
@@ -598,10 +629,14 @@ class ReservationService:
             plan = await self.preemption_plan(request, int(props["priority"]))
             if not plan.feasible:
                 return None
-            if not plan.victims:  # free GPUs after all: a plain reserve, answered as stored
-                created = await self._write(plan.gpus, props, ttl)
-            else:
-                created = await self._preempt(plan, props, ttl)
+            try:
+                if not plan.victims:  # free GPUs after all: a plain reserve, answered as stored
+                    created = await self._write(plan.gpus, props, ttl)
+                else:
+                    created = await self._preempt(plan, props, ttl)
+            except StoreConstraintError:
+                return None  # its key was taken meanwhile (nothing written): `reserve` answers the key's
+
             if created is not None:
                 await self.events.publish(Event("reservation.created", created.id, created.holder, self.clock()))
                 return created
@@ -684,6 +719,8 @@ class ReservationService:
                 made = await self.group.submit(item)
             except StoreConstraintError:
                 made = None  # an idempotency key raced in this batch: the single path below sorts it out
+            if isinstance(made, StoreError):
+                raise made  # its own statement failed (_reserve_batch)
             if made is not None:
                 await self.events.publish(Event("reservation.created", made.id, made.holder, self.clock()))
                 return made
@@ -705,13 +742,16 @@ class ReservationService:
                 return done
         return None
 
-    async def _reserve_batch(self, items: list[BatchItem]) -> list[Reservation | None]:
+    async def _reserve_batch(self, items: list[BatchItem]) -> list[Reservation | StoreError | None]:
         """Single-host reserves in one statement per shared key (usually one); the reservations made,
-        in order (None: not taken)."""
+        in order (None: not taken; a store error: its statement failed, raised to its requests alone).
+        One error for the whole batch told the requests an earlier statement had committed that
+        the store failed: a retry without a key took a second reservation (a fault probe's case)."""
         by_key: dict[BatchKey, list[int]] = {}
         for n, item in enumerate(items):
             by_key.setdefault(item.key, []).append(n)
         found: dict[str, Reservation] = {}
+        failed: dict[str, StoreError] = {}
         # The form for this cluster's size (fastpath.candidate_read): the host count as the graph
         # facts hold it (each request refreshed them before it joined the batch).
         form = candidate_read("reservations/reserve_in_host_batch", self.engine.facts.hosts, self.scan_every_host_up_to)
@@ -724,13 +764,17 @@ class ReservationService:
                 # An idempotency key raced in this statement (nothing of it was written): its requests
                 # go on alone, where the race is resolved; other statements of the batch stand.
                 continue
+            except StoreError as err:
+                failed.update((str(items[n].request["props"]["id"]), err) for n in members)
+                continue
             if not rows:
                 continue
             # The statement returns each reservation as stored and the GPUs it took: nothing is
             # read back (one round trip per batch, not two).
             for rid, props, taken in zip(rows[0]["ids"], rows[0]["reservations"], rows[0]["taken"], strict=True):
                 found[str(rid)] = _reservation(_written_row(cast(ReservationProps, props), taken, held=True))
-        return [found.get(str(item.request["props"]["id"])) for item in items]
+        ids = [str(item.request["props"]["id"]) for item in items]
+        return [found.get(rid) or failed.get(rid) for rid in ids]
 
     async def _by_keys(self, keys: list[str]) -> list[Reservation | None]:
         """The reservations made with these idempotency keys (None: none yet), in one read."""
@@ -953,6 +997,12 @@ class ReservationService:
             )
         if current.state == "active" or current.state == "expired":
             return LeaseExpired(reservation_id, current.expires_at, "the lease ran out; reserve again")
+        if current.state == "pending":
+            # A preemption in its grace period holds nothing yet: its lease starts when it completes,
+            # so there is nothing to extend, and it is answered as it is. LeaseExpired stopped a
+            # holder's renewals (the client's `hold`) while the preemption went on to take the GPUs
+            # with a lease nobody renewed (a fault probe's case).
+            return current
         return LeaseExpired(
             reservation_id, current.ended_at or current.expires_at, f"the reservation was {current.state}"
         )
