@@ -447,7 +447,7 @@ async function fabric(params) {
     if (!data.pageInfo.hasNextPage) break;
     after = data.pageInfo.endCursor;
   }
-  const load = Object.fromEntries((await gql(`{ leafLoad { leaf gpus freeGpus } }`)).leafLoad.map((l) => [l.leaf, l]));
+  const load = Object.fromEntries((await gql(`query($c: String!) { leafLoad(cluster: $c) { leaf gpus freeGpus } }`, { c: cluster })).leafLoad.map((l) => [l.leaf, l]));
   const leaves = switches.filter((s) => s.tier === "leaf");
   const upper = ["core", "spine"].map((t) => switches.filter((s) => s.tier === t).sort((a, b) => natural(a.name, b.name)));
   const units = [...new Set(leaves.map((s) => s.scalableUnit || "other"))].sort(natural);
@@ -469,11 +469,14 @@ async function fabric(params) {
   });
   const buckets = {};
   for (const s of leaves) (buckets[`${s.scalableUnit || "other"}|${s.rail ?? -1}`] ||= []).push(s);
+  // In a column that also has rail leaves, the leaves without a rail go below the last rail row.
+  const railRows = rails.filter((r) => r >= 0).length;
+  const below = (u) => (leaves.some((s) => (s.scalableUnit || "other") === u && s.rail != null) ? railRows : 0);
   units.forEach((u, ci) => {
     nodes.push(`<text class="head" x="${left + ci * colW + boxW / 2}" y="${top - 12}" text-anchor="middle">${esc(u)}</text>`);
     rails.forEach((r, ri) => {
       (buckets[`${u}|${r}`] || []).sort((a, b) => natural(a.name, b.name)).forEach((s, k) => {
-        const x = left + ci * colW, y = top + (r >= 0 ? ri : k) * rowH;
+        const x = left + ci * colW, y = top + (r >= 0 ? ri : below(u) + k) * rowH;
         pos[s.name] = [x + boxW / 2, y];
         const l = load[s.name] || { gpus: 0, freeGpus: 0 };
         const frac = l.gpus ? l.freeGpus / l.gpus : 0;
@@ -491,8 +494,8 @@ async function fabric(params) {
     const [x1, y1] = pos[s.name]; const [x2, y2] = pos[u.to];
     return `<line class="up" data-from="${esc(s.name)}" data-to="${esc(u.to)}" x1="${x1}" y1="${y1}" x2="${x2}" y2="${y2}"/>`;
   }));
-  const stacked = Math.max(0, ...Object.entries(buckets).filter(([k]) => k.endsWith("|-1")).map(([, v]) => v.length));
-  const height = top + Math.max(rails.filter((r) => r >= 0).length, stacked) * rowH + 30;
+  const stacked = Math.max(0, ...units.map((u) => below(u) + (buckets[`${u}|-1`] || []).length));
+  const height = top + Math.max(railRows, stacked) * rowH + 30;
   const others = fabrics.length > 1 ? ` · clusters: ${fabrics.map((c) => c.name === cluster ? `<b>${esc(c.name)}</b>` : `<a href="#/fabric?cluster=${encodeURIComponent(c.name)}">${esc(c.name)}</a>`).join(", ")}` : "";
   view.innerHTML = `<h2 id="fabric-title" data-cluster="${esc(cluster)}">Fabric of ${esc(cluster)}: ${switches.length} switches (${[...upper, leaves].filter((c) => c.length).map((c) => `${c.length} ${c[0].tier}`).join(", ")})</h2>
     <p id="fabric-clusters">${others}</p>
@@ -517,7 +520,7 @@ async function fabric(params) {
     panel.innerHTML = `<h3>${esc(name)}</h3><p>${s.tier}${s.rail != null ? ` · rail ${s.rail}` : ""}${s.scalableUnit ? ` · ${esc(s.scalableUnit)}` : ""}${l ? ` · ${l.freeGpus}/${l.gpus} GPUs free` : ""}</p>
       <p>uplinks: ${peers.map(esc).join(", ") || "none"}</p>${downs.length ? `<p>${downs.length} switches below</p>` : ""}${hostsHtml}`;
   };
-  $$("svg#fabric g.switch").forEach((g) => g.addEventListener("click", () => { history.replaceState(null, "", `#/fabric?leaf=${encodeURIComponent(g.dataset.name)}`); pick(g.dataset.name); }));
+  $$("svg#fabric g.switch").forEach((g) => g.addEventListener("click", () => { history.replaceState(null, "", `#/fabric?cluster=${encodeURIComponent(cluster)}&leaf=${encodeURIComponent(g.dataset.name)}`); pick(g.dataset.name); }));
   if (params.get("leaf")) await pick(params.get("leaf"));
   view.dataset.renderMs = String(Math.round(performance.now() - started));
 }
