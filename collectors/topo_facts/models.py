@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Self, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from topo_facts.mig import MAX_SLICES_PER_GPU, PROFILE_PATTERN
 
@@ -73,6 +73,23 @@ PciBusId = Annotated[
 ]
 
 
+# Hardware error counters (NVML's and an IB port's are 64-bit, since the driver loaded) are kept
+# saturated at 2**53 - 1: the largest integer every consumer holds exactly (JSON numbers, and the
+# stores' int64 sums of three of them). Taken as sent, a counter above 2**63 failed the Neo4j
+# driver (a 500 on ingest) and two near 2**63 overflowed the placement read's sum (a 500 for every
+# placement that read the host), while FalkorDB stored them clamped or wrapped and scored a GPU
+# with 2**64 errors as one with none (a probe's cases). Saturated, "at least this many" still ranks.
+MAX_COUNTER = 2**53 - 1
+MAX_MEMORY_MIB = 16 * 1024 * 1024  # 16 TiB: a GPU's memory or a NUMA node's, far beyond any made
+
+
+def _saturate(value: object) -> object:
+    return min(value, MAX_COUNTER) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+HardwareCounter = Annotated[int, BeforeValidator(_saturate), Field(ge=0, le=MAX_COUNTER)]
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=False)
 
@@ -123,7 +140,7 @@ class NVLinkFact(_Strict):
 class NUMANodeFact(_Strict):
     index: int = Field(ge=0, lt=4096)
     cpus: str | None = Field(default=None, max_length=4096, pattern=r"^[0-9,\-]*$")
-    memory_mib: int | None = Field(default=None, ge=0)
+    memory_mib: int | None = Field(default=None, ge=0, le=MAX_MEMORY_MIB)
 
 
 class PCIeSwitchFact(_Strict):
@@ -145,17 +162,17 @@ class GPUState(_Strict):
 
     health: Health = Health.UNKNOWN
     health_reasons: list[Text] = Field(default_factory=list, max_length=32)
-    ecc_uncorrected: int | None = Field(default=None, ge=0)
-    retired_pages: int | None = Field(default=None, ge=0)
+    ecc_uncorrected: HardwareCounter | None = None
+    retired_pages: HardwareCounter | None = None
     temperature_c: float | None = Field(default=None, ge=-50, le=200)
     power_w: float | None = Field(default=None, ge=0, le=10_000)
     utilization_pct: float | None = Field(default=None, ge=0, le=100)
-    memory_used_mib: int | None = Field(default=None, ge=0)
+    memory_used_mib: int | None = Field(default=None, ge=0, le=MAX_MEMORY_MIB)
     # NVLink error counters summed over the GPU's links since the driver loaded (NVML
     # nvmlDeviceGetNvLinkErrorCounter): data-link replays, link recoveries, CRC errors (flit + data).
-    nvlink_replay_errors: int | None = Field(default=None, ge=0)
-    nvlink_recovery_errors: int | None = Field(default=None, ge=0)
-    nvlink_crc_errors: int | None = Field(default=None, ge=0)
+    nvlink_replay_errors: HardwareCounter | None = None
+    nvlink_recovery_errors: HardwareCounter | None = None
+    nvlink_crc_errors: HardwareCounter | None = None
     # Critical XID codes seen on this GPU since the collector started watching (NVML
     # XidCriticalError events), distinct, oldest first, the last MAX_XIDS kept.
     xid_errors: list[int] = Field(default_factory=list, max_length=MAX_XIDS)
@@ -174,14 +191,14 @@ class MigSliceFact(_Strict):
     uuid: Ident = Field(description="The MIG device uuid (MIG-...), what CUDA_VISIBLE_DEVICES takes")
     gpu_instance_id: int = Field(ge=0, lt=64, description="NVML's GPU instance id on its GPU")
     profile: str = Field(pattern=PROFILE_PATTERN, description="As nvidia-smi names it: 3g.40gb")
-    memory_mib: int | None = Field(default=None, ge=0, le=16 * 1024 * 1024)
+    memory_mib: int | None = Field(default=None, ge=0, le=MAX_MEMORY_MIB)
 
 
 class GPUFact(GPUState):
     uuid: Ident
     index: int = Field(ge=0, lt=MAX_GPUS_PER_HOST)
     model: Text
-    memory_mib: int | None = Field(default=None, ge=0, le=16 * 1024 * 1024)
+    memory_mib: int | None = Field(default=None, ge=0, le=MAX_MEMORY_MIB)
     pci_bus_id: PciBusId | None = Field(default=None, description="Unknown in nvidia-smi topo -m imports")
     numa_node: int | None = Field(default=None, ge=0, lt=4096)
     compute_capability: str | None = Field(default=None, pattern=r"^\d{1,2}\.\d{1,2}$")
@@ -212,9 +229,9 @@ class NICFact(_Strict):
     rail: int | None = Field(default=None, ge=0, lt=64)
     pcie_path: list[PciBusId] = Field(default_factory=list, max_length=16)
     # InfiniBand port error counters (sysfs ports/N/counters) since the HCA's last reset.
-    symbol_errors: int | None = Field(default=None, ge=0)
-    link_downed: int | None = Field(default=None, ge=0)
-    port_rcv_errors: int | None = Field(default=None, ge=0)
+    symbol_errors: HardwareCounter | None = None
+    link_downed: HardwareCounter | None = None
+    port_rcv_errors: HardwareCounter | None = None
 
 
 class GPUNICAffinity(_Strict):

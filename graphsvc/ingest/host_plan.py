@@ -292,6 +292,16 @@ def unchanged_params(facts: HostFacts, *, received_at: float, fingerprint: str) 
     }
 
 
+def fabric_domain(cluster: str, reported: str) -> str:
+    """The graph's id of the fabric clique a host reports (GPUFact.nvlink_domain), within the
+    host's cluster. Taken as reported, a host could join any domain of any cluster, its own
+    (`HOST/nvlink/N`, a HGX board's) included: a collector that reported another host's domain
+    got a 16-GPU "full mesh" across two 8-GPU boards in two clusters (a probe's case). Hosts of
+    one cluster reporting one clique still share one domain (an NVL72 rack's trays). The segment
+    `fabric` keeps these apart from a host's own domains, `HOST/nvlink/N` (names hold no '/')."""
+    return f"{cluster}/fabric/{reported}"
+
+
 def _domains(facts: HostFacts) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """NVLink domains of this host's GPUs: fabric cliques first, else NVLink components."""
     h = facts.hostname
@@ -299,8 +309,9 @@ def _domains(facts: HostFacts) -> tuple[list[dict[str, Any]], dict[str, str]]:
     kinds: dict[str, str] = {}
     for g in facts.gpus:
         if g.nvlink_domain:
-            gpu_domain[g.uuid] = g.nvlink_domain
-            kinds[g.nvlink_domain] = "fabric-clique"
+            dom = fabric_domain(facts.cluster, g.nvlink_domain)
+            gpu_domain[g.uuid] = dom
+            kinds[dom] = "fabric-clique"
     # Union-find over GPUs joined by a direct link or a shared NVSwitch.
     parent: dict[str, str] = {g.uuid: g.uuid for g in facts.gpus}
 

@@ -207,20 +207,18 @@ def fabric_params(facts: FabricFacts) -> dict[str, Any]:
         "switches": [
             {
                 "name": s.name,
+                # Every property, those the import leaves out as null: `+=` removes a null one and
+                # keeps one the map leaves out, so a re-import without a leaf's rail or scalable
+                # unit kept the old ones (a probe's case), and a leaf that became a spine its
+                # home_leaf flag.
                 "props": {
-                    k: v
-                    for k, v in {
-                        "name": s.name,
-                        "tier": s.tier.value,
-                        "cluster": facts.cluster,
-                        "scalable_unit": s.scalable_unit,
-                        "rail": s.rail,
-                        "model": s.model,
-                        # Always written for a leaf: an import that moves a host's first leaf
-                        # clears the flag it set before (`+=` keeps what props leave out).
-                        "home_leaf": s.name in homes if s.tier is SwitchTier.LEAF else None,
-                    }.items()
-                    if v is not None
+                    "name": s.name,
+                    "tier": s.tier.value,
+                    "cluster": facts.cluster,
+                    "scalable_unit": s.scalable_unit,
+                    "rail": s.rail,
+                    "model": s.model,
+                    "home_leaf": s.name in homes if s.tier is SwitchTier.LEAF else None,
                 },
             }
             for s in facts.switches

@@ -65,7 +65,9 @@ async def test_collected_facts_land(client: httpx.AsyncClient, gateway: Gateway)
     await push(client, facts)
     body = (await client.get("/v1/hosts/tray-1")).json()
     assert body["rack"] == "nvl72-r1"
-    assert {g["nvlink_domain"] for g in body["gpus"]} == {"5e1c2b3a-9f8e-4d7c-8b6a-112233445566/32766"}
+    # The clique NVML reports, named within the host's cluster (graphsvc.ingest.host_plan.fabric_domain).
+    clique = "default/fabric/5e1c2b3a-9f8e-4d7c-8b6a-112233445566/32766"
+    assert {g["nvlink_domain"] for g in body["gpus"]} == {clique}
     assert [(r["uuid"], r["kind"], r["members"]) for r in await gateway.read("nvlink_domains")] == [
-        ("5e1c2b3a-9f8e-4d7c-8b6a-112233445566/32766", "fabric-clique", 4)
+        (clique, "fabric-clique", 4)
     ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from topo_collector.importers import ImportOptions, import_hosts
 from topo_facts import FabricFacts, FabricSwitch, HostFacts, NICUplink, SwitchTier, SwitchUplink
 
 from graphsvc.ingest.service import ingest_fabric, ingest_host
@@ -19,8 +20,8 @@ from graphsvc.placement.request import parse_request
 from graphsvc.store.gateway import Gateway
 from graphsvc.store.migrate import migrate
 from tests import placement_oracle as oracle
+from tests.integration.test_migrations import V8
 from tests.integration.test_rail_leaves import FIXTURES, adhoc
-from topo_collector.importers import ImportOptions, import_hosts
 
 SU = {"a0": "A", "a1": "A", "b0": "B", "b1": "B"}
 
@@ -121,7 +122,7 @@ async def test_the_v8_migration_gives_an_older_graph_its_spines_and_cores(gatewa
     assert await answer(gateway, "16xH100 ib-hops<=3 exclude=a1,b1") == ([], None)
     await gateway.write("meta_set_version", {"version": 7, "now": 0.0})
     report = await migrate(gateway)
-    assert report.applied == ("migrations/0008_1_host_spines_cores",)
+    assert report.applied == V8
     rows = await gateway.read("host_fabric_position", {"hosts": ["a0", "b1"]})
     assert {r["host"]: (sorted(r["spines"]), r["cores"]) for r in rows} == {
         "a0": (["sa", "z2"], ["core"]),

@@ -221,7 +221,32 @@ async def test_nvl72_trays_share_one_domain(client: httpx.AsyncClient, gateway: 
     for t in range(3):
         assert (await put_host(client, as_json(tray(f"tray-{t}", "c/rack/clique-0", seed=t)))).status_code == 200
     rows = await gateway.read("nvlink_domains")
-    assert [(r["uuid"], r["members"]) for r in rows] == [("c/rack/clique-0", 12)]
+    assert [(r["uuid"], r["members"]) for r in rows] == [("default/fabric/c/rack/clique-0", 12)]
+
+
+async def test_a_host_cannot_join_another_hosts_or_clusters_domain(client: httpx.AsyncClient, gateway: Gateway) -> None:
+    """A reported fabric clique is named within the reporter's cluster: a host of cluster `dj`
+    reporting an HGX board's own domain (`h100-a/nvlink/0`) got a 16-GPU "full mesh" across the
+    two boards and clusters (a probe's case); a tray of another cluster naming a rack's clique
+    no longer joins it either."""
+    assert (await put_host(client, as_json(h100("h100-a")))).status_code == 200
+    intruder = as_json(h100("intruder", seed=5, cluster="dj"))
+    for g in intruder["gpus"]:
+        g["nvlink_domain"] = "h100-a/nvlink/0"
+    assert (await put_host(client, intruder)).status_code == 200
+    for t in range(2):
+        trays = as_json(tray(f"tray-{t}", "c/rack/clique-0", seed=10 + t))
+        trays["cluster"] = "default" if t == 0 else "other"
+        assert (await put_host(client, trays)).status_code == 200
+    rows = await gateway.read("nvlink_domains")
+    assert [(r["uuid"], r["members"]) for r in rows] == [
+        ("dj/fabric/h100-a/nvlink/0", 8),
+        ("h100-a/nvlink/0", 8),
+        ("default/fabric/c/rack/clique-0", 4),
+        ("other/fabric/c/rack/clique-0", 4),
+    ]
+    result = await PlacementEngine(gateway).place(parse_request("16xH100 nvlink=full-mesh").validated())
+    assert not result.candidates
 
 
 async def test_domain_pruned_when_host_loses_nvlink(client: httpx.AsyncClient, gateway: Gateway) -> None:
@@ -248,7 +273,10 @@ async def test_one_statement_per_document_even_when_a_tray_leaves_its_domain(
     assert (await put_host(client, moved)).status_code == 200
     assert {name: s.calls for name, s in gateway.stats.items()} == {"ingest_host": 1}
     rows = await gateway.read("nvlink_domains")
-    assert [(r["uuid"], r["members"]) for r in rows] == [("c/rack/clique-0", 8), ("c/rack/clique-1", 4)]
+    assert [(r["uuid"], r["members"]) for r in rows] == [
+        ("default/fabric/c/rack/clique-0", 8),
+        ("default/fabric/c/rack/clique-1", 4),
+    ]
     sizes = sorted((r["size"], r["domains"], int(r["free_gpus"])) for r in await gateway.read("domain_summary"))
     assert sizes == [(4, 1, 4), (8, 1, 8)]  # the domain left behind was recounted (size and free)
     assert await gateway.read("counter_drift") == []
@@ -258,7 +286,9 @@ async def test_one_statement_per_document_even_when_a_tray_leaves_its_domain(
     gateway.stats.clear()
     assert (await put_host(client, back)).status_code == 200
     assert {name: s.calls for name, s in gateway.stats.items()} == {"ingest_host": 1}
-    assert [(r["uuid"], r["members"]) for r in await gateway.read("nvlink_domains")] == [("c/rack/clique-0", 12)]
+    assert [(r["uuid"], r["members"]) for r in await gateway.read("nvlink_domains")] == [
+        ("default/fabric/c/rack/clique-0", 12)
+    ]
     assert await gateway.read("counter_drift") == []
 
 
@@ -291,6 +321,26 @@ async def test_fabric_ingest_and_replace(client: httpx.AsyncClient, gateway: Gat
     assert resp.status_code == 422 and "26 cabled NIC(s)" in resp.text
     assert resp.json()["detail"] == sorted([f"{g}/nic/mlx5_0" for g in ghosts] + ["ghost/nic/mlx5_0"])[:20]
     assert await snapshot(gateway) == before
+
+
+async def test_a_fabric_import_replaces_what_it_says_of_a_switch(client: httpx.AsyncClient, gateway: Gateway) -> None:
+    """A re-import without a leaf's rail, scalable unit or model removes them: `SET +=` kept what
+    the new import left out, and the explorer drew the leaf on its old rail (a probe's case)."""
+    cluster = build("a100-pcie:hosts=2")
+    for h in cluster.hosts:
+        await put_host(client, as_json(h))
+    fabric = json.loads(cluster.fabric().model_dump_json())
+    leaf = fabric["switches"][0]
+    leaf.update({"rail": 5, "scalable_unit": "su-x", "model": "QM9700"})
+    assert (await client.put("/v1/fabric", json=fabric)).status_code == 200
+    query = adhoc("switch_props", "MATCH (s:Switch {name: $v}) RETURN properties(s) AS p")
+    props = (await gateway.backend.run(query, {"v": leaf["name"]}, write=False, timeout_s=30))[0]["p"]
+    assert (props["rail"], props["scalable_unit"], props["model"]) == (5, "su-x", "QM9700")
+    for key in ("rail", "scalable_unit", "model"):
+        del leaf[key]
+    assert (await client.put("/v1/fabric", json=fabric)).status_code == 200
+    props = (await gateway.backend.run(query, {"v": leaf["name"]}, write=False, timeout_s=30))[0]["p"]
+    assert not {"rail", "scalable_unit", "model"} & set(props), props
 
 
 async def test_a_fabric_naming_another_clusters_switch_is_a_conflict(

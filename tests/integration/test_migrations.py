@@ -16,12 +16,12 @@ from graphsvc.store.migrate import migrate, stored_version
 from graphsvc.store.neo4j_backend import Neo4jBackend
 from graphsvc.store.queries import QueryRegistry, default_registry
 from graphsvc.store.schema import GRAPH_VERSION, TIE_BUCKETS, graph_schema, tie_bucket
-from tests.helpers import h100
+from tests.helpers import h100, tray
 from tests.stores import NEO4J_TEST_TIMEOUT_S
 
 V6 = ("migrations/0006_1_domain_tie_buckets_from_one", "migrations/0006_2_host_tie_buckets_from_one")
 V7 = ("migrations/0007_1_home_leaves",)
-V8 = ("migrations/0008_1_host_spines_cores",)
+V8 = ("migrations/0008_1_host_spines_cores", "migrations/0008_2_fabric_domains_in_cluster")
 
 
 def test_graph_version_matches_the_newest_migration() -> None:
@@ -129,6 +129,27 @@ async def test_v5_units_in_bucket_zero_move_to_the_last_bucket(gateway: Gateway)
     assert (await migrate(gateway)).applied == ()
     for name in V6:  # idempotent: run again, they move nothing
         assert set((await gateway.write(name))[0].values()) == {0}
+
+
+async def test_v7_fabric_cliques_are_named_within_their_cluster(gateway: Gateway) -> None:
+    """v8 names a reported clique CLUSTER/fabric/REPORTED (graphsvc.ingest.host_plan.fabric_domain):
+    the migration renames a v7 graph's, and a tray's next document joins the renamed domain."""
+    for t in range(2):
+        await ingest_host(gateway, tray(f"tray-{t}", "c/rack/clique-0", seed=t))
+    await gateway.backend.run(
+        _adhoc("MATCH (d:NVLinkDomain {kind: 'fabric-clique'}) SET d.uuid = 'c/rack/clique-0' RETURN count(d) AS n"),
+        {},
+        write=True,
+        timeout_s=NEO4J_TEST_TIMEOUT_S,
+    )
+    await gateway.write("meta_set_version", {"version": 7, "now": 0.0})
+    assert (await migrate(gateway)).applied == V8
+    rows = await gateway.read("nvlink_domains")
+    assert [(r["uuid"], r["members"]) for r in rows] == [("default/fabric/c/rack/clique-0", 8)]
+    await ingest_host(gateway, tray("tray-2", "c/rack/clique-0", seed=2))
+    rows = await gateway.read("nvlink_domains")
+    assert [(r["uuid"], r["members"]) for r in rows] == [("default/fabric/c/rack/clique-0", 12)]
+    assert (await migrate(gateway)).applied == ()
 
 
 async def test_unversioned_graph_with_data_counts_as_v1(gateway: Gateway) -> None:

@@ -178,6 +178,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "migrations/0006_2_host_tie_buckets_from_one": {},
     "migrations/0007_1_home_leaves": {},
     "migrations/0008_1_host_spines_cores": {},
+    "migrations/0008_2_fabric_domains_in_cluster": {},
     "clusters": {},
     "update_gpu_metrics": {
         "host": FIRST.hostname,

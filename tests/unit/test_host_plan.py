@@ -44,7 +44,7 @@ def test_dgx1_cube_mesh_is_one_direct_domain_with_16_pairs() -> None:
 
 def test_nvl72_tray_joins_the_fabric_clique() -> None:
     p = host_params(tray("t1", "cl/rack1/clique-0"), received_at=0)
-    assert {link["dst"] for link in p["gpu_domains"]} == {"cl/rack1/clique-0"}
+    assert {link["dst"] for link in p["gpu_domains"]} == {"default/fabric/cl/rack1/clique-0"}  # in its cluster
     assert p["domains"][0]["props"]["kind"] == "fabric-clique"
 
 
