@@ -13,12 +13,14 @@ from fastapi import APIRouter
 from pydantic import BaseModel
 
 from graphsvc.api.errors import ERROR_RESPONSES
-from graphsvc.api.rest import Caller, ServicesDep
+from graphsvc.api.rest import Caller, ServicesDep, operator_first
 from graphsvc.api.strict_routes import StrictJSONRoute
 from graphsvc.security.auth import Role, require
 from graphsvc.sites.catalog import PriceCatalog, SiteCatalog
 
 router = APIRouter(responses=ERROR_RESPONSES, route_class=StrictJSONRoute)
+# The writes refuse other roles before their bodies are read (graphsvc.api.rest.operator_first).
+OperatorRoute = operator_first(StrictJSONRoute)
 
 
 class SitesWritten(BaseModel):
@@ -31,11 +33,13 @@ class PricesWritten(BaseModel):
     kept_newer: list[str]
 
 
-@router.put("/v1/sites", tags=["sites"])
 async def put_sites(catalog: SiteCatalog, svc: ServicesDep, caller: Caller) -> SitesWritten:
     """Replace every site, its clusters and capacity kinds, and the links between sites."""
     require(caller, Role.OPERATOR)
     return SitesWritten(sites=await svc.sites.replace_sites(catalog, time.time()))
+
+
+router.add_api_route("/v1/sites", put_sites, methods=["PUT"], tags=["sites"], route_class_override=OperatorRoute)
 
 
 @router.get("/v1/sites", tags=["sites"])
@@ -57,9 +61,11 @@ async def get_sites(svc: ServicesDep, caller: Caller) -> list[dict[str, Any]]:
     ]
 
 
-@router.put("/v1/prices", tags=["sites"])
 async def put_prices(catalog: PriceCatalog, svc: ServicesDep, caller: Caller) -> PricesWritten:
     """Load a price file (JSON form of the TOML file): each fact is kept unless a later-dated one is stored."""
     require(caller, Role.OPERATOR)
     done = await svc.sites.load_prices(catalog, time.time())
     return PricesWritten(catalog=catalog.catalog, written=done.written, kept_newer=done.kept_newer)
+
+
+router.add_api_route("/v1/prices", put_prices, methods=["PUT"], tags=["sites"], route_class_override=OperatorRoute)

@@ -7,6 +7,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from graphsvc.store.gateway import Gateway
 
@@ -33,6 +34,8 @@ class ClusterView:
     group_of: dict[str, str] = field(default_factory=dict)  # host -> group name
     pods: dict[str, list[str]] = field(default_factory=dict)  # pod name -> group names
     blocks: dict[str, list[str]] = field(default_factory=dict)  # multi-host NVLink domain -> hosts
+    nodes: dict[str, str] = field(default_factory=dict)  # host -> its Kubernetes node name (kubernetes_nodes)
+    not_nodes: list[str] = field(default_factory=list)  # why the hosts missing from `nodes` are left out
 
     @property
     def facts_as_of(self) -> float | None:
@@ -64,17 +67,73 @@ class ExportStamp:
         }
 
 
+_DNS_LABEL = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
+DNS1123_SUBDOMAIN = re.compile(rf"{_DNS_LABEL}(?:\.{_DNS_LABEL})*")
+
+
+def is_dns1123_subdomain(text: str) -> bool:
+    """What Kubernetes takes as an object or node name: dot-separated DNS labels, lower case."""
+    return (
+        len(text) <= 253
+        and DNS1123_SUBDOMAIN.fullmatch(text) is not None
+        and all(len(part) <= 63 for part in text.split("."))
+    )
+
+
 def slug(text: str, limit: int = 63) -> str:
-    """A DNS-1123 / label-value safe name; long or lossy names keep a hash suffix to stay unique."""
-    clean = re.sub(r"[^a-z0-9.-]+", "-", text.lower()).strip("-.") or "x"
-    if clean != text.lower() or len(clean) > limit:
+    """A name that is both a DNS-1123 subdomain and a label value, at most `limit` (<= 63) long.
+
+    The name itself where it already is one; any other keeps a hash of the name as it was, so two
+    names never share a slug. The hash was added only when characters other than letters' case
+    changed, so `Case-Node1` and `case-node1` were one NodeFeature, one ResourceSlice; and `.`
+    runs or a `-` beside a `.` (`odd..x`, `a-.b`) passed through into invalid object names.
+    """
+    clean = re.sub(r"[^a-z0-9.-]+", "-", text.lower())
+    clean = re.sub(r"[-.]*\.[-.]*", ".", clean).strip("-.") or "x"
+    if clean != text or len(clean) > limit:
         digest = hashlib.sha256(text.encode()).hexdigest()[:8]
         clean = f"{clean[: limit - 9].strip('-.')}-{digest}"
     return clean
 
 
+def kubernetes_nodes(hosts: list[str]) -> tuple[dict[str, str], list[str]]:
+    """Host -> the Kubernetes node it is, and a line for each host left out, saying why.
+
+    A kubelet registers its host name lower-cased as the node's name, so that is the node the
+    Kubernetes exports name (nodeName, `kubectl label node`, NodeFeature's node-name label). A
+    host whose lower-cased name is no DNS-1123 subdomain (`odd_host`, `odd..x`, a trailing `-`
+    or `.`) is no node a kubelet can register: left out. Hosts differing only by case would be
+    one node: which of them it is the graph cannot tell, so every one of them is left out (the
+    second overwrote the first's labels and slice); an operator renames one.
+    """
+    by_node: dict[str, list[str]] = defaultdict(list)
+    notes: list[str] = []
+    for host in hosts:
+        node = host.lower()
+        if is_dns1123_subdomain(node):
+            by_node[node].append(host)
+        else:
+            notes.append(f"host {host!r} left out: {node!r} is no valid Kubernetes node name (DNS-1123)")
+    nodes: dict[str, str] = {}
+    for node, named in sorted(by_node.items()):
+        if len(named) == 1:
+            nodes[named[0]] = node
+        else:
+            listed = ", ".join(repr(h) for h in sorted(named))
+            notes.append(
+                f"hosts {listed} left out: all are Kubernetes node {node!r} (node names are host names "
+                "lower-cased); rename all but one"
+            )
+    return nodes, notes
+
+
 async def cluster_view(gw: Gateway, cluster: str) -> ClusterView:
     rows = await gw.read("export_hosts", {"cluster": cluster})
+    return build_view(cluster, rows)
+
+
+def build_view(cluster: str, rows: list[dict[str, Any]]) -> ClusterView:
+    """Pure: the view of the rows `export_hosts` reads (tests build one without a store)."""
     hosts = [
         ExportHost(
             name=r["host"],
@@ -92,6 +151,7 @@ async def cluster_view(gw: Gateway, cluster: str) -> ClusterView:
         for r in rows
     ]
     view = ClusterView(cluster, hosts)
+    view.nodes, view.not_nodes = kubernetes_nodes([h.name for h in hosts])
     members: dict[str, set[str]] = defaultdict(set)
     for h in hosts:
         for d in h.domains:

@@ -57,11 +57,20 @@ class Rendered:
     media_type: str = "text/plain"
 
 
-def as_list(items: list[dict[str, Any]], annotations: dict[str, str]) -> str:
-    """A Kubernetes List in JSON (which is YAML): `kubectl apply -f` takes it as it is."""
+SKIPPED_HOSTS = "graphsvc.io/skipped-hosts"
+
+
+def as_list(items: list[dict[str, Any]], annotations: dict[str, str], skipped: list[str] | None = None) -> str:
+    """A Kubernetes List in JSON (which is YAML): `kubectl apply -f` takes it as it is.
+
+    `skipped`: why hosts that are no Kubernetes node have no object (ClusterView.not_nodes), in
+    the List's own annotation; kubectl applies the items and never sends the List itself."""
     for item in items:
         item.setdefault("metadata", {}).setdefault("annotations", {}).update(annotations)
-    return json.dumps({"apiVersion": "v1", "kind": "List", "items": items}, indent=2) + "\n"
+    found: dict[str, Any] = {"apiVersion": "v1", "kind": "List", "items": items}
+    if skipped:
+        found["metadata"] = {"annotations": {SKIPPED_HOSTS: "; ".join(skipped)}}
+    return json.dumps(found, indent=2) + "\n"
 
 
 async def render(gw: Gateway, fmt: ExportFormat, cluster: str | None, host: str | None) -> Rendered:
@@ -114,18 +123,20 @@ async def _render_cluster(gw: Gateway, fmt: ExportFormat, view: ClusterView, hos
     if fmt is ExportFormat.KUEUE_LABELS:
         return Rendered(_after_first_line(formats.kueue_label_commands(view), head), stamp)
     if fmt is ExportFormat.TOPOGRAPH_LABELS:
-        return Rendered(kubernetes.label_commands(view.cluster, kubernetes.topograph_labels(view), head), stamp)
+        return Rendered(kubernetes.label_commands(view, kubernetes.topograph_labels(view), head), stamp)
     if fmt is ExportFormat.NFD:
         if host is not None:
             labels = kubernetes.topograph_labels(view).get(host)
             if labels is None:
                 raise ExportError(ErrorKind.NOT_FOUND, f"no host named {host!r} in cluster {view.cluster!r}")
             return Rendered(kubernetes.nfd_feature_file(host, labels, head), stamp)
-        return Rendered(as_list(kubernetes.nfd_node_features(view, notes), notes), stamp, "application/json")
+        return Rendered(
+            as_list(kubernetes.nfd_node_features(view, notes), notes, view.not_nodes), stamp, "application/json"
+        )
     if fmt is ExportFormat.DRA:
         slices = kubernetes.resource_slices(view, await _hosts(gw, view), notes)
-        return Rendered(as_list(slices, notes), stamp, "application/json")
-    return Rendered(as_list(formats.volcano_hypernodes(view), notes), stamp, "application/json")
+        return Rendered(as_list(slices, notes, view.not_nodes), stamp, "application/json")
+    return Rendered(as_list(formats.volcano_hypernodes(view), notes, view.not_nodes), stamp, "application/json")
 
 
 async def _hosts(gw: Gateway, view: ClusterView) -> list[HostTopology]:

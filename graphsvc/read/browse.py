@@ -8,6 +8,7 @@ once. Pages are keyset pages (the cursor is the last key seen), at most `graphsv
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -148,6 +149,15 @@ class FabricPath:
     bottleneck_gbps: float | None
 
 
+def more_after(page: Sequence[object], rows: Sequence[object]) -> bool:
+    """Whether a page read as `first + 1` rows has more after it; never for an empty page.
+
+    An empty page has no end cursor, so "more follow" sent a client following hasNextPage and
+    endCursor back to the start, forever (`first: 0` or below, graphsvc.paging): it says no more.
+    """
+    return bool(page) and len(rows) > len(page)
+
+
 def is_stale(received_at: float | None, now: float, stale_after_s: float) -> bool:
     return bool(received_at and now - received_at > stale_after_s)
 
@@ -224,7 +234,7 @@ class Browse:
         ]
         return HostConnection(
             nodes=nodes,
-            page_info=PageInfo(has_next_page=len(rows) > n, end_cursor=nodes[-1].name if nodes else None),
+            page_info=PageInfo(has_next_page=more_after(nodes, rows), end_cursor=nodes[-1].name if nodes else None),
         )
 
     async def gpus_page(self, flt: GPUFilter, first: int, after: str | None) -> GpuPage:
@@ -242,7 +252,9 @@ class Browse:
             },
         )
         nodes = [LocatedGpu(gpu_from_row(r), r["host"], r["rack"], r["scalable_unit"]) for r in rows[:n]]
-        return GpuPage(nodes, PageInfo(has_next_page=len(rows) > n, end_cursor=nodes[-1].gpu.uuid if nodes else None))
+        return GpuPage(
+            nodes, PageInfo(has_next_page=more_after(nodes, rows), end_cursor=nodes[-1].gpu.uuid if nodes else None)
+        )
 
     async def gpus_by_uuid(self, uuids: list[str]) -> list[LocatedGpu]:
         """These GPUs with their hosts (those the graph knows), by host and index."""
@@ -273,7 +285,9 @@ class Browse:
         ]
         return Fabric(
             switches=switches,
-            page_info=PageInfo(has_next_page=len(rows) > n, end_cursor=switches[-1].name if switches else None),
+            page_info=PageInfo(
+                has_next_page=more_after(switches, rows), end_cursor=switches[-1].name if switches else None
+            ),
         )
 
     async def fabric_path(self, a: str, b: str) -> FabricPath | None:

@@ -137,7 +137,8 @@ async def test_a_plan_takes_the_priorities_reserve_takes(
 
 async def test_first_below_one_is_an_empty_page_for_every_paged_field(client: httpx.AsyncClient, h100: Gateway) -> None:
     """`first` below 1 was clamped to a page of 1 (a probe asked for none and got one); every paged
-    field now answers an empty page (graphsvc.paging.page_size), which says whether more follow."""
+    field now answers an empty page (graphsvc.paging.page_size), which says no more follow: it said
+    `hasNextPage: true` with no cursor, and a client following it asked again forever (stop 62)."""
     made = (await gql(client, RESERVE, {"r": {"gpus": 1, "model": "H100"}, "p": 0}))["reserve"]
     assert made["__typename"] == "Reservation"
     for first in (0, -1, -100):
@@ -145,7 +146,7 @@ async def test_first_below_one_is_an_empty_page_for_every_paged_field(client: ht
         hosts = await gql(
             client, "query($f: Int!) { hosts(first: $f) { nodes { name } pageInfo { hasNextPage } } }", variables
         )
-        assert hosts["hosts"] == {"nodes": [], "pageInfo": {"hasNextPage": True}}
+        assert hosts["hosts"] == {"nodes": [], "pageInfo": {"hasNextPage": False}}
         gpus = await gql(client, "query($f: Int!) { gpus(first: $f) { nodes { uuid } } }", variables)
         held = await gql(client, "query($f: Int!) { reservations(first: $f) { id } }", variables)
         found = await gql(client, 'query($f: Int!) { search(text: "h100", first: $f) { name } }', variables)

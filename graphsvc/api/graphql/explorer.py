@@ -42,11 +42,14 @@ class GPUGrid:
 
 
 def gpu_grid(page: explorer.GridPage) -> GPUGrid:
+    """An empty page (`first` below 1) says no more follow, as `hosts`, `gpus` and `fabric` do
+    (graphsvc.read.browse.more_after): it has no end cursor to go on from, and "more" sent a
+    client following hasNextPage back to the start, forever."""
     return GPUGrid(
         columns=explorer.GRID_COLUMNS,
         rows=cast(JSON, page.rows),
         end_cursor=page.end_cursor,
-        has_next_page=page.has_next_page,
+        has_next_page=page.has_next_page and bool(page.rows),
     )
 
 
