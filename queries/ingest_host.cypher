@@ -189,16 +189,15 @@ WITH DISTINCT domains_left, leaves_cut, h, kept
 ORDER BY kept.name
 WITH domains_left, leaves_cut, h, collect(kept) AS leaves
 WITH domains_left, leaves_cut, h, leaves, [n IN leaves_cut WHERE NOT n IN [l IN leaves | l.name]] AS left_names
-// A host that lost a cable reaches the spines above the leaves it keeps, and the cores above
-// those (hop counts: graphsvc.placement.model.hops), read again here only then. Kept as they
+// A host that lost a cable reaches the switches above the leaves it keeps ("spines", whatever
+// their tier) and those above them ("cores"; hop counts: graphsvc.placement.model.hops), read
+// again here only then. Kept as they
 // were, a host that left its only leaf under a spine was still called 3 hops from that spine's
 // hosts. A host that left a leaf may have left the pod its position named (the pods are the
 // fabric import's to say, for the exports): no pod until the next import.
 UNWIND (CASE WHEN size(leaves_cut) = 0 OR size(leaves) = 0 THEN [null] ELSE leaves END) AS up_leaf
 OPTIONAL MATCH (up_leaf)-[:UPLINK]->(up_spine:Switch)
-WHERE up_leaf.tier = 'leaf' AND up_spine.tier = 'spine'
 OPTIONAL MATCH (up_spine)-[:UPLINK]->(up_core:Switch)
-WHERE up_core.tier = 'core'
 WITH domains_left, leaves_cut, h, leaves, left_names,
      collect(DISTINCT up_spine.name) AS spines, collect(DISTINCT up_core.name) AS cores
 FOREACH (x IN CASE WHEN size(leaves_cut) = 0 THEN [] ELSE [h] END |

@@ -4,8 +4,7 @@
 // XIDs seen, and the nearest NIC port's symbol/link-downed/receive errors.
 // @read
 // @param hosts list<string>
-// @row host string, rack string?, scalable_unit string?, leaves list<string>?, spines list<string>?
-// @row cores list<string>?, pod string?, cluster string?
+// @row host string, rack string?, scalable_unit string?, leaves list<string>?, pod string?, cluster string?
 // @row received_at float?, uuid string, index int, model string, memory_mib int?, state string
 // @row health string?, temperature_c float?, utilization_pct float?, domain string?, domain_kind string?
 // @row nic string?, rail int?, nic_rate_gbps float?, via string?, leaf string?, nvswitch_gbps float
@@ -16,8 +15,7 @@ WHERE h.name IN $hosts
 OPTIONAL MATCH (g)-[:IN_DOMAIN]->(d:NVLinkDomain)
 OPTIONAL MATCH (g)-[a:NIC_AFFINITY]->(n:NIC)
 OPTIONAL MATCH (n)-[:UPLINK]->(leaf:Switch)
-RETURN h.name AS host, h.rack AS rack, h.scalable_unit AS scalable_unit, h.leaves AS leaves, h.spines AS spines,
-       h.cores AS cores, h.pod AS pod, h.cluster AS cluster,
+RETURN h.name AS host, h.rack AS rack, h.scalable_unit AS scalable_unit, h.leaves AS leaves, h.pod AS pod, h.cluster AS cluster,
        h.received_at AS received_at, g.uuid AS uuid, g.index AS index, g.model AS model,
        g.memory_mib AS memory_mib, g.state AS state, g.health AS health, g.temperature_c AS temperature_c,
        g.utilization_pct AS utilization_pct, d.uuid AS domain, d.kind AS domain_kind, n.name AS nic,

@@ -39,16 +39,19 @@ def host_positions(facts: FabricFacts) -> list[dict[str, object]]:
     for cable in facts.nic_uplinks:
         host_leaves[cable.host].add(cable.switch)
         cables[cable.host].add((cable.nic, cable.switch))
-    cores_of: dict[str, set[str]] = defaultdict(set)
+    # The switches one and two levels above a host's leaves, whatever their tiers say: a two-tier
+    # fabric whose top is named "core" (leaf -> core uplinks, which the fabric model accepts)
+    # had no spine and no core above its leaves, and hosts under two leaves were said to have
+    # no path (a review's case).
+    above: dict[str, set[str]] = defaultdict(set)
     for up in facts.switch_uplinks:
-        if tiers.get(up.lower) is SwitchTier.SPINE and tiers.get(up.upper) is SwitchTier.CORE:
-            cores_of[up.lower].add(up.upper)
+        above[up.lower].add(up.upper)
     out: list[dict[str, object]] = []
     for host, reached in sorted(host_leaves.items()):
         ordered = sorted(reached)
         pods = sorted(pod_name.get(leaf, f"pod:{leaf}") for leaf in ordered)
-        spines = sorted({spine for leaf in ordered for spine in spines_of.get(leaf, ())})
-        cores = sorted({core for spine in spines for core in cores_of.get(spine, ())})
+        spines = sorted({spine for leaf in ordered for spine in above.get(leaf, ())})
+        cores = sorted({core for spine in spines for core in above.get(spine, ())})
         position: dict[str, object] = {"leaves": ordered, "pod": pods[0], "spines": spines, "cores": cores}
         out.append({"host": host, **position, "cabling": cabling_digest(sorted(cables[host]), position)})
     return out

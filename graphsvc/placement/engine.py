@@ -171,6 +171,12 @@ class HostLoader:
             for name in missing:
                 if name in self.cache:
                     self.cache[name].gpus.sort(key=lambda g: g.index)
+            # The switches above each host's leaves, one row per host: on placement_host_gpus's
+            # flat rows (host columns on every GPU's) they doubled the values a wide search parsed.
+            found = [n for n in missing if n in self.cache]
+            for pos in await self.gw.read("placement_host_positions", {"hosts": found}) if found else []:
+                read = self.cache[pos["host"]]
+                read.spines, read.cores = frozenset(pos["spines"] or ()), frozenset(pos["cores"] or ())
             for name, site in (await host_sites(self.gw, [n for n in missing if n in self.cache])).items():
                 self.cache[name].site = site
                 if locality.outside(site, self.sites):
@@ -283,8 +289,6 @@ def _host(name: str, fields: GpuRow) -> Host:
         received_at=fields.get("received_at"),
         gpus=[],
         cluster=fields.get("cluster"),
-        spines=frozenset(fields.get("spines") or ()),
-        cores=frozenset(fields.get("cores") or ()),
     )
 
 

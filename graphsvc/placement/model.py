@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, cast
 
 if TYPE_CHECKING:
@@ -27,8 +28,6 @@ class GpuRow(TypedDict, total=False):
     rack: str | None
     scalable_unit: str | None
     leaves: list[str] | None
-    spines: list[str] | None
-    cores: list[str] | None
     pod: str | None
     cluster: str | None
     received_at: float | None
@@ -278,6 +277,10 @@ class Host:
     spines: frozenset[str] = frozenset()  # above its leaves: hosts sharing one are 3 hops apart
     cores: frozenset[str] = frozenset()  # above its spines: hosts sharing one are 5 hops apart
 
+    @cached_property
+    def leaf_set(self) -> frozenset[str]:
+        return frozenset(self.leaves)
+
     @property
     def free(self) -> list[Gpu]:
         """Free GPUs as the counters count them: a failed GPU is never free."""
@@ -298,7 +301,8 @@ def leaf_units(hosts: Iterable[Host]) -> dict[str, str]:
 
 def hops(a: Host, b: Host) -> int | None:
     """Switches crossed between two hosts' NICs, up to the lowest switch above both and down: a
-    shared leaf 1, a shared spine 3, a shared core 5 (graphsvc.ingest.fabric_plan). None when not
+    shared leaf 1, a shared spine 3, a shared core 5 (graphsvc.ingest.fabric_plan: the switches
+    one and two levels above a host's leaves, whatever their tiers); mixed levels 2 or 4. None when not
     known (a host no fabric cables) or not joined: two clusters (two fabrics), or no switch above
     both (leaf islands, or pods no core joins). A pod each said 3 or 5: 5 for dual-plane hosts
     that share a second plane's spine (3), and 5 for leaf islands with no path (a probe's cases)."""
@@ -308,13 +312,23 @@ def hops(a: Host, b: Host) -> int | None:
         return None
     if a.cluster is not None and b.cluster is not None and a.cluster != b.cluster:
         return None
-    if not set(a.leaves).isdisjoint(b.leaves):
-        return 1
-    if not a.spines.isdisjoint(b.spines):
-        return 3
-    if not a.cores.isdisjoint(b.cores):
-        return 5
+    up_a, up_b = (a.leaf_set, a.spines, a.cores), (b.leaf_set, b.spines, b.cores)
+    for levels, crossed in _MEETINGS:
+        if any(not up_a[i].isdisjoint(up_b[j]) for i, j in levels):
+            return crossed
     return None
+
+
+# Where two hosts may meet, by the levels above their NICs (0: the switch a NIC is cabled to, 1:
+# one above, 2: two above) on each side, and the switches crossed then, fewest first. Mixed levels
+# count too: a host cabled to a spine meets a host under that spine's leaf in 2.
+_MEETINGS: tuple[tuple[tuple[tuple[int, int], ...], int], ...] = (
+    (((0, 0),), 1),
+    (((0, 1), (1, 0)), 2),
+    (((1, 1), (0, 2), (2, 0)), 3),
+    (((1, 2), (2, 1)), 4),
+    (((2, 2),), 5),
+)
 
 
 def hop_keys(host: Host, limit: int) -> frozenset[str]:

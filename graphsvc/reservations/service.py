@@ -508,11 +508,11 @@ class ReservationService:
         if fingerprint is not None:
             props["request_hash"] = fingerprint
         outcome = await self._reserve_new(request, gpus, props, ttl, key_use, explain=explain)
-        if allow_preemption and isinstance(outcome, (Conflict, Infeasible)):
+        if allow_preemption and request is not None and isinstance(outcome, (Conflict, Infeasible)):
+            # (A list of GPUs is never preempted for: it answers as without allowPreemption.)
             raced = await self._raced(key_use, holder, owner)
             if raced is not None:
                 return raced  # not a second set of victims for a key whose reservation exists
-            assert request is not None  # a list of GPUs is never preempted for
             preempted = await self._reserve_preempting(request, props, ttl)
             if preempted is not None:
                 return preempted

@@ -99,6 +99,18 @@ async def test_leaf_islands_are_no_hops_apart(gateway: Gateway) -> None:
     assert await answer(gateway, "16xH100 ib-hops<=5 exclude=b0,b1") == (["a0", "a1"], 1)
 
 
+async def test_leaves_straight_under_a_core_are_3_hops_apart(gateway: Gateway) -> None:
+    """A two-tier fabric whose top is named core: the switch above a leaf counts whatever its tier
+    (hosts under two leaves were said to have no path, and ib-hops<=5 refused them; a review's case)."""
+    fab = fabric(hosts(), lambda h, r: ("X" if SU[h] == "A" else "Y") if r < 8 else None,
+                 [("X", "C", SwitchTier.CORE), ("Y", "C", SwitchTier.CORE)])  # fmt: skip
+    snap = await load(gateway, hosts(), fab)
+    assert oracle.hops(snap, "a0", "b0") == 3
+    for text in ["16xH100 per-host=8 ib-hops<=3 exclude=a1,b1", "16xH100 ib-hops<=5 exclude=a1,b1"]:
+        assert oracle.feasible(snap, parse_request(text).validated())
+        assert await answer(gateway, text) == (["a0", "b0"], 3)
+
+
 async def test_a_host_that_loses_its_second_plane_cables_leaves_that_planes_spine(gateway: Gateway) -> None:
     """b0's document drops its rails 8-15 NICs: it no longer reaches z2, so it is 5 hops from a0
     (sb - core - sa), not 3. Kept as the import wrote them, its spines still named z2."""

@@ -137,7 +137,10 @@ async def test_v7_fabric_cliques_are_named_within_their_cluster(gateway: Gateway
     for t in range(2):
         await ingest_host(gateway, tray(f"tray-{t}", "c/rack/clique-0", seed=t))
     await gateway.backend.run(
-        _adhoc("MATCH (d:NVLinkDomain {kind: 'fabric-clique'}) SET d.uuid = 'c/rack/clique-0' RETURN count(d) AS n"),
+        _adhoc(
+            "MATCH (d:NVLinkDomain {kind: 'fabric-clique'}) SET d.uuid = 'c/rack/clique-0' WITH d "
+            "MATCH (d)<-[:IN_DOMAIN]-(g:GPU) SET g.nvlink_domain = d.uuid RETURN count(g) AS n"
+        ),
         {},
         write=True,
         timeout_s=NEO4J_TEST_TIMEOUT_S,
@@ -146,6 +149,10 @@ async def test_v7_fabric_cliques_are_named_within_their_cluster(gateway: Gateway
     assert (await migrate(gateway)).applied == V8
     rows = await gateway.read("nvlink_domains")
     assert [(r["uuid"], r["members"]) for r in rows] == [("default/fabric/c/rack/clique-0", 8)]
+    gpus = await gateway.backend.run(
+        _adhoc("MATCH (g:GPU) RETURN DISTINCT g.nvlink_domain AS d"), {}, write=False, timeout_s=NEO4J_TEST_TIMEOUT_S
+    )
+    assert [g["d"] for g in gpus] == ["default/fabric/c/rack/clique-0"]  # what the explorer shows (a review's case)
     await ingest_host(gateway, tray("tray-2", "c/rack/clique-0", seed=2))
     rows = await gateway.read("nvlink_domains")
     assert [(r["uuid"], r["members"]) for r in rows] == [("default/fabric/c/rack/clique-0", 12)]

@@ -282,6 +282,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "limit": 2,
     },
     "placement_host_gpus": {"hosts": [FIRST.hostname]},
+    "placement_host_positions": {"hosts": [FIRST.hostname]},
     "placement_host_topology": {"hosts": [FIRST.hostname, "no-such-host"]},
     "placement_host_nvlinks": {"hosts": [FIRST.hostname]},
     "largest_free_hosts": {"top": 8, "limit": 3},

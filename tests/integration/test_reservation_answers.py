@@ -21,7 +21,7 @@ import pytest
 from graphsvc.ingest.service import ingest_host
 from graphsvc.placement.request import parse_request
 from graphsvc.reservations.elastic import elastic_for
-from graphsvc.reservations.service import Reservation, ReservationService
+from graphsvc.reservations.service import Conflict, Reservation, ReservationService
 from graphsvc.store.errors import StoreError, StoreUnavailableError
 from graphsvc.store.gateway import Gateway
 from tests.cluster_helpers import load
@@ -55,6 +55,17 @@ async def test_the_loser_of_a_key_race_with_preemption_allowed_gets_the_keys_res
     )  # fmt: skip
     assert all(isinstance(o, Reservation) for o in both), both
     assert len({o.id for o in both if isinstance(o, Reservation)}) == 1
+
+
+async def test_a_list_of_gpus_with_preemption_allowed_answers_as_without(gateway: Gateway) -> None:
+    """A list of GPUs is never preempted for: held ones are a Conflict either way (this stop's
+    restructuring of `reserve` raised on it, a 500; a review's case)."""
+    cluster = await load(gateway, "l40s:hosts=1")
+    uuids = [g.uuid for g in cluster.hosts[0].gpus]
+    svc = ReservationService(gateway)
+    await svc.reserve(holder="a", gpus=uuids[:1], ttl_s=600, preemptible=True)
+    answer = await svc.reserve(holder="b", gpus=uuids[:1], ttl_s=600, priority=5, allow_preemption=True)
+    assert isinstance(answer, Conflict), answer
 
 
 async def test_a_batch_whose_second_statement_fails_answers_what_the_first_committed(gateway: Gateway) -> None:

@@ -71,5 +71,21 @@ def test_each_host_learns_the_spines_above_its_leaves_and_the_cores_above_those(
     assert positions(facts) == {"a": (["S1", "Z"], ["C"]), "b": (["S2", "Z"], ["C"])}
 
 
+def test_the_switch_above_a_leaf_counts_whatever_its_tier() -> None:
+    """A two-tier fabric whose top is named core (leaf -> core uplinks): its hosts had no spine
+    and no core, and hosts under two leaves were said to have no path (a review's case)."""
+    facts = fabric({"a": "L1", "b": "L2"}, {})
+    facts = facts.model_copy(
+        update={
+            "switches": [*facts.switches, FabricSwitch(name="C", tier=SwitchTier.CORE)],
+            "switch_uplinks": [
+                SwitchUplink(lower="L1", upper="C", bandwidth_gbps=100),
+                SwitchUplink(lower="L2", upper="C", bandwidth_gbps=100),
+            ],
+        }
+    )
+    assert positions(facts) == {"a": (["C"], []), "b": (["C"], [])}
+
+
 def test_a_leaf_under_no_spine_gives_its_hosts_no_spine_and_no_core() -> None:
     assert positions(fabric({"a": "L1", "b": "L2"}, {})) == {"a": ([], []), "b": ([], [])}

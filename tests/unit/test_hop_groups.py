@@ -34,6 +34,9 @@ A = host("a", ["L1"], {"S1"}, {"C1"})
         (host("b", ["L2"], {"S1"}, {"C1"}), 3),  # a shared spine
         (host("b", ["L2"], {"S2", "S1"}), 3),  # a second plane's spine (dual plane)
         (host("b", ["L2"], {"S2"}, {"C1"}), 5),  # a shared core
+        (host("b", ["S1"], {"C1"}), 2),  # cabled to a's spine itself: S1 only
+        (host("b", ["C1"]), 3),  # cabled to a's core itself: L1 - S1 - C1
+        (host("b", ["L2"], {"C1"}), 4),  # its leaf straight under a's core: L1 - S1 - C1 - L2
         (host("b", ["L2"], {"S2"}, {"C2"}), None),  # pods no core joins
         (host("b", ["L2"]), None),  # a leaf island
         (host("b", []), None),  # no cable known

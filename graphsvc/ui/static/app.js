@@ -130,7 +130,7 @@ function groupHosts(hosts, byHost) {
   const groups = new Map();
   for (const h of hosts) {
     const gpus = byHost[h.name] || [];
-    const shared = gpus.find((g) => g.nvlinkDomain && !g.nvlinkDomain.startsWith(h.name))?.nvlinkDomain;
+    const shared = gpus.find((g) => g.nvlinkDomain && !g.nvlinkDomain.startsWith(`${h.name}/nvlink/`))?.nvlinkDomain;
     const key = h.scalableUnit || (shared ? `NVL${domainSize(shared, byHost)} ${h.rack || shared}` : h.rack) || "unplaced";
     if (!groups.has(key)) groups.set(key, { key, hosts: [], shared: new Set(), cluster: h.cluster });
     groups.get(key).hosts.push(h);
