@@ -333,11 +333,13 @@ _MEETINGS: tuple[tuple[tuple[tuple[int, int], ...], int], ...] = (
 
 def hop_keys(host: Host, limit: int) -> frozenset[str]:
     """The switches whose hosts may form a set with this one under a hop limit of 3 or more: each
-    of its spines (3-4 hops), and each of its cores as well (5 or more). All hosts keyed by one
-    switch are within the limit of each other (they meet at it); a host no spine is above is
-    keyed by its leaves (it meets others there only)."""
+    of its spines (3 hops), and each of its cores as well (4 or more: a host whose leaf is right
+    under a core meets one two levels below it in 4). Under 3 or 5 and more, all hosts keyed by
+    one switch are within the limit of each other (they meet at it); under 4 two hosts two levels
+    below a core are not. A host no spine is above is keyed by its leaves (it meets others there
+    only)."""
     keys = host.spines if host.spines else frozenset(host.leaves)
-    return keys | host.cores if limit >= 5 else keys
+    return keys | host.cores if limit >= 4 else keys
 
 
 def hop_groups(hosts: Iterable[Host], limit: int | None) -> list[list[Host]]:
@@ -363,8 +365,8 @@ def hop_groups(hosts: Iterable[Host], limit: int | None) -> list[list[Host]]:
     unique = list(dict.fromkeys(frozenset(under[key]) for key in sorted(under)))
     groups = []
     for members in unique:
-        if any(members < other for other in unique):
-            continue
+        if limit != 4 and any(members < other for other in unique):
+            continue  # (under 4 a core's group is no clique: a spine's inside it may hold a set it does not)
         positions = sorted(n for k in members for n in by_keys[kinds[k]])
         groups.append([hosts[n] for n in positions])
     return groups

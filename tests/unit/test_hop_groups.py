@@ -84,3 +84,13 @@ def test_leaf_islands_are_groups_of_their_own_under_any_limit() -> None:
 
 def test_a_host_no_fabric_cables_is_in_no_group_under_a_limit() -> None:
     assert names(hop_groups([host("a", [])], 3)) == [] and names(hop_groups([host("a", [])], None)) == [["a"]]
+
+
+def test_under_4_hops_a_core_groups_hosts_one_and_two_levels_below_it() -> None:
+    """a's leaf is right under core C, b's two levels below it: 4 hops. Grouped by spines only
+    (as under 3), `ib-hops<=4` refused what the oracle placed (a fuzzer's case); a core's group is
+    no clique under 4, so the spines' groups inside it are kept."""
+    a, b, c = host("a", ["L1"], {"C"}), host("b", ["L2"], {"S"}, {"C"}), host("c", ["L3"], {"S"}, {"C"})
+    assert (hops(a, b), hops(b, c)) == (4, 3)
+    assert names(hop_groups([a, b, c], 3)) == [["a"], ["b", "c"]]
+    assert names(hop_groups([a, b, c], 4)) == [["a", "b", "c"], ["b", "c"]]
