@@ -13,7 +13,7 @@ tests/unit/test_reservation_layout.py); the service reads the graph and writes t
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 
@@ -145,9 +145,17 @@ def _packed_pick(current: Sequence[Slot], pool: Sequence[Slot], add: int) -> lis
     return None
 
 
-def plan_grow(current: Sequence[Slot], pool: Sequence[Slot], add: int, *, keep_layout: bool = True) -> GrowPlan | None:
+def plan_grow(
+    current: Sequence[Slot],
+    pool: Sequence[Slot],
+    add: int,
+    *,
+    keep_layout: bool = True,
+    fits: Callable[[Sequence[Slot]], bool] = lambda _: True,
+) -> GrowPlan | None:
     """The GPUs to add, best layout first; None when no choice fits (or none keeps the layout
-    and `keep_layout` is set). `pool` is the free, eligible GPUs near the job (not its own)."""
+    and `keep_layout` is set). `pool` is the free, eligible GPUs near the job (not its own);
+    `fits` refuses a choice whose hosts break the job's IB hop limit (reach.all_meet)."""
     if add < 1:
         return None
     domains = {s.domain for s in current if s.domain is not None}
@@ -162,7 +170,7 @@ def plan_grow(current: Sequence[Slot], pool: Sequence[Slot], add: int, *, keep_l
     for where, candidates in tiers:
         for picker in (_aligned_pick, _packed_pick) if aligned else (_packed_pick,):
             picked = picker(current, candidates, add)
-            if picked is None:
+            if picked is None or not fits(picked):
                 continue
             kept = layout_kept(current, picked, domain_room=domain_room)
             hosts = len({s.host for s in picked})

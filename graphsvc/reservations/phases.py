@@ -104,8 +104,8 @@ async def next_phase(elastic: ElasticService, reservation_id: str) -> PhaseFit |
         return PhaseFit(phase, label, request, False, now, want, reason="a resize in place keeps only count and model")
     if want <= now:
         return PhaseFit(phase, label, request, True, now, want, reason="shrinks in place (or stays)")
-    pool, _ = await elastic.pool(live, elastic.rs.clock())
-    grow = plan_grow(live.slots, pool, want - now, keep_layout=False)
+    pool, fits = await elastic.pool(live, elastic.rs.clock())
+    grow = plan_grow(live.slots, pool, want - now, keep_layout=False, fits=fits)
     if grow is None:
         return PhaseFit(
             phase, label, request, False, now, want, reason=f"{want - now} more GPU(s) are not free near it"

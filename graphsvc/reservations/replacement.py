@@ -69,8 +69,10 @@ class ReplacementService:
             lost = [s for s in live.slots if s.uuid in set(failed)]
             if not lost:
                 return None
-            pool, _ = await self.elastic.pool(live, self.rs.clock())
+            pool, fits = await self.elastic.pool(live, self.rs.clock())
             found = replacement_plan(live.slots, lost, pool)
+            if found is not None and not fits([s for s in pool if s.uuid in set(found[0].values())]):
+                found = None  # the spares chosen would not meet each other under its hop limit
             holder = live.reservation.holder
             now = self.rs.clock()
             if found is None:

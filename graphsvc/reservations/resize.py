@@ -13,7 +13,7 @@ take the next ranks, removed ones leave their rank and the rest close up.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from graphsvc.placement.engine import HostLoader
@@ -21,6 +21,7 @@ from graphsvc.placement.model import Gpu, InfeasibleReason
 from graphsvc.placement.select import UNHEALTHY
 from graphsvc.reservations.events import Event
 from graphsvc.reservations.layout import GrowPlan, Slot, plan_grow, plan_shrink
+from graphsvc.reservations.reach import all_meet, hop_limit, reachable
 from graphsvc.reservations.rows import Notices, ReservationProps, ReservationRow, as_reservation_rows
 from graphsvc.reservations.service import (
     Conflict,
@@ -135,12 +136,24 @@ class ElasticService:
         stale = self.rs.engine.stale_after_s
         return HostLoader(self.gw, now, stale_before=None if stale is None else now - stale)
 
-    async def pool(self, live: Live, now: float) -> tuple[list[Slot], dict[str, Gpu]]:
-        """Free, healthy GPUs of the job's model near it (not its own), and every GPU read."""
+    async def pool(self, live: Live, now: float) -> tuple[list[Slot], Callable[[Sequence[Slot]], bool]]:
+        """Free, healthy GPUs of the job's model near it (not its own) on hosts that meet every
+        host of the job under its IB hop limit (reach.py), and a check that added GPUs' hosts
+        also meet each other."""
         rows = await self.gw.read(
             "reservations/resize_neighbourhood", {"id": live.reservation.id, "limit": MAX_NEIGHBOUR_HOSTS}
         )
-        hosts = await self.loader(now).load([r["name"] for r in rows])
+        loader = self.loader(now)
+        near = await loader.load([r["name"] for r in rows])
+        job = await loader.load(sorted({s.host for s in live.slots}))
+        limit = hop_limit(live.props.get("request"))
+        within = reachable(job, near, limit)
+        hosts = [h for h in near if h.name in within]
+        by_name = {h.name: h for h in hosts}
+
+        def fits(added: Sequence[Slot]) -> bool:
+            return all_meet(job, [by_name[n] for n in sorted({s.host for s in added}) if n in by_name], limit)
+
         gpus = {g.uuid: g for h in hosts for g in h.gpus}
         models = {g.model for g in live.reservation.gpus if g.held}
         mine = set(live.rank_order)
@@ -152,7 +165,7 @@ class ElasticService:
             and (g.health or "").lower() not in UNHEALTHY
             and (not models or g.model in models)
         ]
-        return sorted(pool, key=lambda s: (s.host, s.index)), gpus
+        return sorted(pool, key=lambda s: (s.host, s.index)), fits
 
     # ---- resizing ---------------------------------------------------------------------
 
@@ -216,8 +229,8 @@ class ElasticService:
             domain_free = {d["domain"]: int(d["free"] or 0) for r in rows for d in r["domains"] if d["domain"]}
             drop = plan_shrink(live.slots, len(have) - gpus, host_free, domain_free)
             return [], drop, True, f"frees the {len(drop)} GPU(s) that leave the largest free block"
-        pool, _ = await self.pool(live, self.rs.clock())
-        plan: GrowPlan | None = plan_grow(live.slots, pool, gpus - len(have), keep_layout=keep_layout)
+        pool, fits = await self.pool(live, self.rs.clock())
+        plan: GrowPlan | None = plan_grow(live.slots, pool, gpus - len(have), keep_layout=keep_layout, fits=fits)
         if plan is None:
             why = "keeping its layout (same NVLink domain, leaves and rails)" if keep_layout else "near it"
             hint = "keepLayout: false" if keep_layout else None
