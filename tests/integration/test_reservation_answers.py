@@ -21,6 +21,7 @@ import pytest
 from graphsvc.ingest.service import ingest_host
 from graphsvc.placement.request import parse_request
 from graphsvc.reservations.elastic import elastic_for
+from graphsvc.reservations.events import Event
 from graphsvc.reservations.service import Conflict, Reservation, ReservationService
 from graphsvc.store.errors import StoreError, StoreUnavailableError
 from graphsvc.store.gateway import Gateway
@@ -118,3 +119,44 @@ async def test_renewing_a_pending_preemption_answers_it_as_it_is(gateway: Gatewa
     await preemption.tick()
     after = await svc.get(pid)
     assert after is not None and after.state == "active"
+
+
+async def test_a_reaper_statement_that_fails_loses_no_earlier_expired_event(gateway: Gateway) -> None:
+    """The reaper ends lapsed leases a page per statement; when a later page's statement fails
+    (the store went away), the pages already committed still announce `reservation.expired`,
+    exactly once (they were told only after every page, and the next run no longer finds them)."""
+    await load(gateway, "l40s:hosts=2")
+    clock = Clock()
+    svc = ReservationService(gateway, clock=clock, group_commit=False)
+    told: list[str] = []
+
+    async def observe(event: Event) -> None:
+        if event.kind == "reservation.expired":
+            told.append(event.subject)
+
+    svc.events.observers.append(observe)
+    made = []
+    for n in range(3):
+        one = await svc.reserve(holder=f"job{n}", request=parse_request("1xL40S"), ttl_s=10)
+        assert isinstance(one, Reservation), one
+        made.append(one.id)
+    clock.now += 60
+    real_write = gateway.write
+    pages = 0
+
+    async def flaky(name: str, params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+        nonlocal pages
+        if name == "reservations/expire_reservations":
+            pages += 1
+            if pages == 2:
+                raise StoreUnavailableError("injected: the store went away")
+        return await real_write(name, params)
+
+    gateway.write = flaky  # type: ignore[method-assign]
+    try:
+        with pytest.raises(StoreUnavailableError):
+            await svc.expire_due(batch=1)
+    finally:
+        gateway.write = real_write  # type: ignore[method-assign]
+    await svc.expire_due(batch=1)
+    assert sorted(told) == sorted(made)  # each once: one was never told
