@@ -299,6 +299,37 @@ def leaf_units(hosts: Iterable[Host]) -> dict[str, str]:
     return {h.name: min(h.leaves, key=lambda leaf: (-reach[leaf], leaf)) for h in hosts if h.leaves}
 
 
+def fabric_islands(hosts: Iterable[Host]) -> dict[str, str]:
+    """Each cabled host's island within its cluster, as a suffix of the cluster's name: "" for
+    the largest (ties by first host name), "#2", "#3" ... for the others. Hosts sharing a leaf,
+    spine or core (Host.leaves, .spines, .cores) are one island; no switch joins two islands, so
+    no job spans them (shaped placement's cluster tier joined leaf islands and reported a NIC's
+    bandwidth between hosts with no path; a probe's case). Hosts no fabric cables are left out."""
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        while parent.setdefault(x, x) != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    cabled = [h for h in hosts if h.leaves]
+    for h in cabled:
+        for switch in (*h.leaves, *h.spines, *h.cores):
+            parent[find(f"h:{h.name}")] = find(f"s:{h.cluster}/{switch}")
+    members: dict[tuple[str | None, str], list[str]] = {}
+    for h in cabled:
+        members.setdefault((h.cluster, find(f"h:{h.name}")), []).append(h.name)
+    out: dict[str, str] = {}
+    by_cluster: dict[str | None, list[list[str]]] = {}
+    for (cluster, _root), names in members.items():
+        by_cluster.setdefault(cluster, []).append(sorted(names))
+    for islands in by_cluster.values():
+        for n, names in enumerate(sorted(islands, key=lambda names: (-len(names), names[0]))):
+            out.update((name, "" if n == 0 else f"#{n + 1}") for name in names)
+    return out
+
+
 def hops(a: Host, b: Host) -> int | None:
     """Switches crossed between two hosts' NICs, up to the lowest switch above both and down: a
     shared leaf 1, a shared spine 3, a shared core 5 (graphsvc.ingest.fabric_plan: the switches

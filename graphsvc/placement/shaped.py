@@ -18,7 +18,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from graphsvc.placement.model import SWITCHED_KINDS, Gpu, Host, InfeasibleReason, leaf_units
+from graphsvc.placement.model import SWITCHED_KINDS, Gpu, Host, InfeasibleReason, fabric_islands, leaf_units
 from graphsvc.placement.select import bottleneck, eligible, find_clique, pair_gbps
 from graphsvc.placement.shape import (
     TIERS,
@@ -31,21 +31,35 @@ from graphsvc.placement.shape import (
 )
 
 
-def host_key(tier: Tier, host: Host, leaves: Mapping[str, str]) -> str | None:
-    """The unit a host belongs to at a job tier (None: the graph does not say). `leaves`: the
-    hosts' leaf units (model.leaf_units)."""
+@dataclass(frozen=True)
+class HostUnits:
+    """What groups hosts beyond their own facts, decided once per placement over its hosts."""
+
+    leaf: Mapping[str, str]  # host -> its leaf unit (model.leaf_units)
+    island: Mapping[str, str]  # host -> its fabric island's suffix within its cluster (model.fabric_islands)
+
+    @staticmethod
+    def of(hosts: list[Host]) -> HostUnits:
+        return HostUnits(leaf_units(hosts), fabric_islands(hosts))
+
+
+def host_key(tier: Tier, host: Host, units: HostUnits) -> str | None:
+    """The unit a host belongs to at a job tier (None: the graph does not say). `units`: the
+    hosts' leaf units and fabric islands."""
     if tier is Tier.HOST:
         return host.name
     if tier is Tier.LEAF:
-        return leaves.get(host.name)
+        return units.leaf.get(host.name)
     if tier is Tier.SCALABLE_UNIT:
         # Host facts name scalable units (`su-01`); two clusters may both have one of that name.
         return _in_cluster(host, host.scalable_unit)
     if tier is Tier.POD:
         return host.pod  # named after a spine: one cluster's (a switch is in one cluster's fabric)
     if tier is Tier.CLUSTER:
-        # One fabric: no cable joins two clusters', not even within a site (docs/sites.md).
-        return f"cluster:{host.cluster}" if host.cluster else f"site:{host.site}" if host.site else "cluster"
+        # One fabric: no cable joins two clusters', not even within a site (docs/sites.md); and
+        # within a cluster, one island of it (leaves no switch joins: no path between them).
+        unit = f"cluster:{host.cluster}" if host.cluster else f"site:{host.site}" if host.site else "cluster"
+        return unit + units.island.get(host.name, "")
     raise ValueError(tier)  # NVLink domains are keyed per GPU (gpu_key)
 
 
@@ -53,10 +67,10 @@ def _in_cluster(host: Host, unit: str | None) -> str | None:
     return None if unit is None else f"{host.cluster}/{unit}" if host.cluster else unit
 
 
-def gpu_key(tier: Tier, host: Host, gpu: Gpu, leaves: Mapping[str, str]) -> str | None:
+def gpu_key(tier: Tier, host: Host, gpu: Gpu, units: HostUnits) -> str | None:
     if tier is Tier.NVLINK_DOMAIN:
         return gpu.nvlink_domain
-    return host_key(tier, host, leaves)
+    return host_key(tier, host, units)
 
 
 @dataclass
@@ -104,14 +118,14 @@ def _carve_domain(members: list[Gpu], tp: int) -> list[list[Gpu]]:
 def carve(
     hosts: list[Host],
     shape: JobShape,
-    leaves: Mapping[str, str],
+    units: HostUnits,
     domain: str | None = None,
     widest: Tier = Tier.CLUSTER,
 ) -> list[_Group]:
     """Every TP group the level allows inside these hosts, tightest tier first, GPUs disjoint.
 
     A preferred group level widens up to `widest` (the job's own tier: a group is never wider
-    than the unit the job sits in). `leaves`: every host's leaf unit (leaf_units over all the
+    than the unit the job sits in). `units`: every host's leaf unit (leaf_units over all the
     hosts the job may use, not just these)."""
     req = shape.gpu_request()
     free = [(h, g) for h in hosts for g in h.gpus if eligible(g, req) and (domain is None or g.nvlink_domain == domain)]
@@ -120,13 +134,13 @@ def carve(
     for tier in shape.group_level.tiers():
         if TIERS.index(tier) > TIERS.index(widest):
             break
-        units: dict[str, list[Gpu]] = defaultdict(list)
+        at_tier: dict[str, list[Gpu]] = defaultdict(list)
         for host, g in free:
-            key = gpu_key(tier, host, g, leaves)
+            key = gpu_key(tier, host, g, units)
             if key is not None and g.uuid not in taken:
-                units[key].append(g)
-        for key in sorted(units):
-            members = units[key]
+                at_tier[key].append(g)
+        for key in sorted(at_tier):
+            members = at_tier[key]
             if tier is Tier.NVLINK_DOMAIN:
                 groups = _carve_domain(members, shape.tp)
             else:
@@ -142,13 +156,13 @@ def carve(
     return out
 
 
-def _select(groups: list[_Group], shape: JobShape, leaves: Mapping[str, str]) -> list[_Group]:
+def _select(groups: list[_Group], shape: JobShape, units: HostUnits) -> list[_Group]:
     """The groups to use: tightest tier first; on as few NVLink domains (or hosts) as possible, the
     last one the tightest fit, so that DP and PP traffic stays local and whole domains stay free;
     or spread evenly over leaves when asked."""
 
     def leaf(g: _Group) -> str:
-        return leaves.get(g.gpus[0].host, "")
+        return units.leaf.get(g.gpus[0].host, "")
 
     ordered = sorted(groups, key=lambda g: (TIERS.index(g.tier), leaf(g), g.hosts[0], g.gpus[0].index))
     if shape.spread_leaves:
@@ -190,17 +204,17 @@ class _Option:
     leftover: int
 
 
-def _units(tier: Tier, hosts: list[Host], leaves: Mapping[str, str]) -> dict[str, list[Host]]:
-    units: dict[str, list[Host]] = defaultdict(list)
+def _units(tier: Tier, hosts: list[Host], units: HostUnits) -> dict[str, list[Host]]:
+    found: dict[str, list[Host]] = defaultdict(list)
     for h in hosts:
         if tier is Tier.NVLINK_DOMAIN:
             for dom in sorted({g.nvlink_domain for g in h.gpus if g.nvlink_domain}):
-                units[dom].append(h)
+                found[dom].append(h)
         else:
-            key = host_key(tier, h, leaves)
+            key = host_key(tier, h, units)
             if key is not None:
-                units[key].append(h)
-    return units
+                found[key].append(h)
+    return found
 
 
 def place_shape(shape: JobShape, hosts: list[Host]) -> ShapedPlacement | list[InfeasibleReason]:
@@ -208,24 +222,24 @@ def place_shape(shape: JobShape, hosts: list[Host]) -> ShapedPlacement | list[In
     shape = shape.validated()
     req = shape.gpu_request()
     by_name = {h.name: h for h in hosts}
-    leaves = leaf_units(hosts)
+    units = HostUnits.of(hosts)
     best_by_tier: dict[Tier, tuple[str, int]] = {}
     for tier in shape.job_level.tiers():
         best: _Option | None = None
-        for unit, members in sorted(_units(tier, hosts, leaves).items()):
+        for unit, members in sorted(_units(tier, hosts, units).items()):
             domain = unit if tier is Tier.NVLINK_DOMAIN else None
             eligible_n = sum(
                 1 for h in members for g in h.gpus if eligible(g, req) and (domain is None or g.nvlink_domain == domain)
             )
             if eligible_n < shape.ranks and tier is not shape.job_level.tier:
                 continue  # cannot hold the job; only the level's own tier is reported when nothing fits
-            groups = carve(members, shape, leaves, domain, tier)
+            groups = carve(members, shape, units, domain, tier)
             top = best_by_tier.get(tier)
             if top is None or len(groups) > top[1]:
                 best_by_tier[tier] = (unit, len(groups))
             if len(groups) < shape.groups:
                 continue
-            chosen = _select(groups, shape, leaves)
+            chosen = _select(groups, shape, units)
             option = _Option(
                 tier,
                 unit,
@@ -241,13 +255,13 @@ def place_shape(shape: JobShape, hosts: list[Host]) -> ShapedPlacement | list[In
                 best = option
         if best is not None:
             return _layout(shape, best, by_name, best_by_tier)
-    return _infeasible(shape, hosts, best_by_tier, leaves)
+    return _infeasible(shape, hosts, best_by_tier, units)
 
 
 def _infeasible(
-    shape: JobShape, hosts: list[Host], best_by_tier: dict[Tier, tuple[str, int]], leaves: Mapping[str, str]
+    shape: JobShape, hosts: list[Host], best_by_tier: dict[Tier, tuple[str, int]], units: HostUnits
 ) -> list[InfeasibleReason]:
-    total = len(carve(hosts, shape, leaves))
+    total = len(carve(hosts, shape, units))
     lvl = shape.group_level
     where = "one NVLink domain" if lvl.tier is Tier.NVLINK_DOMAIN else f"one {lvl.tier.value}"
     if total < shape.groups:
@@ -263,7 +277,7 @@ def _infeasible(
     if not shape.job_level.required:
         # Widened up to one cluster and still short: the groups are there, spread over clusters,
         # and a job never spans two (it said "the job level is required" here: a probe's case).
-        per_cluster = {u: len(carve(m, shape, leaves)) for u, m in _units(Tier.CLUSTER, hosts, leaves).items()}
+        per_cluster = {u: len(carve(m, shape, units)) for u, m in _units(Tier.CLUSTER, hosts, units).items()}
         unit, most = max(sorted(per_cluster.items()), key=lambda kv: kv[1], default=("", 0))
         held = f"; the most is {most} in {unit}" if unit else ""
         return [

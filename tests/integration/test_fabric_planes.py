@@ -17,6 +17,8 @@ from topo_facts import FabricFacts, FabricSwitch, HostFacts, NICUplink, SwitchTi
 from graphsvc.ingest.service import ingest_fabric, ingest_host
 from graphsvc.placement.engine import PlacementEngine
 from graphsvc.placement.request import parse_request
+from graphsvc.placement.shape import parse_shape
+from graphsvc.placement.shaped_service import place_shaped
 from graphsvc.store.gateway import Gateway
 from graphsvc.store.migrate import migrate
 from tests import placement_oracle as oracle
@@ -141,3 +143,16 @@ async def test_the_v8_migration_gives_an_older_graph_its_spines_and_cores(gatewa
         "b1": (["sb", "z2"], ["core"]),
     }
     assert await answer(gateway, "16xH100 ib-hops<=3 exclude=a1,b1") == (["a0", "b0"], 3)
+
+
+async def test_a_shaped_job_does_not_span_leaf_islands(gateway: Gateway) -> None:
+    """The cluster tier is one island of a cluster: `tp=8 dp=2` across a0 (leaf X) and b0 (leaf
+    Y, no switch above either) was placed at tier cluster:default with a NIC's bandwidth between
+    hosts with no path (a probe's case)."""
+    facts = [h for h in hosts() if h.hostname in ("a0", "b0")]
+    snap = await load(gateway, facts, islands(facts))
+    assert oracle.hops(snap, "a0", "b0") is None
+    for text in ["tp=8 dp=2 model=H100", "tp=8 dp=2 model=H100 job-in=cluster"]:
+        result = await place_shaped(gateway, parse_shape(text))
+        assert result.placement is None, result.placement
+        assert result.infeasible

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from graphsvc.placement.model import Host, hop_groups, hops
+from graphsvc.placement.model import Host, fabric_islands, hop_groups, hops
 
 
 def host(name: str, leaves: list[str], spines: set[str] | None = None, cores: set[str] | None = None) -> Host:
@@ -94,3 +94,9 @@ def test_under_4_hops_a_core_groups_hosts_one_and_two_levels_below_it() -> None:
     assert (hops(a, b), hops(b, c)) == (4, 3)
     assert names(hop_groups([a, b, c], 3)) == [["a"], ["b", "c"]]
     assert names(hop_groups([a, b, c], 4)) == [["a", "b", "c"], ["b", "c"]]
+
+
+def test_fabric_islands_are_hosts_joined_by_any_switch_the_largest_unnamed() -> None:
+    hosts = [host("a", ["X"]), host("b", ["X"]), host("c", ["Y"]), host("d", ["Z"], {"S"}), host("e", ["W"], {"S"})]
+    hosts.append(host("f", []))  # no fabric: no island
+    assert fabric_islands(hosts) == {"a": "", "b": "", "d": "#2", "e": "#2", "c": "#3"}
