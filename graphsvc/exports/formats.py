@@ -124,13 +124,10 @@ def volcano_hypernodes(view: ClusterView) -> list[dict[str, Any]]:
         out.append(
             _hypernode(pod, 3, [{"type": "HyperNode", "selector": {"exactMatch": {"name": slug(g)}}} for g in groups])
         )
-    if len(view.pods) > 1:
+    for top, pods in view.tops.items():  # only over pods a core joins
         out.append(
-            _hypernode(
-                f"{view.cluster}-top", 4,
-                [{"type": "HyperNode", "selector": {"exactMatch": {"name": slug(p)}}} for p in view.pods],
-            )
-        )  # fmt: skip
+            _hypernode(top, 4, [{"type": "HyperNode", "selector": {"exactMatch": {"name": slug(p)}}} for p in pods])
+        )
     return out
 
 

@@ -50,8 +50,8 @@ def label_value(text: str) -> str:
 
 def topograph_labels(view: ClusterView) -> dict[str, dict[str, str]]:
     """Host -> Topograph's labels; hosts without a multi-host NVLink domain get no accelerator."""
-    several_pods = len(view.pods) > 1
     pod_of = {g: pod for pod, groups in view.pods.items() for g in groups}
+    top_of = {pod: top for top, pods in view.tops.items() for pod in pods}
     out: dict[str, dict[str, str]] = {}
     for h in view.hosts:
         labels: dict[str, str] = {}
@@ -60,8 +60,8 @@ def topograph_labels(view: ClusterView) -> dict[str, dict[str, str]]:
         group = view.group_of[h.name]
         labels[f"{TOPOGRAPH}/leaf"] = label_value(group)
         labels[f"{TOPOGRAPH}/spine"] = label_value(pod_of[group])
-        if several_pods:
-            labels[f"{TOPOGRAPH}/core"] = label_value(f"{slug(view.cluster, 40)}-top")
+        if pod_of[group] in top_of:  # a core joins its pod to others
+            labels[f"{TOPOGRAPH}/core"] = label_value(top_of[pod_of[group]])
         out[h.name] = labels
     return out
 
@@ -85,7 +85,7 @@ def skipped_comments(view: ClusterView) -> list[str]:
 def topograph_kueue_topology(view: ClusterView) -> dict[str, Any]:
     """A Kueue Topology over Topograph's labels (core > spine > leaf > hostname)."""
     levels = [f"{TOPOGRAPH}/spine", f"{TOPOGRAPH}/leaf", "kubernetes.io/hostname"]
-    if len(view.pods) > 1:
+    if view.tops:
         levels.insert(0, f"{TOPOGRAPH}/core")
     return {
         "apiVersion": "kueue.x-k8s.io/v1alpha1",

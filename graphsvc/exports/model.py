@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -24,6 +24,8 @@ class ExportHost:
     domains: list[str]
     multi_host_domain: str | None = None
     collected_at: float | None = None
+    spines: list[str] = field(default_factory=list)  # the switches above its leaves (Host.spines)
+    cores: list[str] = field(default_factory=list)  # the switches above those (Host.cores)
 
 
 @dataclass
@@ -33,6 +35,7 @@ class ClusterView:
     leaf_groups: dict[str, list[str]] = field(default_factory=dict)  # group name -> hosts
     group_of: dict[str, str] = field(default_factory=dict)  # host -> group name
     pods: dict[str, list[str]] = field(default_factory=dict)  # pod name -> group names
+    tops: dict[str, list[str]] = field(default_factory=dict)  # top switch name -> the pods a core joins
     blocks: dict[str, list[str]] = field(default_factory=dict)  # multi-host NVLink domain -> hosts
     nodes: dict[str, str] = field(default_factory=dict)  # host -> its Kubernetes node name (kubernetes_nodes)
     not_nodes: list[str] = field(default_factory=list)  # why the hosts missing from `nodes` are left out
@@ -147,6 +150,8 @@ def build_view(cluster: str, rows: list[dict[str, Any]]) -> ClusterView:
             # host's NVLink clique in exports (a host of several bridged pairs has several).
             domains=sorted(d for d in r["domains"] if d),
             collected_at=float(r["collected_at"]) if r.get("collected_at") is not None else None,
+            spines=sorted(r.get("spines") or []),
+            cores=sorted(r.get("cores") or []),
         )
         for r in rows
     ]
@@ -170,8 +175,38 @@ def build_view(cluster: str, rows: list[dict[str, Any]]) -> ClusterView:
         view.leaf_groups[group] = sorted(names)
         for n in names:
             view.group_of[n] = group
-    pod_groups: dict[str, set[str]] = defaultdict(set)
-    for h in hosts:
-        pod_groups[slug(h.pod or "no-pod", 40)].add(view.group_of[h.name])
-    view.pods = {p: sorted(g) for p, g in sorted(pod_groups.items())}
+    _pods_and_tops(view)
     return view
+
+
+def _pods_and_tops(view: ClusterView) -> None:
+    """Each leaf group under one pod, and a top switch over the pods a core joins.
+
+    A group's pod is the one most of its hosts name (a host that lost a cable has none until the
+    next fabric import: then the first spine above its leaves, else its first leaf). Pods were
+    per host, so a group could sit under two pods, and every pod-less host of any island under
+    one "no-pod"; and one top switch went over every pod, joining pods no core joins (leaf
+    islands): Slurm, Kueue and Volcano would place jobs across hosts with no path (a probe's cases)."""
+
+    def pod_of(h: ExportHost) -> str | None:
+        if h.pod:
+            return h.pod
+        return f"pod:{h.spines[0]}" if h.spines else f"pod:{h.leaves[0]}" if h.leaves else None
+
+    by_name = {h.name: h for h in view.hosts}
+    pod_groups: dict[str, set[str]] = defaultdict(set)
+    pod_cores: dict[str, set[str]] = defaultdict(set)
+    for group, names in view.leaf_groups.items():
+        named = Counter(p for n in names if (p := pod_of(by_name[n])) is not None)
+        pod = slug(min(named, key=lambda p: (-named[p], p)) if named else "no-pod", 40)
+        pod_groups[pod].add(group)
+        pod_cores[pod].update(c for n in names for c in by_name[n].cores)
+    view.pods = {p: sorted(g) for p, g in sorted(pod_groups.items())}
+    joined: list[list[str]] = []  # pods that share a core, by union
+    for pod in view.pods:
+        meets = [j for j in joined if any(pod_cores[pod] & pod_cores[other] for other in j)]
+        merged = [pod, *(p for j in meets for p in j)]
+        joined = [j for j in joined if j not in meets] + [sorted(merged)]
+    several = sorted((j for j in joined if len(j) > 1), key=lambda j: (-len(j), j[0]))
+    top = f"{slug(view.cluster, 40)}-top"
+    view.tops = {top if n == 0 else f"{top}-{n + 1}": pods for n, pods in enumerate(several)}

@@ -42,8 +42,7 @@ class BlockPlan:
 def tree_plan(view: ClusterView) -> list[Switch]:
     out = [Switch(group, hosts, []) for group, hosts in view.leaf_groups.items()]
     out += [Switch(pod, [], groups) for pod, groups in view.pods.items()]
-    if len(view.pods) > 1:
-        out.append(Switch(f"{slug(view.cluster, 40)}-top", [], list(view.pods)))
+    out += [Switch(top, [], pods) for top, pods in view.tops.items()]  # only over pods a core joins
     return out
 
 
