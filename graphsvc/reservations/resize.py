@@ -21,7 +21,7 @@ from graphsvc.placement.model import Gpu, InfeasibleReason
 from graphsvc.placement.select import UNHEALTHY
 from graphsvc.reservations.events import Event
 from graphsvc.reservations.layout import GrowPlan, Slot, plan_grow, plan_shrink
-from graphsvc.reservations.reach import all_meet, hop_limit, reachable
+from graphsvc.reservations.reach import Reach, hop_limit
 from graphsvc.reservations.rows import Notices, ReservationProps, ReservationRow, as_reservation_rows
 from graphsvc.reservations.service import (
     Conflict,
@@ -146,13 +146,12 @@ class ElasticService:
         loader = self.loader(now)
         near = await loader.load([r["name"] for r in rows])
         job = await loader.load(sorted({s.host for s in live.slots}))
-        limit = hop_limit(live.props.get("request"))
-        within = reachable(job, near, limit)
-        hosts = [h for h in near if h.name in within]
+        reach = Reach(job, hop_limit(live.props.get("request")))
+        hosts = [h for h in near if reach.joins(h)]
         by_name = {h.name: h for h in hosts}
 
         def fits(added: Sequence[Slot]) -> bool:
-            return all_meet(job, [by_name[n] for n in sorted({s.host for s in added}) if n in by_name], limit)
+            return reach.together([by_name[n] for n in sorted({s.host for s in added}) if n in by_name])
 
         gpus = {g.uuid: g for h in hosts for g in h.gpus}
         models = {g.model for g in live.reservation.gpus if g.held}

@@ -93,3 +93,24 @@ async def test_replacing_a_failed_gpu_keeps_the_hop_limit(gateway: Gateway) -> N
     assert all(v is not None and v <= 1 for v in (await spans(svc, snap, made.id)).values())
     grown = await ElasticService(svc).resize(made.id, gpus=20, keep_layout=False)
     assert isinstance(grown, Infeasible), grown  # C again, layout or not
+
+
+async def test_a_job_whose_own_hosts_no_longer_meet_still_grows_on_them(gateway: Gateway) -> None:
+    """The job's own hosts always qualify, and none is judged against another: a fabric re-import
+    that moved B to another leaf island left `ib-hops<=1` with no host to grow on, its own
+    included, and a job placed with no limit across islands could not have a failed GPU replaced
+    by a spare on its own host (a review's cases)."""
+    _snap, svc = await setup(gateway, {"A": ("L0", "L0"), "B": ("L0", "L0")})
+    made = await svc.reserve(holder="job", request=parse_request("8xH100 per-host=4 ib-hops<=1"), ttl_s=3600)
+    assert isinstance(made, Reservation) and sorted({g.host for g in made.gpus}) == ["A", "B"], made
+    moved = [h100("A", seed=1), h100("B", seed=2)]
+    await ingest_fabric(gateway, islands(moved, lambda h, rail: "L0" if h == "A" else "L5"))
+    grown = await ElasticService(svc).resize(made.id, gpus=10, keep_layout=False)
+    assert not isinstance(grown, Infeasible), grown
+    other = await svc.reserve(holder="wide", request=parse_request("4xH100 per-host=2"), ttl_s=3600)
+    assert isinstance(other, Reservation) and len({g.host for g in other.gpus}) == 2, other  # no limit: both islands
+    failed = other.gpus[0].uuid
+    mark = adhoc("fail", "MATCH (g:GPU {uuid: $u}) SET g.health = 'failed'")
+    await gateway.backend.run(mark, {"u": failed}, write=True, timeout_s=60)
+    done = await ReplacementService(ElasticService(svc)).replace(other.id, [failed], apply=True)
+    assert done is not None and done.applied, done
