@@ -1,8 +1,8 @@
 // Every host of a cluster with its place in the fabric and its NVLink domains, for exports.
 // @read
 // @param cluster string
-// @row host string, rack string?, scalable_unit string?, leaves list<string>?, pod string?, gpus int
-// @row spines list<string>?, cores list<string>?
+// @row host string, rack string?, scalable_unit string?, leaves list<string>?, pod string?
+// @row spines list<string>?, cores list<string>?, gpus int
 // @row model string?, domains list<string>, kinds list<string>, collected_at float?
 MATCH (h:Host)
 WHERE h.cluster = $cluster
