@@ -1107,9 +1107,20 @@ def _hops_ok(names: set[str], hosts: list[Host], limit: int | None) -> bool:
 
 
 def _max_hops(hosts: list[Host]) -> int | None:
+    """The most switches between two of these hosts (None: two no path is known between). Judged
+    once per pair of fabric positions, not per pair of hosts: hops depend on a host's leaves,
+    spines, cores and cluster only, and the hosts of a leaf group share them (512 hosts were
+    131k pairs, ~0.3 s of a 4096-GPU `ib-hops<=5` placement; stop 62)."""
+    at: dict[tuple[frozenset[str], frozenset[str], frozenset[str], str | None], list[Host]] = {}
+    for host in hosts:
+        at.setdefault((host.leaf_set, host.spines, host.cores, host.cluster), []).append(host)
+    groups = list(at.values())
     worst = 0
-    for i, a in enumerate(hosts):
-        for b in hosts[i + 1 :]:
+    for i, group in enumerate(groups):
+        pairs = [(group[0], other[0]) for other in groups[i + 1 :]]
+        if len(group) > 1:
+            pairs.append((group[0], group[1]))
+        for a, b in pairs:
             h = hops(a, b)
             if h is None:
                 return None
