@@ -50,6 +50,14 @@ def test_a_leaf_under_no_spine_is_a_pod_of_its_own() -> None:
     assert pods({"a": "L1", "b": "L2"}, {"L2": ["S1"]}) == {"a": "pod:L1", "b": "pod:S1"}
 
 
+def under_core(facts: FabricFacts, lower: list[str]) -> FabricFacts:
+    """`facts` with a core switch C above the named switches."""
+    ups = [SwitchUplink(lower=name, upper="C", bandwidth_gbps=100) for name in lower]
+    core = FabricSwitch(name="C", tier=SwitchTier.CORE)
+    uplinks = [*facts.switch_uplinks, *ups]
+    return facts.model_copy(update={"switches": [*facts.switches, core], "switch_uplinks": uplinks})
+
+
 def positions(facts: FabricFacts) -> dict[str, tuple[object, object]]:
     return {str(p["host"]): (p["spines"], p["cores"]) for p in host_positions(facts)}
 
@@ -57,33 +65,14 @@ def positions(facts: FabricFacts) -> dict[str, tuple[object, object]]:
 def test_each_host_learns_the_spines_above_its_leaves_and_the_cores_above_those() -> None:
     """Dual plane: a's leaves hang under S1 (plane 1) and Z (plane 2), b's under S2 and Z; only S1
     and S2 reach the core. A pod each (S1, S2) said 5 between them where Z joins them in 3."""
-    facts = fabric({"a": "L1", "b": "L2"}, {"L1": ["S1", "Z"], "L2": ["S2", "Z"]})
-    facts = facts.model_copy(
-        update={
-            "switches": [*facts.switches, FabricSwitch(name="C", tier=SwitchTier.CORE)],
-            "switch_uplinks": [
-                *facts.switch_uplinks,
-                SwitchUplink(lower="S1", upper="C", bandwidth_gbps=100),
-                SwitchUplink(lower="S2", upper="C", bandwidth_gbps=100),
-            ],
-        }
-    )
+    facts = under_core(fabric({"a": "L1", "b": "L2"}, {"L1": ["S1", "Z"], "L2": ["S2", "Z"]}), ["S1", "S2"])
     assert positions(facts) == {"a": (["S1", "Z"], ["C"]), "b": (["S2", "Z"], ["C"])}
 
 
 def test_the_switch_above_a_leaf_counts_whatever_its_tier() -> None:
     """A two-tier fabric whose top is named core (leaf -> core uplinks): its hosts had no spine
     and no core, and hosts under two leaves were said to have no path (a review's case)."""
-    facts = fabric({"a": "L1", "b": "L2"}, {})
-    facts = facts.model_copy(
-        update={
-            "switches": [*facts.switches, FabricSwitch(name="C", tier=SwitchTier.CORE)],
-            "switch_uplinks": [
-                SwitchUplink(lower="L1", upper="C", bandwidth_gbps=100),
-                SwitchUplink(lower="L2", upper="C", bandwidth_gbps=100),
-            ],
-        }
-    )
+    facts = under_core(fabric({"a": "L1", "b": "L2"}, {}), ["L1", "L2"])
     assert positions(facts) == {"a": (["C"], []), "b": (["C"], [])}
 
 
