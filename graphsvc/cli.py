@@ -940,7 +940,7 @@ PLACE_QUERY = """
 query Place($text: String!) {
   placementText(text: $text) {
     request searchedUnits elapsedMs
-    candidates { rank score bottleneckGbps maxIbHops asOf reason
+    candidates { rank score bottleneckGbps maxIbHops ibHopsKnown asOf reason
                  fragmentation { largestFreeBlockBefore largestFreeBlockAfter }
                  hosts { name } gpus { uuid index host { name } } }
     migCandidates { rank scope reason slices { uuid profile gpuIndex host } }
@@ -1041,7 +1041,8 @@ def _place(server: str, text: str, *, as_json: bool) -> int:
         return 0 if found else 2
     print(f"{result['request']}  ({result['searchedUnits']} units read, {result['elapsedMs']:.1f} ms)")
     for c in result["candidates"]:
-        print(f"#{c['rank']} score {c['score']}  bottleneck {c['bottleneckGbps']} GB/s  hops {c['maxIbHops']}")
+        hops = c["maxIbHops"] if c["ibHopsKnown"] else f"{c['maxIbHops']} (no IB path known between some hosts)"
+        print(f"#{c['rank']} score {c['score']}  bottleneck {c['bottleneckGbps']} GB/s  hops {hops}")
         print(f"   GPUs: {_gpu_list(c['gpus'])}")
         print(f"   {c['reason']}")
     for c in result["migCandidates"]:  # a MIG request (2x 3g.40gb): slices, never whole GPUs

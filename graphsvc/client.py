@@ -87,10 +87,11 @@ class Candidate:
     gpus: list[Gpu]
     bottleneck_gbps: float | None
     max_ib_hops: int
+    ib_hops_known: bool = True
 
 
 PLACE = """query($t: String!) { placementText(text: $t) {
-  candidates { score reason bottleneckGbps maxIbHops gpus { uuid index host { name } } }
+  candidates { score reason bottleneckGbps maxIbHops ibHopsKnown gpus { uuid index host { name } } }
   infeasible { constraint message nearestFeasible } } }"""
 RENEW = """mutation($id: String!, $ttl: Int) { renew(id: $id, ttlSeconds: $ttl) { __typename
   ... on Reservation { id holder expiresAt state gpus { uuid index host { name } } }
@@ -188,7 +189,7 @@ class GraphsvcClient:
         if not out["candidates"]:
             raise InfeasibleError(out["infeasible"])
         return [
-            Candidate(c["score"], c["reason"], _gpus(c["gpus"]), c["bottleneckGbps"], c["maxIbHops"])
+            Candidate(c["score"], c["reason"], _gpus(c["gpus"]), c["bottleneckGbps"], c["maxIbHops"], c["ibHopsKnown"])
             for c in out["candidates"]
         ]
 

@@ -1107,15 +1107,21 @@ def _hops_ok(names: set[str], hosts: list[Host], limit: int | None) -> bool:
 
 
 def _max_hops(hosts: list[Host]) -> int | None:
-    """The most switches between two of these hosts (None: two no path is known between). Judged
-    once per pair of fabric positions, not per pair of hosts: hops depend on a host's leaves,
-    spines, cores and cluster only, and the hosts of a leaf group share them (512 hosts were
+    """The most switches between two of these hosts (None: two no path is known between)."""
+    worst, known = _worst_hops(hosts)
+    return worst if known else None
+
+
+def _worst_hops(hosts: list[Host]) -> tuple[int, bool]:
+    """The most switches between two of these hosts that have a path, and whether every pair has
+    one. Judged once per pair of fabric positions, not per pair of hosts: hops depend on a host's
+    leaves, spines, cores and cluster only, and the hosts of a leaf group share them (512 hosts were
     131k pairs, ~0.3 s of a 4096-GPU `ib-hops<=5` placement; stop 62)."""
     at: dict[tuple[frozenset[str], frozenset[str], frozenset[str], str | None], list[Host]] = {}
     for host in hosts:
         at.setdefault((host.leaf_set, host.spines, host.cores, host.cluster), []).append(host)
     groups = list(at.values())
-    worst = 0
+    worst, known = 0, True
     for i, group in enumerate(groups):
         pairs = [(group[0], other[0]) for other in groups[i + 1 :]]
         if len(group) > 1:
@@ -1123,9 +1129,10 @@ def _max_hops(hosts: list[Host]) -> int | None:
         for a, b in pairs:
             h = hops(a, b)
             if h is None:
-                return None
-            worst = max(worst, h)
-    return worst
+                known = False
+            else:
+                worst = max(worst, h)
+    return worst, known
 
 
 async def unknown_model(gw: Gateway, req: PlacementRequest, models: list[str] | None = None) -> list[InfeasibleReason]:
@@ -1234,7 +1241,7 @@ def _candidate(
         xid_errors=sum(1 for g in gpus if g.xid_errors) / len(gpus),
         nic_errors=sum(1 for g in gpus if g.nic_errors) / len(gpus) if len(hosts) > 1 else 0.0,
     )
-    worst_hops = _max_hops(hosts) or 0
+    worst_hops, hops_known = _worst_hops(hosts)
     received = [h.received_at for h in hosts if h.received_at is not None]
     as_of = max(0.0, now - min(received)) if received else 0.0
     candidate = Candidate(
@@ -1249,6 +1256,7 @@ def _candidate(
         reason="",
         as_of_s=round(as_of, 3),
         sort_key=score.sort_key(facts, names_model=req.model is not None, cooler_gpus=req.cooler_gpus),
+        ib_hops_known=hops_known,
     )
     return candidate, facts, leftover
 

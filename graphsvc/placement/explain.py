@@ -39,11 +39,7 @@ def describe(req: PlacementRequest, c: Candidate, leftover: int) -> str:
     else:
         link = f"in {len(domains - {None})} NVLink domains"
     bw = f"bottleneck {c.bottleneck_gbps:g} GB/s" if c.bottleneck_gbps is not None else "a single GPU"
-    hop = (
-        f", at most {c.max_ib_hops} IB switch hop{'s' if c.max_ib_hops != 1 else ''} between hosts"
-        if len(hosts) > 1
-        else ""
-    )
+    hop = _hops_text(c) if len(hosts) > 1 else ""
     fit = (
         "uses every free GPU it touches (no fragment left)"
         if leftover == 0
@@ -59,6 +55,15 @@ def describe(req: PlacementRequest, c: Candidate, leftover: int) -> str:
         f"{heat}{health} "
         f"Facts are {c.as_of_s:.0f} s old."
     )
+
+
+def _hops_text(c: Candidate) -> str:
+    hops = f"{c.max_ib_hops} IB switch hop{'s' if c.max_ib_hops != 1 else ''}"
+    if c.ib_hops_known:
+        return f", at most {hops} between hosts"
+    if c.max_ib_hops == 0:
+        return ", no InfiniBand path known between its hosts"
+    return f", no InfiniBand path known between some of its hosts (at most {hops} where one is)"
 
 
 _RELAXATIONS: list[tuple[str, str, dict[str, object]]] = [

@@ -429,6 +429,10 @@ class Candidate:
     as_of_s: float
     sort_key: tuple[float, ...] = ()
     inter_site: InterSite | None = None
+    # False: two of its hosts have no InfiniBand path the graph knows (a host no fabric cables, two
+    # clusters, or switches no higher switch joins); `max_ib_hops` then counts the pairs that have
+    # one. Only a request without a hop limit places such a set.
+    ib_hops_known: bool = True
 
 
 @dataclass

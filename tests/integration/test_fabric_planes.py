@@ -101,6 +101,20 @@ async def test_leaf_islands_are_no_hops_apart(gateway: Gateway) -> None:
     assert await answer(gateway, "16xH100 ib-hops<=5 exclude=b0,b1") == (["a0", "a1"], 1)
 
 
+async def test_a_placement_with_no_hop_limit_across_islands_says_no_path_is_known(gateway: Gateway) -> None:
+    """Without a hop limit a0 + b0 may be placed, but no switch joins them: the answer said
+    `maxIbHops: 0`, as if they shared a NIC, and its reason "at most 0 IB switch hops"."""
+    await load(gateway, hosts(), islands(hosts()))
+    result = await PlacementEngine(gateway).place(parse_request("16xH100 per-host=8 exclude=a1,b1").validated())
+    best = result.candidates[0]
+    assert sorted(h.name for h in best.hosts) == ["a0", "b0"]
+    assert (best.max_ib_hops, best.ib_hops_known) == (0, False)
+    assert "no InfiniBand path known between its hosts" in best.reason
+    joined = await PlacementEngine(gateway).place(parse_request("16xH100 per-host=8 exclude=b0,b1").validated())
+    assert (joined.candidates[0].max_ib_hops, joined.candidates[0].ib_hops_known) == (1, True)
+    assert "at most 1 IB switch hop between hosts" in joined.candidates[0].reason
+
+
 async def test_leaves_straight_under_a_core_are_3_hops_apart(gateway: Gateway) -> None:
     """A two-tier fabric whose top is named core: the switch above a leaf counts whatever its tier
     (hosts under two leaves were said to have no path, and ib-hops<=5 refused them; a review's case)."""

@@ -51,12 +51,13 @@ async def test_issue_selection_works_as_written(client: httpx.AsyncClient, demo:
 
 
 async def test_text_form_and_infeasible_reasons(client: httpx.AsyncClient, demo: Gateway) -> None:
-    q = "query($t: String!) { placementText(text: $t) { request candidates { rank bottleneckGbps maxIbHops "
+    q = "query($t: String!) { placementText(text: $t) { request candidates { rank bottleneckGbps maxIbHops ibHopsKnown "
     q += "rankOrder fragmentation { largestFreeBlockBefore largestFreeBlockAfter } hosts { name rack } } "
     q += "infeasible { constraint message nearestFeasible } } }"
     ok = (await gql(client, q, {"t": "16xGB200 nvlink=full-mesh"}))["data"]["placementText"]
     assert ok["request"] == "16xGB200 nvlink=full-mesh"
     assert ok["candidates"][0]["bottleneckGbps"] == 1800.0
+    assert (ok["candidates"][0]["maxIbHops"], ok["candidates"][0]["ibHopsKnown"]) == (1, True)
     assert len({h["rack"] for h in ok["candidates"][0]["hosts"]}) == 1
     bad = (await gql(client, q, {"t": "2xL40S nvlink=any"}))["data"]["placementText"]
     assert bad["candidates"] == [] and bad["infeasible"][0]["constraint"] == "nvlink"

@@ -20,8 +20,9 @@ CANDIDATES = 3000  # ~1 MB of table: far more than a pipe holds, so the writer m
 def _placement() -> dict[str, object]:
     gpus = [{"uuid": f"GPU-{i}", "index": i, "host": {"name": "h100-su1-n01"}} for i in range(8)]
     candidate = {
-        "score": 0.9, "bottleneckGbps": 400, "maxIbHops": 0, "asOf": 0, "reason": "all in one NVLink domain " * 8,
-        "fragmentation": None, "hosts": [{"name": "h100-su1-n01"}], "gpus": gpus,
+        "score": 0.9, "bottleneckGbps": 400, "maxIbHops": 0, "ibHopsKnown": True, "asOf": 0,
+        "reason": "all in one NVLink domain " * 8, "fragmentation": None,
+        "hosts": [{"name": "h100-su1-n01"}], "gpus": gpus,
     }  # fmt: skip
     return {
         "request": "8xH100", "searchedUnits": 1, "elapsedMs": 1.0, "migCandidates": [], "infeasible": [],

@@ -60,6 +60,7 @@ def to_graphql(req: PlacementRequest, result: EngineResult) -> PlacementResult:
                 score=c.score,
                 bottleneck_gbps=c.bottleneck_gbps,
                 max_ib_hops=c.max_ib_hops,
+                ib_hops_known=c.ib_hops_known,
                 rank_order=c.rank_order,
                 fragmentation=Fragmentation(
                     largest_free_block_before=c.largest_free_block_before,

@@ -311,6 +311,11 @@ class PlacementCandidate:
     score: float
     bottleneck_gbps: float | None
     max_ib_hops: int
+    ib_hops_known: bool = strawberry.field(
+        description="False when two of its hosts have no InfiniBand path the graph knows (a host no "
+        "fabric cables, two clusters, or switches no higher switch joins): maxIbHops then counts only "
+        "the pairs that have one. Only a request without a hop limit is placed so."
+    )
     rank_order: list[str] = strawberry.field(description="GPU uuids in collective rank order")
     fragmentation: Fragmentation
     reason: str
