@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -19,8 +20,10 @@ from urllib.parse import urlsplit
 import pytest
 
 from graphsvc.cli import push_cluster
+from graphsvc.store.neo4j_backend import Neo4jBackend
 from graphsvc.synthetic.clusters import build
 from tests.service import ServiceProcess
+from tests.stores import Neo4jServer, neo4j_env, reset_neo4j
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,6 +100,44 @@ def page(browser: Browser) -> Iterator[Any]:
     browser.foreign.clear()
     yield browser.page
     assert browser.foreign == [], f"requests left for other hosts: {browser.foreign}"
+
+
+def in_thread(coro: Coroutine[Any, Any, None]) -> None:
+    """Playwright's event loop may run in this thread: run the coroutine on another."""
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, coro).result()
+
+
+async def _reset(server: Neo4jServer) -> None:
+    backend = Neo4jBackend(server.uri, user=server.user, password=server.password)
+    await backend.open()
+    try:
+        await reset_neo4j(backend)
+    finally:
+        await backend.close()
+
+
+@contextmanager
+def store_service(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    name: str,
+    load: Callable[[str], Coroutine[Any, Any, None]],
+) -> Iterator[ServiceProcess]:
+    """A service of its own on the store `request.param` names (an emptied Neo4j server, or a
+    fresh embedded store), loaded by `load(url)`: for views whose controls write through the store."""
+    env = {"GRAPHSVC_DEV_MODE": "true", "GRAPHSVC_STALE_AFTER_S": "86400"}
+    if request.param == "neo4j":
+        server: Neo4jServer = request.getfixturevalue("neo4j_server")
+        env.update(neo4j_env(server.uri, server.password))
+        in_thread(_reset(server))
+    svc = ServiceProcess(tmp_path_factory.mktemp(f"{name}-{request.param}") / "data", env=env)
+    svc.start(timeout_s=300 if request.param == "neo4j" else 60)  # Neo4j: schema and migrations first
+    try:
+        in_thread(load(svc.url))
+        yield svc
+    finally:
+        svc.stop()
 
 
 @contextmanager

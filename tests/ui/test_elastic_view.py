@@ -6,10 +6,8 @@ take it). Typed failures are shown, never a blank page."""
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Coroutine, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,11 +16,10 @@ import pytest
 from topo_facts import Health
 
 from graphsvc.cli import push_cluster
-from graphsvc.store.neo4j_backend import Neo4jBackend
 from graphsvc.synthetic.clusters import build
 from tests.service import ServiceProcess
-from tests.stores import STORES, Neo4jServer, neo4j_env, reset_neo4j
-from tests.ui.conftest import offline_page
+from tests.stores import STORES
+from tests.ui.conftest import offline_page, store_service
 from tests.ui.test_explorer import gql, open_view
 
 
@@ -56,34 +53,15 @@ def test_resize_from_the_reservations_view(service: ServiceProcess, page: Any) -
 def elastic_service(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ServiceProcess]:
-    env = {"GRAPHSVC_DEV_MODE": "true", "GRAPHSVC_STALE_AFTER_S": "86400"}
-    if request.param == "neo4j":
-        server: Neo4jServer = request.getfixturevalue("neo4j_server")
-        env.update(neo4j_env(server.uri, server.password))
-        _in_thread(_reset(server))
-    svc = ServiceProcess(tmp_path_factory.mktemp(f"ui-elastic-{request.param}") / "data", env=env)
-    svc.start(timeout_s=300 if request.param == "neo4j" else 60)  # Neo4j: schema and migrations first
-    _in_thread(push_cluster(svc.url, build(CLUSTER)))
-    yield svc
-    svc.stop()
+    with store_service(request, tmp_path_factory, "ui-elastic", _load) as svc:
+        yield svc
 
 
 CLUSTER = "dgx1:hosts=2"
 
 
-def _in_thread(coro: Coroutine[Any, Any, None]) -> None:
-    """Playwright's event loop may run in this thread: run the coroutine on another."""
-    with ThreadPoolExecutor(1) as pool:
-        pool.submit(asyncio.run, coro).result()
-
-
-async def _reset(server: Neo4jServer) -> None:
-    backend = Neo4jBackend(server.uri, user=server.user, password=server.password)
-    await backend.open()
-    try:
-        await reset_neo4j(backend)
-    finally:
-        await backend.close()
+async def _load(url: str) -> None:
+    await push_cluster(url, build(CLUSTER))
 
 
 def _reserve(svc: ServiceProcess, holder: str, gpus: int, **extra: Any) -> str:

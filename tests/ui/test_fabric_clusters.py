@@ -5,9 +5,7 @@ is drawn below the rail leaves of its scalable unit, not on top of one (a probe'
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Coroutine, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -15,30 +13,14 @@ import pytest
 from topo_facts import FabricFacts, FabricSwitch, NICUplink, SwitchTier, SwitchUplink
 
 from graphsvc.cli import push_cluster
-from graphsvc.store.neo4j_backend import Neo4jBackend
 from graphsvc.synthetic.clusters import build
 from tests.service import ServiceProcess
-from tests.stores import STORES, Neo4jServer, neo4j_env, reset_neo4j
-from tests.ui.conftest import offline_page
+from tests.stores import STORES
+from tests.ui.conftest import offline_page, store_service
 from tests.ui.test_explorer import gql, open_view
 
 CLUSTER = "xa"
 RAILED, UNRAILED, SPINE = "xa-leaf-r0", "xa-leaf-x", "xa-spine0"
-
-
-def _in_thread(coro: Coroutine[Any, Any, None]) -> None:
-    """Playwright's event loop may run in this thread: run the coroutine on another."""
-    with ThreadPoolExecutor(1) as pool:
-        pool.submit(asyncio.run, coro).result()
-
-
-async def _reset(server: Neo4jServer) -> None:
-    backend = Neo4jBackend(server.uri, user=server.user, password=server.password)
-    await backend.open()
-    try:
-        await reset_neo4j(backend)
-    finally:
-        await backend.close()
 
 
 async def _load(url: str) -> None:
@@ -73,16 +55,8 @@ async def _load(url: str) -> None:
 def fabric_service(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ServiceProcess]:
-    env = {"GRAPHSVC_DEV_MODE": "true", "GRAPHSVC_STALE_AFTER_S": "86400"}
-    if request.param == "neo4j":
-        server: Neo4jServer = request.getfixturevalue("neo4j_server")
-        env.update(neo4j_env(server.uri, server.password))
-        _in_thread(_reset(server))
-    svc = ServiceProcess(tmp_path_factory.mktemp(f"ui-fabric-{request.param}") / "data", env=env)
-    svc.start(timeout_s=300 if request.param == "neo4j" else 60)  # Neo4j: schema and migrations first
-    _in_thread(_load(svc.url))
-    yield svc
-    svc.stop()
+    with store_service(request, tmp_path_factory, "ui-fabric", _load) as svc:
+        yield svc
 
 
 def _leaf_counts(p: Any) -> dict[str, str]:
