@@ -304,7 +304,10 @@ def fabric_islands(hosts: Iterable[Host]) -> dict[str, str]:
     the largest (ties by first host name), "#2", "#3" ... for the others. Hosts sharing a leaf,
     spine or core (Host.leaves, .spines, .cores) are one island; no switch joins two islands, so
     no job spans them (shaped placement's cluster tier joined leaf islands and reported a NIC's
-    bandwidth between hosts with no path; a probe's case). Hosts no fabric cables are left out."""
+    bandwidth between hosts with no path; a probe's case). Hosts no fabric cables are one unit
+    "#no-fabric" of their own where their cluster has cabled hosts (they shared the largest
+    island's name, so a job spanned it and them with no path known), and left out (the cluster
+    itself) where it has none, as in a cluster whose fabric was never imported."""
     parent: dict[str, str] = {}
 
     def find(x: str) -> str:
@@ -313,7 +316,8 @@ def fabric_islands(hosts: Iterable[Host]) -> dict[str, str]:
             x = parent[x]
         return x
 
-    cabled = [h for h in hosts if h.leaves]
+    every = list(hosts)
+    cabled = [h for h in every if h.leaves]
     for h in cabled:
         for switch in (*h.leaves, *h.spines, *h.cores):
             parent[find(f"h:{h.name}")] = find(f"s:{h.cluster}/{switch}")
@@ -327,7 +331,12 @@ def fabric_islands(hosts: Iterable[Host]) -> dict[str, str]:
     for islands in by_cluster.values():
         for n, names in enumerate(sorted(islands, key=lambda names: (-len(names), names[0]))):
             out.update((name, "" if n == 0 else f"#{n + 1}") for name in names)
+    out.update((h.name, NO_FABRIC) for h in every if not h.leaves and h.cluster in by_cluster)
     return out
+
+
+NO_FABRIC = "#no-fabric"
+"""The island suffix of a host no fabric cables, in a cluster where others are cabled."""
 
 
 def hops(a: Host, b: Host) -> int | None:

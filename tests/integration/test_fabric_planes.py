@@ -170,3 +170,15 @@ async def test_a_shaped_job_does_not_span_leaf_islands(gateway: Gateway) -> None
         result = await place_shaped(gateway, parse_shape(text))
         assert result.placement is None, result.placement
         assert result.infeasible
+
+
+async def test_a_shaped_job_does_not_join_a_host_no_fabric_cables_to_an_island(gateway: Gateway) -> None:
+    """b0 has no cable in the imported fabric, a0 and a1 share leaf X: b0 was given the largest
+    island's unit, so `tp=8 dp=2` spanned a0 and b0 with no path known; a0 + a1 is the place."""
+    facts = [h for h in hosts() if h.hostname in ("a0", "a1", "b0")]
+    await load(gateway, facts, fabric(facts, lambda h, r: "X" if SU[h] == "A" and r < 8 else None, []))
+    result = await place_shaped(gateway, parse_shape("tp=8 dp=2 model=H100 exclude=a1"))
+    assert result.placement is None and result.infeasible, result.placement
+    placed = await place_shaped(gateway, parse_shape("tp=8 dp=2 model=H100"))
+    assert placed.placement is not None
+    assert sorted({slot.host for slot in placed.placement.ranks}) == ["a0", "a1"]

@@ -98,5 +98,10 @@ def test_under_4_hops_a_core_groups_hosts_one_and_two_levels_below_it() -> None:
 
 def test_fabric_islands_are_hosts_joined_by_any_switch_the_largest_unnamed() -> None:
     hosts = [host("a", ["X"]), host("b", ["X"]), host("c", ["Y"]), host("d", ["Z"], {"S"}), host("e", ["W"], {"S"})]
-    hosts.append(host("f", []))  # no fabric: no island
-    assert fabric_islands(hosts) == {"a": "", "b": "", "d": "#2", "e": "#2", "c": "#3"}
+    hosts.append(host("f", []))  # no fabric: not the largest island's (it was), a unit of its own
+    assert fabric_islands(hosts) == {"a": "", "b": "", "d": "#2", "e": "#2", "c": "#3", "f": "#no-fabric"}
+
+
+def test_a_cluster_no_fabric_cables_is_one_unit() -> None:
+    """No host cabled (a fabric never imported): no island is known, the cluster is one unit."""
+    assert fabric_islands([host("a", []), host("b", [])]) == {}
