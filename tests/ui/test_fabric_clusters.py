@@ -112,3 +112,21 @@ def test_a_leaf_with_no_rail_is_not_drawn_over_a_rail_leaf(fabric_service: Servi
         for name in (RAILED, UNRAILED):  # each one takes the click (nothing drawn over it)
             p.click(f'svg#fabric g.leaf[data-name="{name}"]', timeout=5_000)
             p.wait_for_function(f"document.querySelector('#leaf-panel h3')?.textContent === {name!r}")
+
+
+def test_the_overview_filters_by_cluster_by_that_name(fabric_service: ServiceProcess, page: Any) -> None:
+    """The overview's cluster filter was called `site` (a site is another concept, docs/sites.md);
+    `cluster=` names it now, old `site=` links still work, and a host's cluster links to it."""
+    hosts = gql(fabric_service, "query { hosts(first: 50) { nodes { name cluster gpuCount } } }")["hosts"]["nodes"]
+    xa = sorted(h["name"] for h in hosts if h["cluster"] == CLUSTER)
+    want = f"{sum(h['gpuCount'] for h in hosts if h['cluster'] == CLUSTER)} GPUs match"
+    with offline_page(page, fabric_service.url) as p:
+        for query in (f"cluster={CLUSTER}", f"site={CLUSTER}"):
+            open_view(p, f"{fabric_service.url}/ui/#/overview?{query}")
+            assert p.inner_text("#shown") == want, query
+            assert p.eval_on_selector('#filters select[name="cluster"]', "s => s.value") == CLUSTER
+        open_view(p, f"{fabric_service.url}/ui/#/host/{xa[0]}")
+        p.click(f'#view a[href="#/overview?cluster={CLUSTER}"]')
+        p.wait_for_function("location.hash.includes('cluster=')")
+        p.wait_for_selector('#view[data-ready="true"]')
+        assert p.inner_text("#shown") == want

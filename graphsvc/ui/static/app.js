@@ -291,10 +291,13 @@ function paintLegend(metric) {
 }
 
 // ---- overview -----------------------------------------------------------------------------
-const FILTERS = ["site", "model", "state", "health", "su", "rack"];
+const FILTERS = ["cluster", "model", "state", "health", "su", "rack"];
+// `site=` named the cluster filter until stop 63 (a site is another concept: docs/sites.md); old links still work.
+const clusterParam = (params) => params.get("cluster") || params.get("site") || "";
 function matcher(params) {
   const f = Object.fromEntries(FILTERS.map((k) => [k, params.get(k) || ""]));
-  return (g, h) => (!f.site || h.cluster === f.site) && (!f.model || modelMatches(g.model, f.model))
+  f.cluster = clusterParam(params);
+  return (g, h) => (!f.cluster || h.cluster === f.cluster) && (!f.model || modelMatches(g.model, f.model))
     && (!f.state || (f.state === "usable" ? usable(g) : g.state === f.state))
     && (!f.health || (f.health === "ok" ? healthy(g) : !healthy(g)))
     && (!f.su || h.scalableUnit === f.su) && (!f.rack || h.rack === f.rack);
@@ -331,7 +334,7 @@ async function overview(params) {
   view.innerHTML = `<h2>Cluster: ${hosts.length} hosts, ${gpus.length} GPUs, <span id="free-total">${total.free}</span> free and healthy,
       ${total.reserved} reserved, ${total.bad} unhealthy${total.freeBad ? ` (${total.freeBad} of them idle)` : ""}, ${total.stale} stale hosts</h2>
     <form class="toolbar" id="filters">
-      ${select("site", "site", uniq(hosts.map((h) => h.cluster)), params.get("site"))}
+      ${select("cluster", "cluster", uniq(hosts.map((h) => h.cluster)), clusterParam(params))}
       ${select("model", "model", withCurrent(uniq(gpus.map((g) => g.model)), params.get("model"), "(every model naming it)"), params.get("model"))}
       ${select("state", "state", [["usable", "free and healthy"], ["free", "free"], ["reserved", "reserved"]], params.get("state"))}
       ${select("health", "health", [["ok", "healthy"], ["bad", "degraded or failed"]], params.get("health"))}
@@ -416,7 +419,7 @@ async function host(name) {
   const free = h.gpus.filter(usable).length;
   const group = h.scalableUnit ? `<a href="#/overview?su=${encodeURIComponent(h.scalableUnit)}">${esc(h.scalableUnit)}</a>` : "-";
   view.innerHTML = `<h2>${esc(h.name)}</h2>
-    <p>cluster ${esc(h.cluster || "-")} · rack <a href="#/overview?rack=${encodeURIComponent(h.rack || "")}">${esc(h.rack || "-")}</a> · scalable unit ${group} · ${esc(h.cpuModel || "")}
+    <p>cluster ${h.cluster ? `<a href="#/overview?cluster=${encodeURIComponent(h.cluster)}">${esc(h.cluster)}</a>` : "-"} · rack <a href="#/overview?rack=${encodeURIComponent(h.rack || "")}">${esc(h.rack || "-")}</a> · scalable unit ${group} · ${esc(h.cpuModel || "")}
       · ${free} of ${h.gpus.length} GPUs free and healthy · facts ${Math.round(h.ageSeconds)} s old${h.stale ? ' · <b class="error">stale</b>' : ""}
       · <a href="#/place?q=${encodeURIComponent(`${h.gpus.length} prefer=${h.name}`)}">place here</a></p>
     <h3>GPUs</h3><table id="gpus"><tr><th>GPU</th><th>model</th><th>state</th><th>health</th><th>°C</th><th>util %</th><th>NVLink domain</th><th>NUMA</th><th>PCIe switch</th></tr>
