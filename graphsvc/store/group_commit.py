@@ -20,6 +20,19 @@ and the second would lose most of them to the first's locks, so the service keep
 `distinct` keeps requests with the same key out of one batch (an UNWIND writing one host twice);
 such a request waits for a later batch, in the order it came.
 
+A batch that finds the store unreachable (`StoreUnavailableError`, raised or as every one of its
+answers) fails the requests queued behind it with that same error, at once. Each would otherwise
+pay a store attempt of its own only to hear the same thing (on Neo4j the driver retries an
+unreachable server for `max_retry_s`): with the Neo4j server stopped, a lone request answered 503
+after ~7 s and the requests queued behind it after 14-25 s, one more attempt each batch. Only
+those already queued: a request arriving later asks the store again (it may be back), nothing
+remembers the outage. A store that answered (`StoreBusyError`: deadlocks or lock waits still
+failing after retries, or no free connection; a constraint, a bad statement, a timeout) says
+nothing about other requests, so only the failing batch's own requests get its error, as before.
+The backends retry what a retry may cure (Neo4j's transient errors and lost connections within
+`max_retry_s`, a node deleted meanwhile, FalkorDB's early timeout of a read) inside one attempt,
+so by the time a batch fails here its own retries are spent.
+
 Used by reservations (reserve, release, idempotency-key reads) and by host fact ingest
 (unchanged documents, `graphsvc.ingest.service`).
 """
@@ -30,8 +43,16 @@ import asyncio
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Generic, TypeVar
 
+from graphsvc.store.errors import StoreBusyError, StoreUnavailableError
+
 T = TypeVar("T")
 R = TypeVar("R")
+
+
+def store_down(outcome: object) -> bool:
+    """Whether `outcome` (an exception, or an answer carrying one) says the store could not be
+    reached; not a busy store (`StoreBusyError`), which answered and may take the next batch."""
+    return isinstance(outcome, StoreUnavailableError) and not isinstance(outcome, StoreBusyError)
 
 
 class GroupCommit(Generic[T, R]):
@@ -96,6 +117,11 @@ class GroupCommit(Generic[T, R]):
         self.pending = later
         return batch
 
+    def _take_all_waiting(self) -> list[asyncio.Future[R]]:
+        """Empty the queue (the store is down: see the module's docstring); the futures still awaited."""
+        waiting, self.pending = self.pending, []
+        return [future for _, future in waiting if not future.done()]
+
     async def _drain(self) -> None:
         try:
             try:
@@ -113,6 +139,9 @@ class GroupCommit(Generic[T, R]):
                     for _, future in batch:
                         if not future.done():
                             future.set_exception(err)
+                    if store_down(err):
+                        for future in self._take_all_waiting():
+                            future.set_exception(err)
                 except BaseException:  # cancelled (shutdown): no request waits forever
                     for _, future in batch:
                         future.cancel()
@@ -125,6 +154,11 @@ class GroupCommit(Generic[T, R]):
                     for (_, future), result in zip(batch, results, strict=True):
                         if not future.done():
                             future.set_result(result)
+                    # Every statement of the batch failed to reach the store (a batch that answers
+                    # each request apart, as reserves do): what waits gets the first such answer.
+                    if results and all(store_down(result) for result in results):
+                        for future in self._take_all_waiting():
+                            future.set_result(results[0])
                 if self.window_s and self.pending:
                     await asyncio.sleep(self.window_s)
                 # What waits goes to a runner about to take it, if any; else a few stragglers wait
