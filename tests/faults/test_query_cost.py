@@ -64,9 +64,10 @@ def test_field_cost_survives_hostile_arguments() -> None:
     # "0000000004096xH100" at 0 GPUs from its first nine digits).
     assert field_cost("placementText", {"text": "0000000004096xH100"}) == 514
     assert field_cost("placementText", {"text": "4096xH100"}) == 514
-    # Other scripts' digits: the parser refuses them (stop 60), so they are priced unsearched.
-    assert field_cost("placementText", {"text": "\u0664\u0660\u0669\u0666xH100"}) == 3  # Arabic-Indic 4096
-    assert field_cost("placementText", {"text": "0" * 5000 + "8xH100"}) == 3  # over the text limit: refused unsearched
+    # Other scripts' digits: the parser refuses them (stop 60), so they are priced unsearched: the
+    # base, as any text the parser refuses (3 until stop 63, when the price became the parser's).
+    assert field_cost("placementText", {"text": "\u0664\u0660\u0669\u0666xH100"}) == 2  # Arabic-Indic 4096
+    assert field_cost("placementText", {"text": "0" * 5000 + "8xH100"}) == 2  # over the text limit: refused unsearched
     assert field_cost("somethingNew", {}) == 1
 
 
@@ -161,3 +162,50 @@ def test_cost_is_documented() -> None:
     deploy = (REPO / "docs" / "deploy.md").read_text()
     for setting in ("GRAPHSVC_GRAPHQL_MAX_COST", "GRAPHSVC_GRAPHQL_COST_PER_MINUTE", "GRAPHSVC_GRAPHQL_COST_BURST"):
         assert setting in deploy
+
+
+# Stop 63: fifteen 4,096-GPU placements, refused in their plain form (HUGE), ran when written
+# another way; and fields that search were priced 1. Each is refused through the app, as HUGE is,
+# before anything runs (tests/unit/test_cost_rules.py has every rule's table).
+def _fifteen(field: str) -> str:
+    return " ".join(f"p{i}: {field}" for i in range(15))
+
+
+_NESTED = "{ " + "... on Query { " * 21 + HUGE[2:-2] + " }" * 21 + " }"
+BYPASSES = {
+    "21 nested inline fragments": _NESTED,
+    "a variable's default": "query($g: Int = 4096) { " + _fifteen("placement(request: {gpus: $g}) { request }") + " }",
+    "a quoted request text": "{ " + _fifteen("placementText(text: \"'4096'xH100\") { request }") + " }",
+    "an ideographic space": "{ " + _fifteen('placementText(text: "\\u30004096xH100") { request }') + " }",
+    "shapedPlacement, priced 1": "{ " + _fifteen('shapedPlacement(text: "tp=8 dp=512") { request }') + " }",
+    "sitePlacement, priced 1": "{ " + _fifteen("sitePlacement(request: {gpus: 4096}) { __typename }") + " }",
+}
+
+
+@pytest.mark.parametrize("query", BYPASSES.values(), ids=BYPASSES)
+async def test_a_bypass_is_refused_as_its_plain_form(gateway: Gateway, query: str) -> None:
+    app = app_with(gateway)
+    spy = PlacementSpy(app)
+    body = await post(app, A_TOKEN, query)
+    assert body["data"] is None, body
+    [error] = body["errors"]
+    assert error["extensions"]["code"] == "QUERY_TOO_EXPENSIVE"
+    assert error["extensions"]["cost"] == 15 * 514
+    assert spy.calls == 0
+
+
+@pytest.mark.parametrize("text", ["'4096'xH100", '"4096xH100"', "\u30004096xH100", "\x1c4096xH100"], ids=ascii)
+async def test_the_fast_path_prices_a_request_text_as_the_parser_reads_it(gateway: Gateway, text: str) -> None:
+    """POST /v1/place and /v1/reservations price their text as GraphQL's placementText does: the
+    spellings above were priced as 1 GPU (3 units), under a limit of 100 that refuses 4096xH100."""
+    app = app_with(gateway, graphql_max_cost=100)
+    spy = PlacementSpy(app)
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    headers = {"authorization": f"Bearer {A_TOKEN}"}
+    async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as c:
+        place = await c.post("/v1/place", json={"request": text}, headers=headers)
+        reserve = await c.post("/v1/reservations", json={"holder": "j", "request": text}, headers=headers)
+    for resp in (place, reserve):
+        assert resp.status_code == 400, resp.text
+        assert "it costs 514" in resp.json()["detail"]
+    assert spy.calls == 0
