@@ -19,6 +19,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 
 from graphsvc.api.errors import ERROR_RESPONSES
 from graphsvc.api.graphql.cost import field_cost
+from graphsvc.api.graphql.inputs import unprintable_value
 from graphsvc.api.one_pass_route import one_pass_route
 from graphsvc.placement.mig import SliceCandidate
 from graphsvc.placement.model import InfeasibleReason
@@ -279,6 +280,12 @@ async def reserve(body: ReserveBody, request: Request, caller: Caller) -> Outcom
     _within_limit(request, cost)  # a call refused for good spends no mutation token
     _limit(request, caller)
     _spend(request, caller, cost)
+    # The text GraphQL's reserve checks (inputs.unprintable_argument), answered alike: a NUL in a
+    # GPU uuid went to the store (an untyped 422 on FalkorDB, "unknown GPU" on Neo4j).
+    text = {"holder": body.holder, "gpus": body.gpus, "idempotencyKey": body.idempotencyKey, "labels": body.labels}
+    unprintable = unprintable_value(text)
+    if unprintable is not None:
+        return Outcome(kind="ValidationError", field=unprintable[0], message=unprintable[1])
     try:
         placement = parse_request(body.request) if body.request is not None else None
     except RequestError as err:

@@ -13,8 +13,10 @@ from fastapi import APIRouter
 from pydantic import BaseModel
 
 from graphsvc.api.errors import ERROR_RESPONSES
+from graphsvc.api.graphql.inputs import unprintable_value
 from graphsvc.api.rest import Caller, ServicesDep, operator_first
 from graphsvc.api.strict_routes import StrictJSONRoute
+from graphsvc.errors import ErrorKind, Rejected
 from graphsvc.security.auth import Role, require
 from graphsvc.sites.catalog import PriceCatalog, SiteCatalog
 
@@ -33,9 +35,19 @@ class PricesWritten(BaseModel):
     kept_newer: list[str]
 
 
+def _printable(catalog: BaseModel) -> None:
+    """Every name, source and note is printable text (graphql.inputs.unprintable_value, the rule
+    GraphQL's setCostFact follows): a 422 naming the field, before anything is written (a NUL
+    went to the store, refused there by FalkorDB and written by Neo4j)."""
+    hit = unprintable_value(catalog.model_dump(mode="json", by_alias=True))
+    if hit is not None:
+        raise Rejected(ErrorKind.INVALID, hit[0], f"{hit[0]}: {hit[1]}")
+
+
 async def put_sites(catalog: SiteCatalog, svc: ServicesDep, caller: Caller) -> SitesWritten:
     """Replace every site, its clusters and capacity kinds, and the links between sites."""
     require(caller, Role.OPERATOR)
+    _printable(catalog)
     return SitesWritten(sites=await svc.sites.replace_sites(catalog, time.time()))
 
 
@@ -64,6 +76,7 @@ async def get_sites(svc: ServicesDep, caller: Caller) -> list[dict[str, Any]]:
 async def put_prices(catalog: PriceCatalog, svc: ServicesDep, caller: Caller) -> PricesWritten:
     """Load a price file (JSON form of the TOML file): each fact is kept unless a later-dated one is stored."""
     require(caller, Role.OPERATOR)
+    _printable(catalog)
     done = await svc.sites.load_prices(catalog, time.time())
     return PricesWritten(catalog=catalog.catalog, written=done.written, kept_newer=done.kept_newer)
 

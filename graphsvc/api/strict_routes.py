@@ -11,6 +11,7 @@ from fastapi import HTTPException, Request, Response
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
 from strawberry.fastapi import GraphQLRouter
+from strawberry.http.types import QueryParams
 
 from graphsvc.api import strict_json
 
@@ -60,18 +61,31 @@ class StrictGraphQLRouter(GraphQLRouter[Any, None]):
     """GraphQL requests and variables as strict JSON, nested at most strict_json.MAX_DEPTH deep."""
 
     def parse_json(self, data: str | bytes) -> Any:
-        """HTTP bodies and query parameters: a 400 that says what is wrong."""
+        """HTTP bodies (and a multipart request's parts): a 400 that says what is wrong. A request
+        is an object (a list is a batch, refused by strawberry's own check); strawberry reads a
+        body's fields with .get() and failed on any other JSON value, `null` included (a 500)."""
+        value = self._loads(data)
+        if not isinstance(value, dict | list):
+            raise GraphQLHTTPException(400, "invalid JSON: a GraphQL request is a JSON object")
+        return value
+
+    def parse_query_params(self, params: QueryParams) -> dict[str, Any]:
+        """A GET's `variables` and `extensions`: strict JSON too, where `null` is allowed (no
+        variables) and any other non-object is strawberry's own 400 ("must be an object")."""
+        parsed: dict[str, Any] = dict(params)
+        for name in ("variables", "extensions"):
+            if parsed.get(name):
+                parsed[name] = self._loads(parsed[name])
+        return parsed
+
+    @staticmethod
+    def _loads(data: str | bytes) -> Any:
         try:
-            value = strict_json.loads(data, check_depth=True)
+            return strict_json.loads(data, check_depth=True)
         except strict_json.InvalidJSON as err:
             raise GraphQLHTTPException(400, f"invalid JSON: {err}") from None
         except json.JSONDecodeError:
             raise GraphQLHTTPException(400, "Unable to parse request body as JSON") from None
-        # A request (or a batch of them), its variables and extensions are objects; strawberry
-        # reads a body's fields with .get() and failed on any other JSON value (a 500).
-        if not isinstance(value, dict | list | None):
-            raise GraphQLHTTPException(400, "invalid JSON: a GraphQL request is a JSON object")
-        return value
 
     def decode_json(self, data: str | bytes) -> object:
         """Websocket messages: strawberry closes the socket (4400) on a JSONDecodeError."""

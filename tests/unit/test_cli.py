@@ -96,22 +96,6 @@ def _record(name: str, level: int, msg: object, exc: BaseException | None = None
     return logging.LogRecord(name, level, __file__, 1, msg, (), info)
 
 
-def test_client_graphql_mistakes_are_info_and_bugs_stay_error() -> None:
-    f = logs.ClientMistakes()
-    typo = _record("strawberry.execution", logging.ERROR, "Cannot query field 'hostz'\n\nGraphQL request:1:3")
-    f.filter(typo)
-    assert typo.levelno == logging.INFO and typo.getMessage() == "graphql: client error: Cannot query field 'hostz'"
-
-    class Forbidden(Exception):
-        pass
-
-    refused = _record("strawberry.execution", logging.ERROR, "forbidden", Forbidden("no"))
-    f.filter(refused)
-    assert refused.levelno == logging.WARNING and refused.exc_info is None
-    bug = _record("strawberry.execution", logging.ERROR, "boom", KeyError("x"))
-    assert f.filter(bug) and bug.levelno == logging.ERROR and bug.exc_info is not None
-
-
 def test_a_store_refusing_to_start_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(logs, "startup_error", None)
     f = logs.StartupFailure()

@@ -1,8 +1,29 @@
-"""GraphQL inputs, and their translation to the placement request."""
+"""GraphQL inputs, their translation to the placement request, and the rule for client text.
+
+Client text a mutation stores or sends to the store (ids, GPU uuids, holders, keys, labels,
+phase names, a fact's source, site and note, ...) is printable: no control character, line
+break, surrogate or bidi control (topo_facts.models.UNPRINTABLE, the rule fact documents,
+placement names and reservation labels already follow). A NUL reached the store, where FalkorDB
+refused the statement (an untyped error and a failed query in the log) and Neo4j matched nothing
+or wrote it. `unprintable_argument` finds such text in a field's arguments, so the schema answers
+a typed ValidationError naming the field before the resolver runs (graphql/schema.py), on both
+stores alike; the REST routes use `unprintable_value` on their bodies.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import strawberry
+from graphql import (
+    GraphQLArgument,
+    GraphQLInputObjectType,
+    GraphQLInputType,
+    GraphQLList,
+    GraphQLNonNull,
+)
+from topo_facts.models import UNPRINTABLE
 
 from graphsvc.api.graphql.types import wrap
 from graphsvc.placement.capabilities import CapabilityNeeds
@@ -10,7 +31,87 @@ from graphsvc.placement.request import NVLinkRequirement, Packing, PlacementRequ
 from graphsvc.read import browse
 from graphsvc.read.browse import GPUFilter, HostFilter
 
-__all__ = ["GPUFilter", "HostFilter", "PlacementPreferences", "PlacementRequestInput"]
+__all__ = [
+    "GPUFilter",
+    "HostFilter",
+    "PlacementPreferences",
+    "PlacementRequestInput",
+    "unprintable_argument",
+    "unprintable_value",
+]
+
+# Inputs whose text is checked where it is read, naming its fields its own way: a placement
+# request's host and site names (placement.request._check_names: "excludeHosts",
+# "preferences.hosts"); its model and MIG profile are matched in memory, never sent to a store.
+CHECKED_ELSEWHERE = frozenset({"PlacementRequestInput"})
+
+
+def unprintable_value(value: object, path: str = "") -> tuple[str, str] | None:
+    """The first text in `value` (a string, or lists and mappings of them) that breaks the rule:
+    (its field's path, dotted; the message). Mapping keys are the field names."""
+    if isinstance(value, str):
+        found = UNPRINTABLE.search(value)
+        if found is None:
+            return None
+        return path, (
+            f"must be printable: no control characters, line breaks or bidi controls "
+            f"(found {found.group()!r} at position {found.start()})"
+        )
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            hit = unprintable_value(item, f"{path}.{key}" if path else str(key))
+            if hit is not None:
+                return hit
+    elif isinstance(value, list | tuple):
+        for item in value:
+            hit = unprintable_value(item, path)
+            if hit is not None:
+                return hit
+    return None
+
+
+def unprintable_argument(args: Mapping[str, GraphQLArgument], values: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The first argument text (as graphql-core hands a resolver its coerced arguments) that breaks
+    the rule: (the field, named as the service names its own: an input object's fields by their
+    GraphQL names without the argument's, "gpus" for `reserve(input: {gpus: [...]})`; a scalar
+    argument by its name, "id"; the message)."""
+    for name, arg in args.items():
+        if name in values:
+            top = _named(arg.type)
+            hit = _walk(values[name], arg.type, "" if isinstance(top, GraphQLInputObjectType) else name)
+            if hit is not None:
+                return hit
+    return None
+
+
+def _named(type_: GraphQLInputType) -> GraphQLInputType:
+    while isinstance(type_, GraphQLNonNull | GraphQLList):
+        type_ = type_.of_type
+    return type_
+
+
+def _walk(value: object, type_: GraphQLInputType, path: str) -> tuple[str, str] | None:
+    if value is None:
+        return None
+    if isinstance(type_, GraphQLNonNull):
+        return _walk(value, type_.of_type, path)
+    if isinstance(type_, GraphQLList):
+        items = value if isinstance(value, list | tuple) else [value]
+        for item in items:
+            hit = _walk(item, type_.of_type, path)
+            if hit is not None:
+                return hit
+        return None
+    if isinstance(type_, GraphQLInputObjectType):
+        if type_.name in CHECKED_ELSEWHERE or not isinstance(value, Mapping):
+            return None
+        for key, field in type_.fields.items():
+            if key in value:
+                hit = _walk(value[key], field.type, f"{path}.{key}" if path else key)
+                if hit is not None:
+                    return hit
+        return None
+    return unprintable_value(value, path) if isinstance(value, str) else None
 
 
 @strawberry.input(description="Soft preferences: they rank candidates, never exclude one.")

@@ -9,8 +9,17 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 
 import strawberry
+from graphql import (
+    GraphQLArgument,
+    GraphQLFieldResolver,
+    GraphQLResolveInfo,
+    GraphQLSchema,
+    GraphQLUnionType,
+    get_named_type,
+)
 from graphql.error import GraphQLError
 from strawberry.extensions import (
     DisableIntrospection,
@@ -28,6 +37,7 @@ from graphsvc.api.graphql.cost import QueryCostLimit
 from graphsvc.api.graphql.drift import DriftFormat, DriftResult
 from graphsvc.api.graphql.drift import drift as drift_resolver
 from graphsvc.api.graphql.elastic import ElasticMutations, ElasticQuery
+from graphsvc.api.graphql.errors import ValidationError
 from graphsvc.api.graphql.executor import PlainObjectsExecutionContext
 from graphsvc.api.graphql.explorer import (
     CabledHost,
@@ -38,7 +48,7 @@ from graphsvc.api.graphql.explorer import (
     gpu_grid,
 )
 from graphsvc.api.graphql.impact import ImpactQuery
-from graphsvc.api.graphql.inputs import GPUFilter, HostFilter, PlacementRequestInput
+from graphsvc.api.graphql.inputs import GPUFilter, HostFilter, PlacementRequestInput, unprintable_argument
 from graphsvc.api.graphql.limiter_rules import limit_rules
 from graphsvc.api.graphql.operation_choice import OneOperationOrNamed
 from graphsvc.api.graphql.operator import OperatorMutations
@@ -175,6 +185,33 @@ class Query:
         return await place(info.context.engine, None, text=text, explain=selects_infeasible(info))
 
 
+def _too_long_number(error: GraphQLError) -> bool:
+    """graphql-core's validation of an Int literal past Python's 4,300-digit limit on int(): it
+    reports the ValueError it caught (a 5,000-digit `first:` was masked as "Unexpected error." and
+    logged as a bug, with the whole literal in its message)."""
+    original = error.original_error
+    return isinstance(original, ValueError) and "integer string conversion" in str(original) and error.path is None
+
+
+def _told_too_long(error: GraphQLError) -> GraphQLError:
+    """The validation error a too-long number is told as, short, with its place in the document."""
+    digits = len(getattr(error.nodes[0], "value", "")) if error.nodes else 0
+    size = f" ({digits} characters)" if digits else ""
+    return GraphQLError(
+        f"Number too long{size}: an Int is a 32-bit integer",
+        nodes=error.nodes,
+        source=error.source,
+        positions=error.positions,
+    )
+
+
+class MaskUnexpected(MaskErrors):
+    """strawberry's MaskErrors (`_mask` says what it masks), a too-long number told as such."""
+
+    def anonymise_error(self, error: GraphQLError) -> GraphQLError:
+        return _told_too_long(error) if _too_long_number(error) else super().anonymise_error(error)
+
+
 def _mask(error: GraphQLError) -> bool:
     """Mask what the code did not mean to say; keep GraphQL's own validation messages and our
     deliberate refusals (FORBIDDEN, RATE_LIMITED), which carry no original exception. A variable
@@ -183,7 +220,9 @@ def _mask(error: GraphQLError) -> bool:
     "Unexpected error." and logged as a bug, where the same mistake written inline was told. Such
     an error has no path; one with a path came from executing a field (a value the schema cannot
     serialise, say) and is ours, masked and logged."""
-    return not _expected(error)  # logged by Schema.process_errors, which sees every error
+    # Logged by Schema.process_errors, which sees every error; a too-long number is "masked" to
+    # the short message MaskUnexpected tells it with.
+    return not _expected(error) or _too_long_number(error)
 
 
 def _expected(error: GraphQLError) -> bool:
@@ -192,40 +231,86 @@ def _expected(error: GraphQLError) -> bool:
     # A query or mutation sent over the old `graphql-ws` protocol, which carries subscriptions only.
     if original is None or isinstance(original, (Forbidden, RateLimited, DomainError, InvalidOperationTypeError)):
         return True
+    if _too_long_number(error):
+        return True
     return isinstance(original, GraphQLError) and error.path is None
+
+
+# Refusals that may be abuse (a token probing what it may not do, flooding, or asking for too
+# much work): an operator watching WARNING should see them. Other mistakes are the caller's own.
+WARN_CODES = frozenset({"FORBIDDEN", "RATE_LIMITED", "QUERY_TOO_EXPENSIVE", "QUERY_BUDGET_EXCEEDED"})
+LOGGED_CHARS = 300  # of a message, which may quote what the client sent
 
 
 class Schema(strawberry.Schema):
     def process_errors(self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None) -> None:
-        """Each error logged once: a caller's mistake at INFO in one line (strawberry logged every
-        error at ERROR with a traceback, a long search text or a variable of the wrong type too);
-        an unexpected one at ERROR with its traceback (`_mask` masks it, and an error raised in a
-        schema extension never reaches `_mask`); a store outage by graphsvc.store.outage_log."""
+        """Each error logged once, by this logger (graphsvc.graphql): a refusal that may be abuse
+        (WARN_CODES) at WARNING, with its code and token; a caller's plain mistake (a typo, a
+        variable of the wrong type) at INFO; both one line, "graphql request refused: ...".
+        strawberry logged every error at ERROR with a traceback. An unexpected error stays ERROR
+        with its traceback (`_mask` masks it, and an error raised in a schema extension never
+        reaches `_mask`); a store outage is logged by graphsvc.store.outage_log."""
         for error in errors:
             if not should_log(error):
                 continue
-            if _expected(error):
-                log.info("graphql request refused: %s", error.message)
-            else:
+            if not _expected(error):
                 log.error("unexpected error in %s", error.path, exc_info=error.original_error)
+                continue
+            message = _told_too_long(error).message if _too_long_number(error) else error.message
+            line = (message.splitlines() or [""])[0][:LOGGED_CHARS]
+            code = (error.extensions or {}).get("code")
+            if code in WARN_CODES:
+                who = getattr(getattr(getattr(execution_context, "context", None), "principal", None), "name", "?")
+                log.warning("graphql request refused (%s, token %s): %s", code, who, line)
+            else:
+                log.info("graphql request refused: %s", line)
+
+
+def _refuse_unprintable_text(schema: GraphQLSchema) -> None:
+    """Every mutation that can answer a ValidationError answers one for unprintable argument text
+    (inputs.unprintable_argument), before its resolver runs: before any store work, and the same
+    on both stores (a NUL went to the store: FalkorDB refused the statement, an untyped error and a
+    WARNING; Neo4j reserved nothing, or wrote a cost fact holding it). Like an argument of the
+    wrong type, it is refused before the role check. Wrapping graphql-core's resolvers here, once,
+    costs the queries nothing."""
+    mutation = schema.mutation_type
+    if mutation is None:
+        return
+    for field in mutation.fields.values():
+        answers = get_named_type(field.type)
+        members = answers.types if isinstance(answers, GraphQLUnionType) else (answers,)
+        if field.resolve is not None and any(m.name == "ValidationError" for m in members):
+            field.resolve = _checking_text(field.resolve, field.args)
+
+
+def _checking_text(resolve: GraphQLFieldResolver, args: dict[str, GraphQLArgument]) -> GraphQLFieldResolver:
+    def checked(source: Any, info: GraphQLResolveInfo[Any], **values: Any) -> Any:
+        hit = unprintable_argument(args, values)
+        if hit is not None:
+            return ValidationError(field=hit[0], message=hit[1])
+        return resolve(source, info, **values)
+
+    return checked
 
 
 def make_schema(*, dev: bool) -> strawberry.Schema:
     """The schema; outside development mode introspection is off (GraphiQL too, in the router)."""
     extras = [] if dev else [DisableIntrospection]
-    return Schema(
+    made = Schema(
         query=merge_types("Query", (Query, ShapedQuery, ImpactQuery, SitesQuery, ElasticQuery)),
         mutation=merge_types("Mutation", (ReservationMutations, OperatorMutations, SitesMutations, ElasticMutations)),
         subscription=Subscription,
         extensions=[*_EXTENSIONS, *extras],
         execution_context_class=PlainObjectsExecutionContext,
     )
+    _refuse_unprintable_text(made._schema)
+    return made
 
 
 _EXTENSIONS = [
     limit_rules,  # depth and alias rules built once, so ValidationCache hits (limiter_rules.py)
     lambda: MaxTokensLimiter(max_token_count=MAX_TOKENS),
-    lambda: MaskErrors(should_mask_error=_mask),
+    lambda: MaskUnexpected(should_mask_error=_mask),
     StoreErrors,  # after MaskErrors: store outages become typed errors before the masking sees them
     OneOperationOrNamed,  # before the cost: it prices the operation that would run
     QueryCostLimit,
