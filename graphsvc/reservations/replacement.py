@@ -40,9 +40,23 @@ class ReplacementService:
         self.elastic = elastic
         self.rs = elastic.rs
         self.stale_after_s = stale_after_s
-        # what was already proposed or reported: the lease job looks every few seconds, the
-        # holder hears once per set of failed GPUs
-        self.told: set[tuple[str, frozenset[str]]] = set()
+        # What each live reservation was already told, and about which failed GPUs: the lease job
+        # looks every 30 s, and the holder hears each kind of news (unavailable, proposed) once per
+        # set of failed GPUs. One entry per reservation, dropped when it ends, has nothing failed
+        # any more or is replaced, and reset when its failed set changes, so it does not grow for
+        # the life of the process. (Keyed by the lost set for both kinds, a proposal after an
+        # "unavailable" counted as told: the holder never heard that spares had appeared.)
+        self.told: dict[str, tuple[frozenset[str], set[str]]] = {}
+
+    def _first_time(self, reservation_id: str, lost: frozenset[str], kind: str) -> bool:
+        """Whether `kind` is news to this reservation's holder for this set of failed GPUs."""
+        seen = self.told.get(reservation_id)
+        if seen is None or seen[0] != lost:
+            seen = self.told[reservation_id] = (lost, set())
+        if kind in seen[1]:
+            return False
+        seen[1].add(kind)
+        return True
 
     async def check(self, *, apply: bool | None = None, only: str = "", limit: int = 100) -> list[Replacement]:
         """Every live reservation with a failed or stale GPU: propose (and, when the reservation
@@ -53,6 +67,9 @@ class ReplacementService:
         rows = await self.rs.gw.read(
             "reservations/failed_holdings", {"now": now, "cutoff": cutoff, "limit": limit, "id": only}
         )
+        if not only and len(rows) < limit:  # every reservation with a failed GPU: forget the others
+            for gone in set(self.told) - {r["reservation"] for r in rows}:
+                self.told.pop(gone, None)
         out = []
         for r in rows:
             auto = AUTO_LABEL in (r.get("labels") or [])
@@ -62,13 +79,20 @@ class ReplacementService:
         return out
 
     async def replace(self, reservation_id: str, failed: list[str], *, apply: bool) -> Replacement | None:
-        for _ in range(self.elastic.max_attempts):
+        for attempt in range(self.elastic.max_attempts):
             live = await self.elastic.live(reservation_id)
             if not isinstance(live, Live):
+                self.told.pop(reservation_id, None)
                 return None
             lost = [s for s in live.slots if s.uuid in set(failed)]
             if not lost:
+                self.told.pop(reservation_id, None)
                 return None
+            if attempt and await self.elastic.lost_a_gpu(live) is not None:
+                # the write was refused because a GPU left the graph: renew's rule ended the lease
+                self.told.pop(reservation_id, None)
+                return None
+            lost_set = frozenset(s.uuid for s in lost)
             pool, fits = await self.elastic.pool(live, self.rs.clock())
             found = replacement_plan(live.slots, lost, pool)
             if found is not None and not fits([s for s in pool if s.uuid in set(found[0].values())]):
@@ -76,23 +100,22 @@ class ReplacementService:
             holder = live.reservation.holder
             now = self.rs.clock()
             if found is None:
+                if not isinstance(await self.elastic.live(reservation_id), Live):
+                    self.told.pop(reservation_id, None)  # it ended while we looked (an empty pool)
+                    return None
                 reason = f"no free GPUs near the job can replace {len(lost)} failed GPU(s)"
-                key = (reservation_id, frozenset(s.uuid for s in lost))
-                if key not in self.told:
-                    self.told.add(key)
+                if self._first_time(reservation_id, lost_set, "unavailable"):
                     await self.rs.events.publish(
                         Event("reservation.replacement_unavailable", reservation_id, holder, now, reason)
                     )
                 return Replacement(reservation_id, holder, [s.uuid for s in lost], {}, {}, False, False, reason)
             mapping, kept = found
-            seen = (reservation_id, frozenset(mapping))
             order = live.rank_order
             ranks = {order.index(old): new for old, new in mapping.items()}
             detail = json.dumps({"ranks": {str(k): v for k, v in sorted(ranks.items())}, "failed": sorted(mapping)})
             reason = f"{len(mapping)} replacement GPU(s), layout {'kept' if kept else 'NOT kept'}"
             if not apply:
-                if seen not in self.told:
-                    self.told.add(seen)
+                if self._first_time(reservation_id, lost_set, "proposed"):
                     await self.rs.events.publish(
                         Event("reservation.replacement_proposed", reservation_id, holder, now, detail)
                     )
@@ -100,7 +123,10 @@ class ReplacementService:
             # the new GPUs take the failed ones' ranks: commit with the rank order rewritten
             done = await self._commit(live, mapping, kept, reason, detail)
             if isinstance(done, Resized):
+                self.told.pop(reservation_id, None)  # the failed GPUs are gone from it
                 return Replacement(reservation_id, holder, sorted(mapping), ranks, mapping, kept, True, reason)
+            # Refused: a spare was taken, or failed, after the plan (the write takes only free GPUs
+            # that are not unhealthy, as pool() offers them), or the reservation changed: again.
         return None
 
     async def _commit(

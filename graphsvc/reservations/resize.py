@@ -166,6 +166,21 @@ class ElasticService:
         ]
         return sorted(pool, key=lambda s: (s.host, s.index)), fits
 
+    async def lost_a_gpu(self, live: Live) -> LeaseExpired | None:
+        """A write refused a reservation that reads live: if it holds fewer GPUs than it was
+        granted (its host stopped reporting one), every resize would be refused the same way, for
+        ever. Renew has the rule for that (its statement, under the reservation's lock, renews only
+        a reservation that owns every GPU it was granted; when it cannot, the lease ends and its
+        other GPUs are freed), so it is asked, not copied: LeaseExpired when it ended the
+        reservation, None when it renewed it after all (this read raced a grow of the same
+        reservation, which Neo4j's read committed allows; the lease is then extended by the lease
+        last granted, as the holder's own renew would)."""
+        held = sum(1 for g in live.reservation.gpus if g.held)
+        if held >= int(live.props.get("gpu_count") or 0):
+            return None
+        renewed = await self.rs.renew(live.reservation.id)
+        return renewed if isinstance(renewed, LeaseExpired) else None
+
     # ---- resizing ---------------------------------------------------------------------
 
     async def resize(
@@ -183,13 +198,21 @@ class ElasticService:
         if gpus is None and not remove and not remove_ranks:
             return ValidationError("gpus", "give the new size, or the GPUs or ranks to remove")
         last: Resized | Conflict | None = None
-        for _ in range(self.max_attempts):
+        for attempt in range(self.max_attempts):
             live = await self.live(reservation_id)
             if not isinstance(live, Live):
                 return live
             if live.props.get("slice_count"):  # MIG slices (reservations/mig.py) hold no GPU to grow from
                 return ValidationError("gpus", "a reservation of MIG slices is not resized; reserve more or release it")
+            if attempt and (ended := await self.lost_a_gpu(live)) is not None:
+                return ended
             step = await self._plan(live, gpus, list(remove), list(remove_ranks), keep_layout)
+            if isinstance(step, Infeasible):
+                # Planned on a reservation that ended meanwhile (its neighbourhood is read only
+                # through GPUs it still owns, so the pool came back empty): that is the answer, not
+                # Infeasible with a hint to relax the layout of a job that is gone.
+                again = await self.live(reservation_id)
+                return step if isinstance(again, Live) else again
             if not isinstance(step, tuple):
                 return step
             add, drop, kept, reason = step

@@ -5,6 +5,9 @@
 // added ones by uuid, their counters, then the reservation; only then reads what it decides
 // on. It goes on only while the reservation is live and still owns every GPU it was granted,
 // so a resize racing an expiry, a release or a preemption either runs first or sees it ended.
+// An added GPU must also be healthy, as resize's pool offers it (not failed or degraded,
+// placement.select.UNHEALTHY): one that failed between the plan and this write is refused, and
+// the caller plans again (a replacement took a GPU that had just failed; a probe's case).
 // @write
 // @param add any
 // @param gpu_count any
@@ -29,9 +32,11 @@ SET r:Reservation //@lock
 WITH r, gpus, [x IN gpus WHERE x.reservation = r.id] AS owned, [x IN gpus WHERE x.uuid IN $add] AS wanted
 WITH r, gpus, owned, wanted, size([x IN owned WHERE x.uuid IN $remove]) AS removable,
      size([x IN wanted WHERE x.reservation IS NULL OR (x.reservation <> r.id AND coalesce(x.lease_expires_at, 0.0) < $now)]) AS takeable,
-     size([x IN wanted WHERE x.state = 'free' OR (x.state = 'reserved' AND coalesce(x.lease_expires_at, 0.0) < $now)]) AS free_now
+     size([x IN wanted WHERE x.state = 'free' OR (x.state = 'reserved' AND coalesce(x.lease_expires_at, 0.0) < $now)]) AS free_now,
+     size([x IN wanted WHERE NOT toLower(coalesce(x.health, 'ok')) IN ['failed', 'degraded']]) AS healthy
 WHERE r.state = 'active' AND r.expires_at >= $now AND size(owned) = r.gpu_count
   AND removable = size($remove) AND size(wanted) = size($add) AND takeable = size($add) AND free_now = size($add)
+  AND healthy = size($add)
   AND r.gpu_count - size($remove) + size($add) = $gpu_count
 WITH r, owned, wanted, [x IN owned WHERE x.uuid IN $remove] AS freed
 FOREACH (x IN freed | SET x.state = 'free', x.reservation = NULL, x.lease_expires_at = NULL)
