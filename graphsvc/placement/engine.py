@@ -409,10 +409,51 @@ class PlacementEngine:
             statements=search.statements,
         )
 
+    async def fits(self, req: PlacementRequest, *, loader: HostLoader | None = None) -> bool:
+        """Whether `place(req, explain_infeasible=False, loader=loader)` finds any candidate: the
+        diagnosis's probe. The searches `place` runs, over the same units in the same order,
+        stopping at the first candidate, where `place` reads on for `limit` and two more to
+        rank, then builds and scores each: whether one exists is all a probe asks (at 8k GPUs the
+        probe of `256xH100 per-host=8 rail-aligned` paged through the leaves, and then read the
+        wide search's hosts, for three candidates, where the first leaf it reads holds one).
+        Until a first candidate is found nothing differs (the budget included, _fit_pages), so
+        the answer is `place`'s; lapsed leases are ended and searched again with a fresh read, as
+        `place` does. A probe also reads a leaf page in parts (_fit_pages), and pages no leaf for
+        a rail-aligned request no leaf's counters hold (aligned_may_fit)."""
+        req = req.validated()
+        if req.mig_profile is not None:
+            return bool((await self.place(req, explain_infeasible=False, loader=loader)).candidates)
+        if await self._no_such_model(req):
+            return False
+        if await self._first_found(req, loader):
+            return True
+        return bool(self.reap_lapsed and await self.reap_lapsed() and await self._first_found(req, None))
+
+    async def _first_found(self, req: PlacementRequest, loader: HostLoader | None) -> bool:
+        """`place`'s searches (no preemption plan, no extra hosts), until the first candidate."""
+        search = _Search(self, req, frozenset(), first_only=True)
+        if loader is not None and loader.sites == req.site_set:
+            search.loader = loader
+        each_model = await self.models() if req.model is None else []
+        if len(each_model) >= 2:
+            search.blocks += EACH_MODEL_BLOCKS * len(each_model)
+        await search.run()
+        if not search.found:
+            await search.search_each_model(each_model)
+        if not search.found and req.prefer_hosts:
+            await search.search_extra([h for h in req.prefer_hosts if h not in req.exclude_hosts])
+        return bool(search.found)
+
 
 class _Search:
     def __init__(
-        self, engine: PlacementEngine, req: PlacementRequest, virtual_free: frozenset[str], tie_seed: int | None = None
+        self,
+        engine: PlacementEngine,
+        req: PlacementRequest,
+        virtual_free: frozenset[str],
+        tie_seed: int | None = None,
+        *,
+        first_only: bool = False,
     ) -> None:
         self.engine = engine
         self.tie_seed = tie_seed
@@ -429,6 +470,11 @@ class _Search:
         self.exclude = list(req.exclude_hosts)
         # Read a few more than asked, so ranking has something to choose from.
         self.want = req.limit + 2
+        # How many candidates end the search: `want`, or the first (PlacementEngine.fits: whether
+        # any exists). Pages are sized by `want` either way, so the units read until then are
+        # the same.
+        self.first_only = first_only
+        self.enough_at = 1 if first_only else self.want
         # The largest free blocks each candidate statement reads, for ranking (finish: one per
         # candidate found and two more; a request on several models finds more, `place`).
         self.blocks = self.want + 4
@@ -463,7 +509,7 @@ class _Search:
         return (0, name) if self.tie_seed is None else (zlib.crc32(f"{self.tie_seed}/{name}".encode()), name)
 
     def enough(self) -> bool:
-        return len(self.found) >= self.want or self.units_read >= self.engine.budget.units
+        return len(self.found) >= self.enough_at or self.units_read >= self.engine.budget.units
 
     def add(self, gpus: list[Gpu] | None) -> None:
         if gpus and (self.req.cross_site or not locality.spans_sites(gpus, self.loader.cache)):
@@ -474,7 +520,7 @@ class _Search:
         if self.model:
             self.model_params = prefilter_params(self.model, await self.engine.models())
         per_host = req.gpus_per_host
-        if self.leaves_first():
+        if self.leaves_first() and (not self.first_only or await self.aligned_may_fit()):
             # No host was ever seen with this many free GPUs: the leaf statement first, as the
             # one-host statement would find nothing (~4 ms at 8k GPUs). Its free blocks name the
             # cluster's fullest hosts by the counters the one-host statement seeks on; when one
@@ -613,30 +659,44 @@ class _Search:
         probe: bool = True,
         slack: int = PAGE_SLACK,
         bucketed: bool = False,
+        parts: bool = False,
     ) -> None:
         """Pages of a one-statement query: usually one statement answers the request. Units are
         taken in best-fit order: free counts nearest `first` first, then by name (`bucketed`: by
         tie bucket, then name, the order placement_domains_fit pages in). The first page
         holds `slack` units more than the candidates wanted, for units that turn out not to fit
         (a host whose free GPUs are too hot, say); the units past those that do fit are read but
-        unused, so `slack` is what a second statement is worth avoiding."""
+        unused, so `slack` is what a second statement is worth avoiding.
+
+        `parts` (a probe, `first_only`): each page is read in parts, 1, 2, 4 ... units, up to the
+        page's end, and the search stops at the part where it finds (a leaf page's units past it
+        cost their windows' GPU maps, read and parsed for nothing). The pages, the units judged
+        and the budget are the usual ones until then: a page that may reach the budget is read
+        whole (its last units then decide what `take` judges, _take_leaves)."""
         skip = 0
         page = self.want + slack
         while not self.enough():
-            lazy = {"probe": skip + page} if probe else {}
-            row = await self.read_fit(query, {**params, "skip": skip, "limit": page, **lazy})
-            scanned = int(row["scanned"])
-            skip += scanned
-            self.units_read += scanned
-            # Best fit first, as the seek ordered them (a collect does not keep that order).
-            await take(
-                sorted(
-                    (u for u in row["found"] if u),
-                    key=lambda u: (abs(u["free"] - first), tie_bucket(u["unit"]) if bucketed else 0, u["unit"]),
+            end = skip + page
+            part = 1 if parts and self.units_read + page < self.engine.budget.units else page
+            while True:
+                size = min(part, end - skip)
+                lazy = {"probe": skip + size} if probe else {}
+                row = await self.read_fit(query, {**params, "skip": skip, "limit": size, **lazy})
+                scanned = int(row["scanned"])
+                skip += scanned
+                self.units_read += scanned
+                # Best fit first, as the seek ordered them (a collect does not keep that order).
+                await take(
+                    sorted(
+                        (u for u in row["found"] if u),
+                        key=lambda u: (abs(u["free"] - first), tie_bucket(u["unit"]) if bucketed else 0, u["unit"]),
+                    )
                 )
-            )
-            if scanned < page:
-                return
+                if scanned < size:
+                    return
+                if skip >= end or self.found:
+                    break
+                part *= 2
             missing = self.want - len(self.found)
             page = min(max(page * 2, 2 * missing + 2), self.engine.budget.page)
 
@@ -666,7 +726,10 @@ class _Search:
         tightest units the shared search happened to read first."""
         if len(models) < 2:
             return
-        subs = [_Search(self.engine, self.req.with_(model=model, limit=1), frozenset()) for model in models]
+        subs = [
+            _Search(self.engine, self.req.with_(model=model, limit=1), frozenset(), first_only=self.first_only)
+            for model in models
+        ]
         for sub in subs:
             sub.loader = self.loader  # one read of each host per request
         await self.read_first_pages(subs, models)
@@ -676,6 +739,8 @@ class _Search:
             self.statements.extend(sub.statements)
             for key, gpus in sub.found.items():
                 self.found.setdefault(key, gpus)
+            if self.first_only and self.found:
+                return
 
     async def read_first_pages(self, subs: list[_Search], models: list[str]) -> None:
         """Every model's first page of the one-host or one-domain statement in one statement
@@ -769,7 +834,15 @@ class _Search:
         # widens its window itself, choose_in_group; one adds nothing when no set of its hosts
         # fits, when its set was found already (hosts under two leaves) or spans sites). Such a
         # leaf costs a second statement instead, which reads the graph as it is by then.
-        await self._fit_pages("placement_leaves_fit", params, self._take_leaves, first=req.gpus, probe=False, slack=0)
+        await self._fit_pages(
+            "placement_leaves_fit",
+            params,
+            self._take_leaves,
+            first=req.gpus,
+            probe=False,
+            slack=0,
+            parts=self.first_only,
+        )
 
     async def _take_leaves(self, units: list[FitUnit]) -> None:
         for unit in units:
@@ -781,9 +854,24 @@ class _Search:
                 return
 
     async def search_multi_host(self) -> None:
+        if self.first_only and not await self.aligned_may_fit():
+            return
         if self.req.max_ib_hops is None or self.req.max_ib_hops >= 1:
             await self.search_leaves()
         await self.search_wider()
+
+    async def aligned_may_fit(self) -> bool:
+        """Whether a rail-aligned request may fit across hosts, by the bound search_wider asks
+        (placement_leaf_holds; True for any other request). It also bounds the leaf search:
+        placement_leaves_fit gives a leaf a window only where its counter holds the request and
+        enough of its hosts' counters hold the share (or, unsplit, an even split), among fewer
+        hosts and leaves than placement_leaf_holds counts. Asked first by a probe (`fits`): the
+        diagnosis's shrunk probes of shares no leaf holds (`250xH100 per-host=5 rail-aligned` on
+        32-host units) paged through every leaf, four statements each, to find no window."""
+        req = self.req
+        if not req.rail_aligned or self.loader.virtual_free:
+            return True
+        return await self.loader.leaf_holds(req.gpus, req.gpus_per_host or 0)
 
     async def search_wider(self) -> None:
         req = self.req

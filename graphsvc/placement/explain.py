@@ -105,7 +105,7 @@ async def diagnose(
         counted = await counts.fits(r)
         if counted is not None:
             return counted
-        return bool((await engine.place(r.with_(limit=1), explain_infeasible=False, loader=loader)).candidates)
+        return await engine.fits(r.with_(limit=1), loader=loader)
 
     reasons: list[InfeasibleReason] = []
     if req.sites:

@@ -1,0 +1,142 @@
+"""The diagnosis's probes (PlacementEngine.fits): whether a request has any placement, answered as
+`place` answers it, with less read (docs/benchmarks.md, issue #15: `251xH100 rail-aligned` at 8k
+GPUs). A probe stops at the first candidate, reads a leaf page in parts, and asks the leaf
+counters (placement_leaf_holds) before paging leaves for a rail-aligned share no leaf holds. Both
+stores."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from topo_facts.models import Health
+
+from graphsvc.placement import engine as engine_module
+from graphsvc.placement.engine import PlacementEngine, SearchBudget
+from graphsvc.placement.request import NVLinkRequirement, PlacementRequest, parse_request
+from graphsvc.store.gateway import Gateway
+from graphsvc.synthetic.clusters import SyntheticCluster, add_spines, add_superpod_h100
+from tests.cluster_helpers import load, occupy
+from tests.integration.test_counting_oracle import worn
+from tests.queries import with_test_queries
+
+
+def units(sus: int, hosts_per_unit: int, seed: int) -> SyntheticCluster:
+    """`sus` rail-optimised H100 units of `hosts_per_unit` hosts each (8 GPUs, 8 rails a host)."""
+    c = SyntheticCluster("default")
+    leaves = add_superpod_h100(c, sus, seed=seed)
+    c.hosts = [h for h in c.hosts if int(h.hostname.rsplit("-n", 1)[1]) <= hosts_per_unit]
+    kept = {h.hostname for h in c.hosts}
+    c.nic_uplinks = [u for u in c.nic_uplinks if u.host in kept]
+    add_spines(c, leaves, prefix="spine", sus=sus)
+    return c
+
+
+def healthy(cluster: SyntheticCluster, degraded: set[str]) -> None:
+    """Every GPU healthy and cool but GPU 0 of the `degraded` hosts."""
+    hosts = []
+    for host in cluster.hosts:
+        gpus = [
+            g.model_copy(
+                update={
+                    "health": Health.DEGRADED if host.hostname in degraded and i == 0 else Health.OK,
+                    "temperature_c": 40.0,
+                }
+            )
+            for i, g in enumerate(host.gpus)
+        ]
+        hosts.append(host.model_copy(update={"gpus": gpus}))
+    cluster.hosts = hosts
+
+
+@st.composite
+def aligned_requests(draw: st.DrawFn) -> PlacementRequest:
+    per_host = draw(st.sampled_from([None, None, 1, 2, 4, 8]))
+    hosts = draw(st.integers(1, 8))
+    gpus = per_host * hosts if per_host is not None else draw(st.integers(1, 48))
+    return PlacementRequest(
+        gpus=gpus,
+        gpus_per_host=per_host,
+        rail_aligned=True,
+        nvlink=draw(st.sampled_from([NVLinkRequirement.NONE, NVLinkRequirement.NONE, NVLinkRequirement.ANY])),
+        max_ib_hops=draw(st.sampled_from([None, None, 1, 3])),
+        exclude_unhealthy=draw(st.booleans()),
+        limit=draw(st.integers(1, 3)),
+    )
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    sus=st.integers(1, 3),
+    hosts=st.integers(1, 6),
+    seed=st.integers(0, 10_000),
+    occupancy=st.floats(0.0, 0.5),
+    budget=st.sampled_from([(4000, 256), (4000, 2), (2, 256), (3, 2), (5, 4)]),
+    reqs=st.lists(aligned_requests(), min_size=4, max_size=8),
+)
+def test_a_probe_answers_what_the_placement_finds(
+    gateway: Gateway,
+    sus: int,
+    hosts: int,
+    seed: int,
+    occupancy: float,
+    budget: tuple[int, int],
+    reqs: list[PlacementRequest],
+) -> None:
+    """Whatever the units' wear and load, and budgets small enough to stop a search part-way
+    (a probe reads a leaf page in parts: the budget must stop it where it stops `place`)."""
+
+    async def scenario() -> None:
+        await with_test_queries(gateway).write("reset_graph")
+        rng = random.Random(seed)
+        cluster = units(sus, hosts, seed)
+        worn(cluster, rng)
+        await load(gateway, cluster)
+        await occupy(gateway, [g.uuid for h in cluster.hosts for g in h.gpus if rng.random() < occupancy])
+        engine = PlacementEngine(gateway, budget=SearchBudget(units=budget[0], page=budget[1]))
+        for req in reqs:
+            found = (await engine.place(req, explain_infeasible=False)).candidates
+            assert await engine.fits(req) == bool(found), req
+
+    asyncio.get_event_loop().run_until_complete(scenario())
+
+
+@pytest.fixture
+def adopted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The host maps each candidate statement handed the search (their GPU rows are what a leaf
+    page costs: read, parsed and joined with each host's topology)."""
+    counts: list[int] = []
+    real = engine_module._Search.adopt
+
+    async def counting(self: Any, maps: list[Any]) -> None:
+        counts.append(len(maps))
+        await real(self, maps)
+
+    monkeypatch.setattr(engine_module._Search, "adopt", counting)
+    return counts
+
+
+async def test_the_diagnosis_reads_leaves_only_until_a_probe_fits(gateway: Gateway, adopted: list[int]) -> None:
+    """Four idle units (31 hosts in unit 1, 32 in the others); units 2-4 each have two hosts with
+    a degraded GPU, so only unit 1 holds 31 hosts x 8. 251 is prime (251 hosts x 1: no unit has them), so the diagnosis
+    probes each share; 31 x 8 fits in unit 1, the first leaf by name. Its probe read three leaves'
+    hosts and then the fourth, for the three candidates a placement ranks, and the probes of
+    shares no leaf holds (250 = 50 x 5, 249 = 83 x 3, ...) paged through every leaf to find
+    no window: each leaf page is a statement, and each leaf with a window its hosts' GPUs (before:
+    132 host maps, 13 leaf pages; now 36 and 2)."""
+    cluster = units(4, 32, seed=7)
+    healthy(cluster, {f"h100-su{su}-n{n:02d}" for su in (2, 3, 4) for n in (5, 9)})
+    await load(gateway, cluster)
+    engine = PlacementEngine(gateway)
+    result = await engine.place(parse_request("251xH100 rail-aligned"))
+    assert not result.candidates
+    by = {r.constraint: r for r in result.infeasible}
+    assert by["gpus"].nearest_feasible == "248xH100 rail-aligned"
+    assert by["railAligned"].nearest_feasible == "251xH100"
+    leaf_pages = sum(stat.calls for name, stat in gateway.stats.items() if name.startswith("placement_leaves_fit"))
+    assert sum(adopted) <= 31 + 8, adopted  # unit 1's hosts (and a first probe's few)
+    assert leaf_pages <= 3, leaf_pages  # the failed search's page and the fitting probe's
