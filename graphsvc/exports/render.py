@@ -14,7 +14,7 @@ from typing import Any
 from graphsvc.errors import DomainError, ErrorKind
 from graphsvc.exports import formats, kubernetes
 from graphsvc.exports.model import ClusterView, ExportStamp, cluster_view
-from graphsvc.exports.nccl import nccl_xml
+from graphsvc.exports.nccl import NcclExportError, nccl_xml
 from graphsvc.exports.sites import sites_json
 from graphsvc.read.hosts import HostReader, HostTopology
 from graphsvc.store.gateway import Gateway
@@ -43,7 +43,9 @@ OPTIONAL_HOST = {ExportFormat.NFD}  # with ?host=: that host's features.d file; 
 
 class ExportError(DomainError):
     """An export that cannot be made from what was asked: no such cluster or host
-    (`ErrorKind.NOT_FOUND`), or a per-host format asked without a host (`ErrorKind.INVALID`)."""
+    (`ErrorKind.NOT_FOUND`), a per-host format asked without a host (`ErrorKind.INVALID`), or a
+    host whose facts cannot make the format (`ErrorKind.CONFLICT`: nccl for GPUs without a PCI
+    bus id; the same request succeeds once a collector or importer has sent them)."""
 
     def __init__(self, kind: ErrorKind, message: str) -> None:
         super().__init__(message)
@@ -91,7 +93,10 @@ async def render(gw: Gateway, fmt: ExportFormat, cluster: str | None, host: str 
             raise ExportError(ErrorKind.NOT_FOUND, f"no host named {host!r}")
         if cluster is not None and topo.header.cluster != cluster:
             raise ExportError(ErrorKind.NOT_FOUND, f"no host named {host!r} in cluster {cluster!r}")
-        text = nccl_xml(topo)
+        try:
+            text = nccl_xml(topo)
+        except NcclExportError as exc:
+            raise ExportError(ErrorKind.CONFLICT, str(exc)) from None
         return Rendered(text, stamp, "application/xml")
     if host is not None and fmt not in OPTIONAL_HOST:
         raise ExportError(ErrorKind.INVALID, f"the {fmt.value} export is per cluster: it takes no ?host=")

@@ -14,6 +14,7 @@ import defusedxml
 import defusedxml.ElementTree as SafeET
 from pydantic import ValidationError
 from topo_facts import HostFacts
+from topo_facts.gpu_models import family_of
 
 from topo_collector import __version__
 
@@ -31,6 +32,37 @@ SM_ARCH = {
     100: ("Blackwell", 5),
     103: ("Blackwell Ultra", 5),
 }
+# The other way round, a model does name its compute capability: every GPU of a family has
+# the same one. NVIDIA families only (AMD's ISA is gfx9xx); graphsvc.placement.capabilities
+# holds the same numbers for placement (tests/integration/test_nccl_export_facts.py keeps them
+# equal).
+COMPUTE_CAPABILITY = {
+    "v100": "7.0",
+    "v100s": "7.0",
+    "a100": "8.0",
+    "a10": "8.6",
+    "a40": "8.6",
+    "l4": "8.9",
+    "l40": "8.9",
+    "l40s": "8.9",
+    "h100": "9.0",
+    "h800": "9.0",
+    "h200": "9.0",
+    "b200": "10.0",
+    "gb200": "10.0",
+    "b300": "10.3",
+    "gb300": "10.3",
+}
+
+
+def compute_capability_of(model: str | None) -> str | None:
+    """The compute capability of a named model ("NVIDIA H100 80GB HBM3" -> "9.0"), for files
+    that name the model (or --gpu-model does) but not the SM: NCCL's topology export writes it
+    as `sm`, and tunes by it."""
+    family = family_of(model) if model else None
+    return COMPUTE_CAPABILITY.get(family) if family else None
+
+
 # Bidirectional GB/s per NVLink lane by generation (see topo_collector.nvml).
 GBPS_PER_LINK = {1: 40.0, 2: 50.0, 3: 50.0, 4: 50.0, 5: 100.0}
 MAX_IMPORT_BYTES = 16 * 1024 * 1024

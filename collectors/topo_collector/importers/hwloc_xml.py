@@ -25,7 +25,13 @@ from topo_facts import (
 from topo_facts.gpu_models import by_pci
 
 from topo_collector.derive import assign_rails, gpu_nic_affinity
-from topo_collector.importers.common import ImportOptions, compress_cpus, imported_uuid, parse_xml
+from topo_collector.importers.common import (
+    ImportOptions,
+    compress_cpus,
+    compute_capability_of,
+    imported_uuid,
+    parse_xml,
+)
 
 _MODEL_GEN = (("V100", 2), ("A100", 3), ("H100", 4), ("H200", 4), ("B200", 5), ("GB200", 5), ("P100", 1))
 _LANE_MBPS = {1: 20_000, 2: 25_000, 3: 25_000, 4: 25_000, 5: 50_000}
@@ -211,6 +217,7 @@ def _facts(opts: ImportOptions, st: _State, matrix: dict[str, dict[str, int]]) -
                 model=model,
                 memory_mib=row.memory_mib if row is not None and not opts.gpu_model else None,
                 pci_bus_id=str(info["bus"]) or None,
+                compute_capability=compute_capability_of(model),
                 numa_node=info["numa"],
                 nvlinks=links,
                 pcie_path=info["path"],

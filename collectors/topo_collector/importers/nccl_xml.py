@@ -44,6 +44,7 @@ from topo_collector.importers.common import (
     SM_ARCH,
     ImportOptions,
     ImportResult,
+    compute_capability_of,
     imported_uuid,
     mask_to_cpulist,
     parse_xml,
@@ -231,7 +232,7 @@ def _nics(pci: ET.Element, nic_el: ET.Element | None, bus: str, cls: int, path: 
                 guid=guid if guid and guid.startswith("0x") and int(guid, 16) else None,
                 pci_bus_id=bus,
                 rate_gbps=speed / 1000 if speed else None,
-                state=PortState.ACTIVE,
+                state=_state(net.get("state")),
                 link_layer=layer,
                 numa_node=numa,
                 rail=int(net.get("rail", "")) if net.get("rail", "").isdigit() else None,
@@ -239,6 +240,15 @@ def _nics(pci: ET.Element, nic_el: ET.Element | None, bus: str, cls: int, path: 
             )
         )
     return out
+
+
+def _state(value: str | None) -> PortState:
+    """NCCL lists a port only when its net plugin uses it (active); graphsvc's export says `state`
+    for a port it knows to be otherwise."""
+    try:
+        return PortState(value) if value else PortState.ACTIVE
+    except ValueError:
+        return PortState.UNKNOWN
 
 
 _PCI_ADDRESS = re.compile(r"^([0-9a-f]{4,8}):[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
@@ -338,6 +348,15 @@ def _memory(g: _Gpu, opts: ImportOptions) -> int | None:
     return g.row.memory_mib if g.row is not None else None
 
 
+def _compute_capability(g: _Gpu, model: str) -> str | None:
+    """The file's SM when it has one (NVIDIA's: RCCL writes gfx numbers there), else the model's."""
+    if g.vendor == AMD:
+        return None
+    if g.sm and g.sm < 1000:
+        return f"{g.sm // 10}.{g.sm % 10}"
+    return compute_capability_of(model)
+
+
 def _link_gbps(g: _Gpu) -> tuple[int | None, float | None]:
     """Generation and GB/s of one link: the PCI id's row, else the SM's NVLink generation."""
     if g.row is not None and g.row.link is not None:
@@ -377,15 +396,16 @@ def _facts(opts: ImportOptions, name: str, host: _Host, fabric: dict[str, str], 
                 links.append(NVLinkFact(peer_type=PeerType.GPU, peer_id=peer, links=link.count,
                                         bandwidth_gbps=total, generation=generation))  # fmt: skip
         memory = g.extra.get("memory_mib", "")
+        model = _model(g, opts)
         facts.append(
             GPUFact(
                 uuid=uuid_by_bus[g.bus],
                 index=index,
-                model=_model(g, opts),
+                model=model,
                 memory_mib=int(memory) if memory.isdigit() else _memory(g, opts),
                 pci_bus_id=g.bus,
                 numa_node=g.numa,
-                compute_capability=f"{g.sm // 10}.{g.sm % 10}" if g.sm and g.vendor != AMD and g.sm < 1000 else None,
+                compute_capability=_compute_capability(g, model),
                 nvlinks=links,
                 pcie_path=g.path,
                 nvlink_domain=fabric.get(g.bus),

@@ -13,7 +13,7 @@ import re
 from topo_facts import GPUFact, GPUNICAffinity, HostFacts, NICFact, NUMANodeFact, NVLinkFact, PeerType
 from topo_facts.gpu_models import by_model
 
-from topo_collector.importers.common import GBPS_PER_LINK, ImportOptions, imported_uuid
+from topo_collector.importers.common import GBPS_PER_LINK, ImportOptions, compute_capability_of, imported_uuid
 
 # A matrix cell: self, NVLink lanes, or a PCIe distance (SOC: old drivers' name for SYS).
 _CELL = re.compile(r"^(X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC)$")
@@ -180,6 +180,7 @@ def parse_smi_topo(
                 index=index,
                 model=opts.gpu_model or "NVIDIA GPU",
                 memory_mib=row.memory_mib if row is not None else None,
+                compute_capability=compute_capability_of(opts.gpu_model),
                 numa_node=numa,
                 nvlinks=links,
             )
