@@ -256,6 +256,12 @@ def _parser() -> argparse.ArgumentParser:
     reset_host.add_argument("host", help="the host's name")
     _client_options(reset_host, output=False)
 
+    remove_host = sub.add_parser(
+        "remove-host", help="operators: decommission a host (it and its GPUs, NICs, cables); refused while reserved"
+    )
+    remove_host.add_argument("host", help="the host's name")
+    _client_options(remove_host, output=False)
+
     export = sub.add_parser("export-schema", help="write the GraphQL schema (SDL) to a file or stdout")
     export.add_argument("out", nargs="?", type=Path, help="file to write (default: stdout)")
 
@@ -459,6 +465,8 @@ def _run(args: argparse.Namespace) -> int:
         asyncio.run(_migrate(_settings(args)))
     elif args.command == "reset-host":
         return asyncio.run(_reset_host(args.server, args.host))
+    elif args.command == "remove-host":
+        return asyncio.run(_remove_host(args.server, args.host))
     elif args.command == "drift":
         return drift_cli.run(args)  # 0 no drift, 1 drift, 2 could not check
     return 0
@@ -558,6 +566,48 @@ def _http_protocol() -> type[asyncio.Protocol] | str:
     return CoalescingHttpToolsProtocol
 
 
+# How long a stopping service waits for the requests in flight before it cancels them (uvicorn's
+# default: for ever). The explorer's event streams are ended at once (graphsvc.ui.offline.end_streams);
+# this bounds what else may hold a stop, such as a client that never sends the rest of its body.
+GRACEFUL_SHUTDOWN_S = 15
+# How long a second Ctrl-C still waits for the app's own shutdown (the embedded store stopped).
+FORCED_SHUTDOWN_S = 60
+
+
+def _server_class() -> type[uvicorn.Server]:
+    """uvicorn's server, stopping cleanly with subscription streams open and on a second Ctrl-C.
+
+    Why: uvicorn waited for every open response before it shut the app down, and an explorer tab's
+    events stream never ends, so SIGTERM did not exit while one was open; a second Ctrl-C then
+    skipped the app's shutdown altogether (its CancelledError tracebacks) and left the embedded
+    FalkorDB running. Now the streams end first, and a forced exit still runs the app's shutdown
+    once the requests in flight are cancelled."""
+    import asyncio
+    import socket
+
+    import uvicorn
+
+    from graphsvc.ui.offline import end_streams
+
+    class Server(uvicorn.Server):
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            end_streams(self.config.app)
+            await super().shutdown(sockets)
+            if not self.force_exit:
+                return  # uvicorn ran the app's shutdown
+            tasks = list(self.server_state.tasks)
+            for task in tasks:
+                task.cancel()
+            if tasks:
+                await asyncio.wait(tasks, timeout=FORCED_SHUTDOWN_S)
+            try:
+                await asyncio.wait_for(self.lifespan.shutdown(), FORCED_SHUTDOWN_S)
+            except TimeoutError:
+                log.error("the app did not shut down within %s s of a forced stop", FORCED_SHUTDOWN_S)
+
+    return Server
+
+
 def _server(settings: Settings) -> uvicorn.Server:
     import uvicorn
 
@@ -584,8 +634,9 @@ def _server(settings: Settings) -> uvicorn.Server:
         ws_max_size=settings.max_body_bytes,
         ssl_certfile=str(settings.tls_certfile) if settings.tls_certfile else None,
         ssl_keyfile=str(settings.tls_keyfile) if settings.tls_keyfile else None,
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
     )
-    return uvicorn.Server(config)
+    return _server_class()(config)
 
 
 def local_url(settings: Settings) -> str:
@@ -1175,6 +1226,31 @@ async def _reset_host(server: str, host: str) -> int:
         print(out["message"])
         return 2
     print(f"{out['host']}: collection times reset (collected_at was {out['previousCollectedAt']})")
+    return 0
+
+
+async def _remove_host(server: str, host: str) -> int:
+    """0 removed, 2 no such host, 1 refused: live reservations hold its GPUs (each named)."""
+    import asyncio
+
+    query = (
+        "mutation($host: String!) { removeHost(name: $host) { __typename "
+        "... on HostRemoved { host gpusRemoved nicsRemoved cablesRemoved nvlinkDomainsRemoved } "
+        "... on Conflict { holders { gpuUuid reservation holder } } ... on Error { message } } }"
+    )
+    out = (await asyncio.to_thread(_graphql, server, query, {"host": host}))["removeHost"]
+    if out["__typename"] == "NotFound":
+        print(out["message"])
+        return 2
+    if out["__typename"] != "HostRemoved":
+        print(out["message"])
+        for h in out.get("holders", []):
+            print(f"   {h['reservation']}  holder {h['holder']}  GPU {h['gpuUuid']}")
+        return 1
+    print(
+        f"{out['host']}: removed ({out['gpusRemoved']} GPUs, {out['nicsRemoved']} NICs, {out['cablesRemoved']} "
+        f"cables, {out['nvlinkDomainsRemoved']} NVLink domains)"
+    )
     return 0
 
 

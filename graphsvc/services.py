@@ -16,7 +16,7 @@ from topo_facts import FabricFacts, HostFacts, HostMetrics
 
 from graphsvc.exports import drift_check
 from graphsvc.exports.render import ExportFormat, Rendered, render
-from graphsvc.ingest import freshness
+from graphsvc.ingest import freshness, removal
 from graphsvc.ingest.service import (
     FabricIngestResult,
     Fingerprints,
@@ -141,6 +141,12 @@ class Services:
 
     async def reset_host_freshness(self, host: str, *, by: str) -> freshness.HostFreshnessReset | None:
         return await freshness.reset_host_freshness(self._gw, host, by=by)
+
+    async def remove_host(self, host: str, *, by: str) -> removal.HostRemoved | removal.HostHeld | None:
+        """Decommission a host (operators): see graphsvc.ingest.removal."""
+        return await removal.remove_host(
+            self._gw, host, by=by, events=self.reservations.events, fingerprints=self._fingerprints
+        )
 
 
 @asynccontextmanager

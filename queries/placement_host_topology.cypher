@@ -2,10 +2,12 @@
 // topology_cache): per host its topology key (as fragments/placement_host_maps reads it), rack,
 // cluster and fabric position (leaves, spines, cores, pod), and every GPU (free or not: which are free changes, this does not) with what
 // changes only with the host's document or its cluster's fabric: its NVLink domain, nearest NIC
-// (rail, speed, port state and error counts), that NIC's leaf and its direct NVLink peers
-// [uuid, GB/s] (links to NVSwitches are in nvswitch_gbps). One map per host, each GPU a list:
-// gpu: uuid, index, model, memory_mib, domain, domain_kind, nic, rail, nic_rate_gbps, via, leaf,
-//   nic_state, nvswitch_gbps, mig_mode, peers, nic_errors
+// (rail, speed, port state and error counts), its share of the NIC ports serving it
+// (nic_share_rate_gbps: ingest's, Gb/s; null on a graph written before), that NIC's leaf and its
+// direct NVLink peers [uuid, GB/s] (links to NVSwitches are in nvswitch_gbps). One map per host,
+// each GPU a list:
+// gpu: uuid, index, model, memory_mib, domain, domain_kind, nic, rail, nic_rate_gbps,
+//   nic_share_rate_gbps, via, leaf, nic_state, nvswitch_gbps, mig_mode, peers, nic_errors
 // (graphsvc.placement.model.HOST_TOPOLOGY_GPU_FIELDS; a unit test holds the two equal).
 // The key is read before the traversals and again after: on Neo4j (read committed) a host
 // document or fabric import that commits in between changes it, and the host is answered
@@ -29,8 +31,8 @@ WITH h, key_before, g, d, a, n, min(leaf.name) AS leaf_name,
      collect(CASE WHEN peer IS NULL THEN null ELSE [peer.uuid, link.bandwidth_gbps] END) AS peers
 ORDER BY h.name, g.index
 WITH h, key_before, collect(CASE WHEN g IS NULL THEN null ELSE [
-  g.uuid, g.index, g.model, g.memory_mib, d.uuid, d.kind, n.name, n.rail, n.rate_gbps, a.via, leaf_name,
-  n.state, g.nvswitch_gbps, g.mig_mode, peers,
+  g.uuid, g.index, g.model, g.memory_mib, d.uuid, d.kind, n.name, n.rail, n.rate_gbps,
+  g.nic_share_rate_gbps, a.via, leaf_name, n.state, g.nvswitch_gbps, g.mig_mode, peers,
   coalesce(n.symbol_errors, 0) + coalesce(n.link_downed, 0) + coalesce(n.port_rcv_errors, 0)
 ] END) AS gpus
 RETURN collect({

@@ -1,9 +1,10 @@
-"""REST routes: fact ingest for collectors, health for probes, host read-back for operators."""
+"""REST routes: fact ingest for collectors, health for probes, host read-back and removal for operators."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Coroutine
+from dataclasses import asdict
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -14,8 +15,9 @@ from topo_facts import FabricFacts, HostFacts, HostMetrics
 
 from graphsvc.api.errors import ERROR_RESPONSES
 from graphsvc.api.one_pass_route import one_pass_route
-from graphsvc.errors import ErrorKind
+from graphsvc.errors import ErrorKind, Rejected
 from graphsvc.ingest.clock import future_skew_problem
+from graphsvc.ingest.removal import HostHeld
 from graphsvc.ingest.service import FabricIngestResult, HostIngestResult, IngestRejected, MetricsIngestResult
 from graphsvc.read.hosts import rest_view
 from graphsvc.security.auth import Principal, Role, authenticate, caller, require
@@ -163,6 +165,40 @@ async def get_host(name: HostPath, svc: ServicesDep, caller: Caller) -> dict[str
     if name not in found:
         raise HTTPException(status_code=404, detail=f"no host named {name!r}")
     return rest_view(found[name])
+
+
+class HostRemovedBody(BaseModel):
+    """What `DELETE /v1/hosts/{name}` removed (graphsvc.ingest.removal.HostRemoved)."""
+
+    host: str
+    gpus_removed: int
+    mig_slices_removed: int
+    nics_removed: int
+    cables_removed: int = Field(description="its NICs' cables to fabric switches (the switches stay)")
+    pcie_switches_removed: int
+    numa_nodes_removed: int
+    nvswitches_removed: int
+    nvlink_domains_removed: int = Field(description="NVLink domains left with no GPU")
+    nvlink_domains_recounted: int = Field(description="NVLink domains shared with other hosts, recounted")
+    switches_recounted: int = Field(description="fabric switches it was cabled to, their free counters recounted")
+    racks_removed: int = Field(description="its rack, when no other host was left in it")
+
+
+@router.delete("/v1/hosts/{name}", tags=["ingest"])
+async def delete_host(name: HostPath, svc: ServicesDep, caller: Caller) -> HostRemovedBody:
+    """Decommission a host (operators): it and everything its facts brought, in one write; 409 naming
+    the reservations, nothing changed, while live reservations hold any of its GPUs or MIG slices."""
+    require(caller, Role.OPERATOR)
+    out = await svc.remove_host(name, by=caller.name)
+    if out is None:
+        raise HTTPException(status_code=404, detail=f"no host named {name!r}")
+    if isinstance(out, HostHeld):
+        holds = [
+            {"reservation": h.reservation, "holder": h.holder, "gpu": h.gpu, "mig_slice": h.mig_slice}
+            for h in out.holds
+        ]
+        raise Rejected(ErrorKind.CONFLICT, "name", out.message, detail=holds[:100])
+    return HostRemovedBody(**asdict(out))
 
 
 @router.get("/healthz", response_model=ServiceHealth, tags=["health"])

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from datetime import datetime
 from typing import Any
 
-from topo_facts import GPUFact, GPUState, HostFacts, PeerType
+from topo_facts import GPUFact, GPUState, HostFacts, NICFact, PeerType, PortState
 
 from graphsvc.store.schema import tie_bucket
 
@@ -119,6 +119,7 @@ def host_params(facts: HostFacts, *, received_at: float) -> dict[str, Any]:
         for s in facts.nvswitches
     ]
     domains, gpu_domain = _domains(facts)
+    shares = nic_share_rates(facts)
     gpus = []
     for g in facts.gpus:
         gpus.append(
@@ -139,6 +140,7 @@ def host_params(facts: HostFacts, *, received_at: float) -> dict[str, Any]:
                     mig_mode=bool(g.mig_mode),
                     nvlink_domain=gpu_domain.get(g.uuid),
                     nvswitch_gbps=sum(link.bandwidth_gbps for link in g.nvlinks if link.peer_type is PeerType.NVSWITCH),
+                    nic_share_rate_gbps=shares[g.uuid],
                 ),
                 # Health and load apart: metrics newer than this document keep theirs (ingest_host).
                 "state": gpu_state(g),
@@ -225,6 +227,67 @@ def host_params(facts: HostFacts, *, received_at: float) -> dict[str, Any]:
     ]
     params["host"]["props"][FINGERPRINT] = fingerprint(params)
     return params
+
+
+# Port states under which a NIC port carries no traffic: graphsvc.placement.select.NIC_DOWN's,
+# under which a GPU whose nearest port is in one is kept off multi-host placement (rail_up).
+PORT_DOWN = frozenset({PortState.DOWN, PortState.INIT})
+
+
+def _shared_depth(gpu_path: list[str], nic_path: list[str]) -> int | None:
+    """How far up the GPU's PCIe chain the first switch it shares with the NIC is (0: its own)."""
+    on_nic = set(nic_path)
+    return next((depth for depth, bus in enumerate(gpu_path) if bus in on_nic), None)
+
+
+def _nearness(gpu: GPUFact, nic: NICFact) -> tuple[int, int]:
+    """The collector's nearness tiers (topo_collector.derive.nearest_nic): a shared PCIe switch,
+    the deeper the nearer; then the same NUMA node; then anywhere on the host."""
+    depth = _shared_depth(list(gpu.pcie_path), list(nic.pcie_path))
+    if depth is not None:
+        return (0, depth)
+    if gpu.numa_node is not None and nic.numa_node == gpu.numa_node:
+        return (1, 0)
+    return (2, 0)
+
+
+def nic_share_rates(facts: HostFacts) -> dict[str, float]:
+    """Each GPU's share of inter-host bandwidth, Gb/s (as NIC.rate_gbps): the summed rate of the
+    NIC ports that serve it, a port serving k GPUs counting 1/k to each. 0.0 where it is unknown:
+    placement then reads the nearest NIC's rate, as it did before this existed (Gpu.nic_gbps).
+
+    Why: the nearest NIC alone (gpu_nic_affinity, the GPU's rail) undercounts hosts with several
+    ports per GPU: an AWS p5 has 4 x 100 Gb/s EFA under each GPU's PCIe switch (50 GB/s, not
+    12.5), an OCI BM.GPU.H100.8 a dual-port NIC per GPU (45 GB/s, not 22.5). Computed here from the facts, not
+    by the collector, so documents of every collector version get it. A port serves a GPU when it
+    is among the GPU's nearest by the collector's rule (`_nearness`; RDMA ports, those with a GUID,
+    before plain Ethernet ones when the host has any): the ports under the deepest PCIe switch they
+    share, else those on its NUMA node, else every port. The port the facts name as its nearest
+    always serves it: a document whose affinity the PCIe paths do not explain (no paths, another
+    rule) gets that port alone, today's number. A port known to be down (PORT_DOWN) adds nothing:
+    a down rail carries no traffic. A port counts whether or not a fabric import cabled it (the
+    cabling is not the document's; the nearest NIC's rate never looked at it either). A GPU no
+    affinity names (no NIC serves it) or one with an up port of unknown rate gets 0.0."""
+    by_name = {n.name: n for n in facts.nics}
+    rdma = [n for n in facts.nics if n.guid]
+    candidates = rdma or list(facts.nics)
+    nearest = {a.gpu_uuid: a.nic for a in facts.gpu_nic_affinity}
+    serving: dict[str, list[NICFact]] = {}
+    for g in facts.gpus:
+        own = nearest.get(g.uuid)
+        if own is None or own not in by_name:
+            continue
+        ranked = [(_nearness(g, n), n) for n in candidates]
+        best = min((rank for rank, _ in ranked), default=None)
+        near = [n for rank, n in ranked if rank == best]
+        serving[g.uuid] = near if any(n.name == own for n in near) else [by_name[own]]
+    sharers = Counter(n.name for near in serving.values() for n in near)
+    shares: dict[str, float] = {}
+    for g in facts.gpus:
+        up = [n for n in serving.get(g.uuid, []) if n.state not in PORT_DOWN]
+        known = [n.rate_gbps / sharers[n.name] for n in up if n.rate_gbps is not None]
+        shares[g.uuid] = round(float(sum(known)), 6) if len(known) == len(up) else 0.0
+    return shares
 
 
 def mig_slice_params(facts: HostFacts) -> list[dict[str, Any]]:

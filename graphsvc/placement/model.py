@@ -44,6 +44,7 @@ class GpuRow(TypedDict, total=False):
     nic: str | None
     rail: int | None
     nic_rate_gbps: float | None
+    nic_share_rate_gbps: float | None
     via: str | None
     leaf: str | None
     nvswitch_gbps: float | None
@@ -85,8 +86,8 @@ LIVE_LEASE = HOST_MAP_LIVE_FIELDS.index("lease_expires_at")
 # The fields of a GPU's entry in placement_host_topology, in its order: what changes only with
 # the host's document or its cluster's fabric, kept per host between requests.
 HOST_TOPOLOGY_GPU_FIELDS = (
-    "uuid", "index", "model", "memory_mib", "domain", "domain_kind", "nic", "rail", "nic_rate_gbps", "via", "leaf",
-    "nic_state", "nvswitch_gbps", "mig_mode", "peers", "nic_errors",
+    "uuid", "index", "model", "memory_mib", "domain", "domain_kind", "nic", "rail", "nic_rate_gbps",
+    "nic_share_rate_gbps", "via", "leaf", "nic_state", "nvswitch_gbps", "mig_mode", "peers", "nic_errors",
 )  # fmt: skip
 
 
@@ -178,6 +179,9 @@ class Gpu:
     xid_errors: int = 0  # critical XIDs the collector saw on it
     nic_errors: int = 0  # its nearest NIC port's symbol, link-downed and receive errors
     memory_used_mib: int | None = None  # device memory in use (NVML), whoever uses it
+    # Gb/s of the NIC ports serving it, each shared port's rate split among the GPUs it serves
+    # (graphsvc.ingest.host_plan.nic_share_rates); None or 0: unknown (a graph written before it).
+    nic_share_rate_gbps: float | None = None
     # Filled from NVLink edges: total GB/s to switches, direct GB/s per peer uuid.
     switch_gbps: float = 0.0
     direct: dict[str, float] = field(default_factory=dict)
@@ -199,6 +203,7 @@ class Gpu:
             nic=row.get("nic"),
             rail=row.get("rail"),
             nic_rate_gbps=row.get("nic_rate_gbps"),
+            nic_share_rate_gbps=row.get("nic_share_rate_gbps"),
             via=row.get("via"),
             leaf=row.get("leaf"),
             switch_gbps=float(row.get("nvswitch_gbps") or 0.0),
@@ -249,7 +254,11 @@ class Gpu:
 
     @property
     def nic_gbps(self) -> float:
-        return (self.nic_rate_gbps / 8) if self.nic_rate_gbps else DEFAULT_NIC_GBPS
+        """GB/s this GPU sends to other hosts at: its share of the NIC ports serving it (four EFA
+        ports on an AWS p5, both ports of a dual-port NIC), else its nearest NIC's rate (a GPU
+        row of a graph written before the share was), else a 100 Gb/s guess."""
+        rate = self.nic_share_rate_gbps or self.nic_rate_gbps
+        return (rate / 8) if rate else DEFAULT_NIC_GBPS
 
 
 def nvlink_gbps(a: Gpu, b: Gpu) -> float | None:

@@ -66,7 +66,8 @@ def rail_up(gpu: Gpu) -> bool:
 
 
 def pair_gbps(a: Gpu, b: Gpu) -> float:
-    """Bandwidth between two GPUs: NVLink if direct, else PCIe in a host, else the slower NIC."""
+    """Bandwidth between two GPUs: NVLink if direct, else PCIe in a host, else the smaller NIC share
+    (`Gpu.nic_gbps`: the NIC ports serving each GPU, not its nearest port alone)."""
     nv = nvlink_gbps(a, b)
     if nv is not None:
         return nv
@@ -189,7 +190,7 @@ def _across_hosts(gpus: list[Gpu], per_host: dict[str, int]) -> float:
         if dom is not None:
             partners -= size[dom] - on_host[(dom, g.host)]  # those reached over the clique
         if partners > 0:
-            worst = min(worst, g.nic_gbps)  # its pairs' slower NIC is at most its own
+            worst = min(worst, g.nic_gbps)  # its pairs' smaller NIC share is at most its own
     return worst
 
 

@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Event:
-    kind: str  # reservation.created|renewed|released|expired|preempted|resized|..., host.stale|recovered
+    kind: str  # reservation.created|renewed|released|expired|preempted|resized|..., host.stale|recovered|removed
     subject: str  # reservation id or host name
     holder: str
     at: float

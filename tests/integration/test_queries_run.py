@@ -204,6 +204,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     },
     "host_freshness": {"host": FIRST.hostname},
     "host_reset_freshness": {"host": FIRST.hostname},
+    "remove_host": {"name": CLUSTER.hosts[-1].hostname, "now": time.time()},
     "reservation_request_hash": {"key": "k-1"},
     "host_gpu_nics": {"hosts": [FIRST.hostname]},
     "recount_hosts": {"hosts": [FIRST.hostname]},

@@ -141,9 +141,10 @@ def store_service(
 
 
 @contextmanager
-def offline_page(page: Any, service_url: str) -> Iterator[Any]:
-    """A fresh page (own origin storage) for another service, with the same offline guard."""
-    context = page.context.browser.new_context(viewport={"width": 1400, "height": 900})
+def offline_page(page: Any, service_url: str, **context_options: Any) -> Iterator[Any]:
+    """A fresh page (own origin storage) for another service, with the same offline guard;
+    context_options go to Playwright's new_context (a device_scale_factor, say)."""
+    context = page.context.browser.new_context(viewport={"width": 1400, "height": 900}, **context_options)
     guard = Browser(None, urlsplit(service_url).netloc)
     context.route("**/*", guard.guard)
     try:

@@ -58,7 +58,8 @@ def test_the_cypher_and_python_name_the_same_fields_in_the_same_order(
 def test_a_free_gpu_reads_as_its_topology_with_its_live_fields_over_it() -> None:
     entry: dict[str, object] = {
         "uuid": "g0", "index": 3, "model": "H100", "memory_mib": 81559, "domain": "d0", "domain_kind": "nvswitch",
-        "nic": "mlx5_0", "rail": 0, "nic_rate_gbps": 400.0, "via": "pcie-switch", "leaf": "leaf-r0",
+        "nic": "mlx5_0", "rail": 0, "nic_rate_gbps": 400.0, "nic_share_rate_gbps": 360.0,
+        "via": "pcie-switch", "leaf": "leaf-r0",
         "nic_state": "active", "nvswitch_gbps": 450.0, "mig_mode": False, "peers": [["g1", 50.0]], "nic_errors": 2,
     }  # fmt: skip
     live: dict[str, object] = {

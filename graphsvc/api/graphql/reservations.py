@@ -136,7 +136,7 @@ class ReservationFilter:
 @strawberry.type
 class ReservationEvent:
     kind: str = strawberry.field(
-        description="reservation.created|renewed|released|expired|preempted, host.stale|recovered"
+        description="reservation.created|renewed|released|expired|preempted, host.stale|recovered|removed"
     )
     subject: str = strawberry.field(description="The reservation id or host name")
     holder: str

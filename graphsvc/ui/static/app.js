@@ -21,15 +21,38 @@ const tokenInput = $("#token");
 tokenInput.value = localStorage.getItem("graphsvc-token") || "";
 tokenInput.addEventListener("change", () => { localStorage.setItem("graphsvc-token", tokenInput.value); invalidate(); route(); });
 
+// What an error body says, in any of the shapes the service writes ({error, message, detail}).
+function reason(body) {
+  const text = (x) => (typeof x === "string" ? x : "");
+  return text(body?.error?.message) || text(body?.message) || text(body?.error) || text(body?.detail);
+}
+
 async function gql(query, variables = {}) {
   const headers = { "content-type": "application/json" };
   if (tokenInput.value) headers.authorization = `Bearer ${tokenInput.value}`;
   const resp = await fetch("/graphql", { method: "POST", headers, body: JSON.stringify({ query, variables }) });
   const body = await resp.json().catch(() => ({}));
-  if (resp.status === 401 || resp.status === 403) throw new Error(`the service refused the request (HTTP ${resp.status}): put an API token in the header field`);
-  if (resp.status !== 200) throw new Error(body.error?.message || body.error || `HTTP ${resp.status}`);
+  // The service's own reason ("unknown, expired or revoked token", a missing role) comes first:
+  // a generic hint alone sent an operator with an expired token hunting for a missing one.
+  const why = reason(body);
+  if (resp.status === 401 || resp.status === 403) throw new Error(`the service refused the request (HTTP ${resp.status}${why ? `: ${why}` : ""}): put a valid API token in the header field`);
+  if (resp.status !== 200) throw new Error(why || `HTTP ${resp.status}`);
   if (body.errors) throw new Error(body.errors[0].message);
   return body.data;
+}
+
+// Only the latest route may render: route() bumps `generation`, and a view wraps each await in
+// `fresh` (made by since() when the view starts), which throws Superseded once a newer route has
+// begun. Why: a slow view (the overview fetching a big cluster) finished after a newer, faster
+// one and painted over it; the URL said Fabric, the page showed the overview.
+let generation = 0;
+class Superseded extends Error {}
+function since(gen = generation) {
+  return async (promise) => {
+    const value = await promise;
+    if (gen !== generation) throw new Superseded("a newer view was opened");
+    return value;
+  };
 }
 
 async function pages(field, query, args = {}) {
@@ -132,12 +155,18 @@ function groupHosts(hosts, byHost) {
     const gpus = byHost[h.name] || [];
     const shared = gpus.find((g) => g.nvlinkDomain && !g.nvlinkDomain.startsWith(`${h.name}/nvlink/`))?.nvlinkDomain;
     const key = h.scalableUnit || (shared ? `NVL${domainSize(shared, byHost)} ${h.rack || shared}` : h.rack) || "unplaced";
-    if (!groups.has(key)) groups.set(key, { key, hosts: [], shared: new Set(), cluster: h.cluster });
-    groups.get(key).hosts.push(h);
-    if (shared) groups.get(key).shared.add(shared);
+    // Scalable units and racks are named per cluster (su1 in every data hall): one group per
+    // (cluster, name), or two clusters' "su1" became one group with both clusters' hosts.
+    const id = JSON.stringify([h.cluster ?? "", key]);
+    if (!groups.has(id)) groups.set(id, { key, hosts: [], shared: new Set(), cluster: h.cluster });
+    groups.get(id).hosts.push(h);
+    if (shared) groups.get(id).shared.add(shared);
   }
-  return [...groups.values()].sort((a, b) => natural(a.key, b.key));
+  return [...groups.values()].sort((a, b) => natural(a.key, b.key) || natural(a.cluster ?? "", b.cluster ?? ""));
 }
+// A group's heading: its cluster too where the page shows groups of more than one cluster.
+const groupTitle = (group, clusters) => (clusters > 1 && group.cluster ? `${group.cluster} · ${group.key}` : group.key);
+const clusterCount = (groups) => new Set(groups.map((g) => g.cluster ?? "")).size;
 const domainSizes = new Map();
 function domainSize(domain, byHost) {
   if (!domainSizes.has(domain)) {
@@ -148,19 +177,48 @@ function domainSize(domain, byHost) {
   return domainSizes.get(domain);
 }
 
-// ---- drawing one group on a canvas --------------------------------------------------------
+// ---- drawing one group on canvases --------------------------------------------------------
 const CELL = { min: 6, max: 28 };
 let zoom = Number(localStorage.getItem("graphsvc-zoom")) || 14;
+// The largest canvas drawn, in device pixels: beyond a browser's limit (Chromium: 32,767 a side,
+// 268 M pixels; iOS Safari: 16.7 M pixels) a canvas stays blank. A 2,200-host group at DPR 2 needed
+// one 70,412 px tall, and showed nothing: a group is drawn on as many canvases as its rows need.
+const CANVAS = { side: 16384, area: 16384 * 1024 };
 
-function drawGroup(canvas, group, byHost, opts) {
-  const { metric, match, picked, dim } = opts;
+// Sizes shared by every canvas of a group (the same columns and label width on each), the
+// resolution (the screen's, unless a single row would not fit the limits) and rows per canvas.
+function groupLayout(group, byHost) {
   const cell = zoom, gap = Math.max(1, Math.round(cell / 6)), pitch = cell + gap;
   const labels = cell >= 10;
   const labelW = labels ? Math.max(...group.hosts.map((h) => h.name.length)) * Math.max(6, cell * 0.5) + 8 : 0;
   const cols = Math.max(...group.hosts.map((h) => (byHost[h.name] || []).length), 1);
-  const width = labelW + cols * pitch + 6, height = group.hosts.length * pitch + 6;
-  const ratio = window.devicePixelRatio || 1;
-  canvas.width = width * ratio; canvas.height = height * ratio;
+  const width = labelW + cols * pitch + 6;
+  const ratio = Math.min(window.devicePixelRatio || 1, CANVAS.side / width, Math.sqrt(CANVAS.area / (width * (pitch + 6))));
+  const tall = (Math.min(CANVAS.side, CANVAS.area / Math.ceil(width * ratio)) - 1) / ratio; // CSS pixels a canvas may have
+  const rows = Math.max(1, Math.floor((tall - 6) / pitch));
+  return { cell, gap, pitch, labels, labelW, cols, width, ratio, rows };
+}
+
+// Draw a group into `parent`: one canvas per `rows` hosts, each with its own hit boxes; answers the
+// number of GPUs that match.
+function drawGroup(parent, group, byHost, opts) {
+  const layout = groupLayout(group, byHost);
+  let drawn = 0;
+  for (let i = 0; i < group.hosts.length; i += layout.rows) {
+    const canvas = document.createElement("canvas");
+    canvas.className = "cells";
+    parent.appendChild(canvas);
+    drawn += drawRows(canvas, group, group.hosts.slice(i, i + layout.rows), byHost, opts, layout);
+    wireCanvas(canvas);
+  }
+  return drawn;
+}
+
+function drawRows(canvas, group, hosts, byHost, opts, layout) {
+  const { metric, match, picked, dim } = opts;
+  const { cell, pitch, labels, labelW, width, ratio } = layout;
+  const height = hosts.length * pitch + 6;
+  canvas.width = Math.ceil(width * ratio); canvas.height = Math.ceil(height * ratio);
   canvas.style.width = `${width}px`; canvas.style.height = `${height}px`;
   const ctx = canvas.getContext("2d");
   ctx.scale(ratio, ratio);
@@ -169,7 +227,7 @@ function drawGroup(canvas, group, byHost, opts) {
   const boxes = [];
   const domainRows = new Map(); // multi-host NVLink domain -> [minRow, maxRow]
   let drawn = 0, chosen = 0;
-  group.hosts.forEach((h, row) => {
+  hosts.forEach((h, row) => {
     const y = 3 + row * pitch;
     const gpus = byHost[h.name] || [];
     if (labels) {
@@ -324,7 +382,7 @@ function counts(gpus, hosts) {
 
 async function overview(params) {
   const metric = params.get("color") === "utilization" ? "utilization" : "temperature";
-  const data = await loadCluster();
+  const data = await since()(loadCluster());
   const started = performance.now();
   const { hosts, byHost, gpus } = data;
   const match = matcher(params);
@@ -351,22 +409,21 @@ async function overview(params) {
   const box = $(".groups", view);
   let shown = 0;
   const frag = document.createDocumentFragment();
-  for (const group of groups) {
-    const members = group.hosts.filter((h) => !hide || (byHost[h.name] || []).some((g) => match(g, h)));
-    if (!members.length) continue;
+  const visible = groups.map((group) => ({ ...group, hosts: group.hosts.filter((h) => !hide || (byHost[h.name] || []).some((g) => match(g, h))) }))
+    .filter((group) => group.hosts.length);
+  const clusters = clusterCount(visible);
+  for (const group of visible) {
+    const members = group.hosts;
     const all = members.flatMap((h) => byHost[h.name] || []);
     const c = counts(all, members);
     const model = uniq(all.map((g) => g.model)).map(([m]) => m).join(", ");
     const sec = document.createElement("section");
     sec.className = "group";
     sec.dataset.group = group.key;
-    sec.innerHTML = `<h3>${esc(group.key)} <small>${esc(model)} · ${members.length} hosts${group.shared.size ? " · one NVLink domain" : ""}</small></h3>
+    sec.dataset.cluster = group.cluster ?? "";
+    sec.innerHTML = `<h3>${esc(groupTitle(group, clusters))} <small>${esc(model)} · ${members.length} hosts${group.shared.size ? " · one NVLink domain" : ""}</small></h3>
       <div class="counts"><b class="free">${c.free}</b> free · <b>${c.reserved}</b> reserved · <b class="bad">${c.bad}</b> unhealthy${c.stale ? ` · <b class="bad">${c.stale}</b> stale hosts` : ""}</div>`;
-    const canvas = document.createElement("canvas");
-    canvas.className = "cells";
-    sec.appendChild(canvas);
-    shown += drawGroup(canvas, { ...group, hosts: members }, byHost, { metric, match, picked: new Set(), dim: false });
-    wireCanvas(canvas);
+    shown += drawGroup(sec, group, byHost, { metric, match, picked: new Set(), dim: false });
     frag.appendChild(sec);
   }
   box.appendChild(frag);
@@ -410,16 +467,18 @@ async function host(name) {
     migSlices { uuid profile gpuIndex memoryMiB state reservation }
     nvlinkMatrix { gpuIndices rows } placement { index numaNode pcieSwitch nvswitchLanes }
     numaNodes { index cpus } nics { name rateGbps state rail numaNode leaf pcieSwitch servesGpus } } }`;
-  const h = (await gql(q, { n: name })).host;
+  const h = (await since()(gql(q, { n: name }))).host;
   if (!h) { view.innerHTML = `<h2>No host named ${esc(name)}</h2><p><a href="#/search?q=${encodeURIComponent(name)}">search for ${esc(name)}</a></p>`; return; }
   const m = h.nvlinkMatrix;
   const swatch = (g) => { const v = g.temperatureC; return `<span class="swatch" style="background:${v == null ? "#c8ccd4" : ramp((v - 25) / 65)}"></span>`; };
   const nics = [...h.nics].sort((a, b) => (a.rail ?? 99) - (b.rail ?? 99) || natural(a.name, b.name));
   const used = new Set(m.rows.flat().map(classOf));
   const free = h.gpus.filter(usable).length;
-  const group = h.scalableUnit ? `<a href="#/overview?su=${encodeURIComponent(h.scalableUnit)}">${esc(h.scalableUnit)}</a>` : "-";
+  // Scalable units, racks and leaves are named per cluster: every link names the host's cluster.
+  const inCluster = h.cluster ? `cluster=${encodeURIComponent(h.cluster)}&` : "";
+  const group = h.scalableUnit ? `<a href="#/overview?${inCluster}su=${encodeURIComponent(h.scalableUnit)}">${esc(h.scalableUnit)}</a>` : "-";
   view.innerHTML = `<h2>${esc(h.name)}</h2>
-    <p>cluster ${h.cluster ? `<a href="#/overview?cluster=${encodeURIComponent(h.cluster)}">${esc(h.cluster)}</a>` : "-"} · rack <a href="#/overview?rack=${encodeURIComponent(h.rack || "")}">${esc(h.rack || "-")}</a> · scalable unit ${group} · ${esc(h.cpuModel || "")}
+    <p>cluster ${h.cluster ? `<a href="#/overview?cluster=${encodeURIComponent(h.cluster)}">${esc(h.cluster)}</a>` : "-"} · rack <a href="#/overview?${inCluster}rack=${encodeURIComponent(h.rack || "")}">${esc(h.rack || "-")}</a> · scalable unit ${group} · ${esc(h.cpuModel || "")}
       · ${free} of ${h.gpus.length} GPUs free and healthy · facts ${Math.round(h.ageSeconds)} s old${h.stale ? ' · <b class="error">stale</b>' : ""}
       · <a href="#/place?q=${encodeURIComponent(`${h.gpus.length} prefer=${h.name}`)}">place here</a></p>
     <h3>GPUs</h3><table id="gpus"><tr><th>GPU</th><th>model</th><th>state</th><th>health</th><th>°C</th><th>util %</th><th>NVLink domain</th><th>NUMA</th><th>PCIe switch</th></tr>
@@ -431,26 +490,46 @@ async function host(name) {
     ${m.rows.map((row, r) => `<tr><th>GPU${m.gpuIndices[r]}</th>${row.map((c) => `<td class="c-${classOf(c)}">${esc(c)}</td>`).join("")}</tr>`).join("")}</table>
     <dl class="classes">${Object.entries(CLASSES).filter(([k]) => used.has(k)).map(([k, v]) => `<dt>${k === "NV" ? "NV#" : k}</dt><dd>${esc(v)}</dd>`).join("")}</dl>
     <h3>NICs by rail</h3><table id="nics"><tr><th>rail</th><th>NIC</th><th>Gb/s</th><th>state</th><th>NUMA</th><th>leaf</th><th>PCIe switch</th><th>serves GPUs</th></tr>
-    ${nics.map((n) => `<tr><td>${n.rail ?? ""}</td><td>${esc(n.name)}</td><td>${n.rateGbps ?? ""}</td><td>${esc(n.state)}</td><td>${n.numaNode ?? ""}</td><td>${n.leaf ? `<a href="#/fabric?leaf=${encodeURIComponent(n.leaf)}">${esc(n.leaf)}</a>` : ""}</td><td>${esc(n.pcieSwitch || "")}</td><td>${n.servesGpus.join(", ")}</td></tr>`).join("")}</table>
+    ${nics.map((n) => `<tr><td>${n.rail ?? ""}</td><td>${esc(n.name)}</td><td>${n.rateGbps ?? ""}</td><td>${esc(n.state)}</td><td>${n.numaNode ?? ""}</td><td>${n.leaf ? `<a href="#/fabric?${inCluster}leaf=${encodeURIComponent(n.leaf)}">${esc(n.leaf)}</a>` : ""}</td><td>${esc(n.pcieSwitch || "")}</td><td>${n.servesGpus.join(", ")}</td></tr>`).join("")}</table>
     <h3>NUMA</h3><table><tr><th>node</th><th>CPUs</th></tr>${h.numaNodes.map((n) => `<tr><td>${n.index}</td><td>${esc(n.cpus)}</td></tr>`).join("")}</table>`;
 }
 
 // ---- fabric: scalable units across, rails down; spines and core above ----------------------
+// The cluster of a switch, which neither a search hit nor an old link names: a leaf's by the hosts
+// cabled to it, another tier's by looking through each cluster's switches (`fabrics`: the clusters
+// with switches, when the caller has them). Null where no cluster has it.
+async function switchCluster(name, fabrics = null) {
+  const cabled = (await gql(`query($l: String!) { leafHosts(leaf: $l) { name } }`, { l: name })).leafHosts;
+  if (cabled.length) return (await gql(`query($n: String!) { host(name: $n) { cluster } }`, { n: cabled[0].name })).host?.cluster ?? null;
+  fabrics ||= (await gql(`{ clusterSummary { clusters { name switches } } }`)).clusterSummary.clusters.filter((c) => c.switches);
+  for (const c of fabrics) {
+    let after = null;
+    for (;;) {
+      const page = (await gql(`query($c: String!, $a: String) { fabric(cluster: $c, first: 500, after: $a) { switches { name } pageInfo { hasNextPage endCursor } } }`, { c: c.name, a: after })).fabric;
+      if (page.switches.some((x) => x.name === name)) return c.name;
+      if (!page.pageInfo.hasNextPage) break;
+      after = page.pageInfo.endCursor;
+    }
+  }
+  return null;
+}
 async function fabric(params) {
   const started = performance.now();
-  // One cluster's fabric: the one the link names, else the first with switches (the view asked for
-  // a cluster named "default", and showed nothing where no cluster has that name: a probe's case).
-  const fabrics = (await gql(`{ clusterSummary { clusters { name switches } } }`)).clusterSummary.clusters.filter((c) => c.switches);
-  const cluster = params.get("cluster") || (fabrics[0] || { name: "default" }).name;
+  const fresh = since();
+  // One cluster's fabric: the one the link names, else the selected switch's (a link from before
+  // links named the cluster), else the first with switches (the view asked for a cluster named
+  // "default", and showed nothing where no cluster has that name: a probe's case).
+  const fabrics = (await fresh(gql(`{ clusterSummary { clusters { name switches } } }`))).clusterSummary.clusters.filter((c) => c.switches);
+  const cluster = params.get("cluster") || (params.get("leaf") && await fresh(switchCluster(params.get("leaf"), fabrics))) || (fabrics[0] || { name: "default" }).name;
   const switches = [];
   let after = null;
   for (;;) {
-    const data = (await gql(`query($c: String!, $a: String) { fabric(cluster: $c, first: 500, after: $a) { switches { name tier scalableUnit rail nics freeGpus uplinks { to bandwidthGbps } } pageInfo { hasNextPage endCursor } } }`, { c: cluster, a: after })).fabric;
+    const data = (await fresh(gql(`query($c: String!, $a: String) { fabric(cluster: $c, first: 500, after: $a) { switches { name tier scalableUnit rail nics freeGpus uplinks { to bandwidthGbps } } pageInfo { hasNextPage endCursor } } }`, { c: cluster, a: after }))).fabric;
     switches.push(...data.switches);
     if (!data.pageInfo.hasNextPage) break;
     after = data.pageInfo.endCursor;
   }
-  const load = Object.fromEntries((await gql(`query($c: String!) { leafLoad(cluster: $c) { leaf gpus freeGpus } }`, { c: cluster })).leafLoad.map((l) => [l.leaf, l]));
+  const load = Object.fromEntries((await fresh(gql(`query($c: String!) { leafLoad(cluster: $c) { leaf gpus freeGpus } }`, { c: cluster }))).leafLoad.map((l) => [l.leaf, l]));
   const leaves = switches.filter((s) => s.tier === "leaf");
   const upper = ["core", "spine"].map((t) => switches.filter((s) => s.tier === t).sort((a, b) => natural(a.name, b.name)));
   const units = [...new Set(leaves.map((s) => s.scalableUnit || "other"))].sort(natural);
@@ -505,7 +584,7 @@ async function fabric(params) {
     <p class="legend">scalable units across, rails down; each leaf shows the GPUs whose nearest NIC is cabled to it (free and healthy / all) with a bar; click a switch for its links and hosts</p>
     <div class="fabric-wrap"><svg id="fabric" width="${width}" height="${height}" xmlns="http://www.w3.org/2000/svg">${lines.join("")}${nodes.join("")}</svg>
     <aside id="leaf-panel"><p>Select a switch.</p></aside></div>`;
-  const pick = async (name) => {
+  const pick = async (name, guard = (x) => x) => {
     $$("svg#fabric g.switch").forEach((g) => g.classList.toggle("selected", g.dataset.name === name));
     $$("svg#fabric line.up").forEach((l) => l.classList.toggle("hot", l.dataset.from === name || l.dataset.to === name));
     const s = switches.find((x) => x.name === name);
@@ -515,7 +594,7 @@ async function fabric(params) {
     const downs = switches.filter((x) => x.uplinks.some((u) => u.to === name)).map((x) => x.name);
     let hostsHtml = "";
     if (s.tier === "leaf") {
-      const hs = (await gql(`query($l: String!) { leafHosts(leaf: $l) { name freeGpus stale } }`, { l: name })).leafHosts;
+      const hs = (await guard(gql(`query($l: String!) { leafHosts(leaf: $l) { name freeGpus stale } }`, { l: name }))).leafHosts;
       hs.sort((a, b) => natural(a.name, b.name));
       hostsHtml = `<h4>${hs.length} hosts cabled to it</h4><ul class="leaf-hosts">${hs.map((h) => `<li><a href="#/host/${encodeURIComponent(h.name)}">${esc(h.name)}</a> <small>${h.freeGpus ?? 0} free${h.stale ? " · stale" : ""}</small></li>`).join("")}</ul>`;
     }
@@ -524,7 +603,7 @@ async function fabric(params) {
       <p>uplinks: ${peers.map(esc).join(", ") || "none"}</p>${downs.length ? `<p>${downs.length} switches below</p>` : ""}${hostsHtml}`;
   };
   $$("svg#fabric g.switch").forEach((g) => g.addEventListener("click", () => { history.replaceState(null, "", `#/fabric?cluster=${encodeURIComponent(cluster)}&leaf=${encodeURIComponent(g.dataset.name)}`); pick(g.dataset.name); }));
-  if (params.get("leaf")) await pick(params.get("leaf"));
+  if (params.get("leaf")) await pick(params.get("leaf"), fresh);
   view.dataset.renderMs = String(Math.round(performance.now() - started));
 }
 
@@ -542,13 +621,44 @@ const act = (fn) => async (ev) => {
   if (ev.type === "submit") ev.preventDefault();
   if (b.disabled) return;
   b.disabled = true;
-  try { await fn(ev); } catch (err) { banner(`Failed: ${esc(err.message)}`, "error"); } finally { b.disabled = false; }
+  try { await fn(ev); } catch (err) { if (!(err instanceof Superseded)) banner(`Failed: ${esc(err.message)}`, "error"); } finally { b.disabled = false; }
 };
 const RES_FIELDS = "id holder state expiresAt endedAt priority preemptible preemptBy preemptAt graceEndsAt gpus { uuid index host { name } } migSlices { uuid profile gpuIndex host held }";
 
+// The view's reservations: every active and pending one (the state filter, page by page: the
+// service answers at most 500 a page, by id), then ended ones (kept for a week) up to ENDED_SHOWN,
+// the rest only counted. Why: one read of 500 by id hid live reservations once a busy week had
+// left more than 500 (a probe's case: 20 active, 580 ended, active ones missing).
+const RES_PAGE = 500, ENDED_SHOWN = 500;
+async function readReservations(fresh) {
+  const page = async (state, after, fields) => (await fresh(gql(`query($s: String, $a: String, $n: Int!) {
+    reservations(filter: {state: $s}, first: $n, after: $a) { ${fields} } }`, { s: state, a: after, n: RES_PAGE }))).reservations;
+  const every = async (state) => {
+    const out = [];
+    for (let after = null; ;) {
+      const rows = await page(state, after, RES_FIELDS);
+      out.push(...rows);
+      if (rows.length < RES_PAGE) return out;
+      after = rows[rows.length - 1].id;
+    }
+  };
+  const [active, pending] = await Promise.all([every("active"), every("pending")]);
+  const ended = [];
+  let more = 0;
+  for (let after = null; ;) {
+    const rows = await page(null, after, ended.length < ENDED_SHOWN ? RES_FIELDS : "id state");
+    for (const r of rows) {
+      if (r.state === "active" || r.state === "pending") continue; // read above
+      if (ended.length < ENDED_SHOWN) ended.push(r); else more++;
+    }
+    if (rows.length < RES_PAGE) break;
+    after = rows[rows.length - 1].id;
+  }
+  return { rows: [...active, ...pending, ...ended], more };
+}
+
 async function reservations() {
-  const data = await gql(`{ reservations(first: 500) { ${RES_FIELDS} } }`);
-  const rows = data.reservations;
+  const { rows, more } = await readReservations(since());
   const live = rows.filter((r) => r.state === "active").length;
   const pending = rows.filter((r) => r.state === "pending").length;
   const keys = {
@@ -585,14 +695,19 @@ async function reservations() {
       <div id="res-table"></div>`;
     wirePreempt();
   }
-  $("#res-title", view).textContent = `Reservations: ${live} active${pending ? `, ${pending} pending` : ""} of ${rows.length}`;
+  $("#res-title", view).textContent = `Reservations: ${live} active${pending ? `, ${pending} pending` : ""} of ${rows.length}${more ? `; ${more} more ended not listed` : ""}`;
   const keep = new Map($$("tr.panel", view).map((tr) => [tr.dataset.for, tr]));
+  // What the operator has under way survives a refresh (an event redraws the table within a
+  // second): a release awaiting its confirmation, a size typed and not yet applied.
+  const confirming = new Set($$("button.release.confirm", view).map((b) => b.dataset.id));
+  const typed = new Map($$("input.size", view).filter((i) => i.value !== i.defaultValue).map((i) => [i.dataset.id, i.value]));
   $("#res-table", view).innerHTML = `<table id="reservations"><tr>${head("id", "id")}${head("holder", "holder")}${head("state", "state")}${head("gpus", "GPUs")}${head("priority", "priority")}${head("expires", "expires")}<th></th></tr>
     ${rows.map((r) => `<tr data-id="${esc(r.id)}" class="${r.state === "active" ? "active" : r.state === "pending" ? "pending" : "ended"}${r.preemptBy && r.state === "active" ? " preempting" : ""}"><td class="nowrap">${esc(r.id)}</td><td>${esc(r.holder)}</td><td class="state">${state(r)}</td>
       <td>${size(r)} · ${where(r)}</td><td>${r.priority}${r.preemptible ? " (preemptible)" : ""}</td>
       <td class="nowrap">${r.state === "active" ? `${stamp(r.expiresAt)} · <span class="countdown" data-at="${r.expiresAt}">${countdown(r.expiresAt)}</span>` : r.state === "pending" ? "after the move" : `ended ${stamp(r.endedAt ?? r.expiresAt)}`}</td>
       <td class="nowrap">${actions(r)}</td></tr>`).join("")}</table>`;
   const byId = new Map(rows.map((r) => [r.id, r]));
+  for (const [id, value] of typed) { const input = $(`input.size[data-id="${CSS.escape(id)}"]`, view); if (input) input.value = value; }
   for (const id of [...openPanels]) {
     const row = $(`#reservations tr[data-id="${CSS.escape(id)}"]`, view);
     if (!row || byId.get(id).state !== "active") { openPanels.delete(id); continue; }
@@ -600,16 +715,17 @@ async function reservations() {
   }
   $$("th.sort", view).forEach((th) => th.addEventListener("click", () => {
     sortBy = { key: th.dataset.sort, dir: sortBy.key === th.dataset.sort ? -sortBy.dir : 1 };
-    reservations();
+    reservations().catch((err) => { if (!(err instanceof Superseded)) banner(`Failed: ${esc(err.message)}`, "error"); });
   }));
+  const askConfirm = (b) => {
+    b.classList.add("confirm"); b.textContent = "confirm release";
+    const cancel = document.createElement("button"); cancel.textContent = "cancel"; cancel.className = "cancel";
+    cancel.addEventListener("click", () => { b.classList.remove("confirm"); b.textContent = "release"; cancel.remove(); });
+    b.after(" ", cancel);
+  };
+  $$("button.release", view).filter((b) => confirming.has(b.dataset.id)).forEach(askConfirm);
   $$("button.release", view).forEach((b) => b.addEventListener("click", act(async () => {
-    if (!b.classList.contains("confirm")) {
-      b.classList.add("confirm"); b.textContent = "confirm release";
-      const cancel = document.createElement("button"); cancel.textContent = "cancel"; cancel.className = "cancel";
-      cancel.addEventListener("click", () => { b.classList.remove("confirm"); b.textContent = "release"; cancel.remove(); });
-      b.after(" ", cancel);
-      return;
-    }
+    if (!b.classList.contains("confirm")) { askConfirm(b); return; }
     const out = (await gql(`mutation($id: String!) { release(id: $id) { __typename ... on Reservation { id gpus { uuid } } ... on Error { message } } }`, { id: b.dataset.id })).release;
     invalidate();
     banner(out.__typename === "Reservation" ? `Released ${esc(out.id)}: ${out.gpus.length} GPUs free again.` : failure(out), out.__typename === "Reservation" ? "ok" : "error");
@@ -785,6 +901,7 @@ async function place(params) {
   const text = params.get("q");
   const holder = params.get("holder") || localStorage.getItem("graphsvc-holder") || "explorer";
   const ttl = params.get("ttl") || "1h";
+  const fresh = since();
   view.innerHTML = `<h2>Placement playground</h2>
     <form id="place-form">
       <label for="pq">request</label><input id="pq" name="q" value="${esc(text || "8xH100 nvlink=full-mesh ib-hops<=1")}" aria-label="request">
@@ -805,11 +922,12 @@ async function place(params) {
   if (!text) return;
   let result;
   try {
-    result = (await gql(`query($t: String!) { placementText(text: $t) { request
+    result = (await fresh(gql(`query($t: String!) { placementText(text: $t) { request
       candidates { rank score reason bottleneckGbps maxIbHops gpus { uuid index host { name } } }
       infeasible { constraint message nearestFeasible }
-      migCandidates { rank scope reason hosts slices { uuid profile gpuIndex host } } } }`, { t: text })).placementText;
+      migCandidates { rank scope reason hosts slices { uuid profile gpuIndex host } } } }`, { t: text }))).placementText;
   } catch (err) {
+    if (err instanceof Superseded) throw err;
     $("#candidates").innerHTML = `<div class="cand infeasible"><p class="error">${esc(err.message)}</p><p>See the request options above.</p></div>`;
     $("#options").open = true;
     return;
@@ -825,7 +943,7 @@ async function place(params) {
   }
   box.innerHTML = `<p>${esc(result.request)}: ${result.candidates.length} candidates, best first.</p>` + result.candidates.map((c) => `<div class="cand" data-rank="${c.rank}"><b>#${c.rank}</b> score ${c.score} · bottleneck ${c.bottleneckGbps ?? "-"} GB/s · ${c.maxIbHops} IB hops · ${c.gpus.length} GPUs on ${plural(new Set(c.gpus.map((g) => g.host.name)).size, "host")}
     <p>${esc(c.reason)}</p><button class="show" data-rank="${c.rank}">show on the topology</button> <button class="reserve" data-rank="${c.rank}">reserve for ${esc(holder)} (${esc(ttl)})</button></div>`).join("");
-  const { hosts, byHost } = await loadCluster();
+  const { hosts, byHost } = await fresh(loadCluster());
   const show = (rank) => {
     const c = result.candidates.find((x) => x.rank === rank);
     const picked = new Set(c.gpus.map((g) => g.uuid));
@@ -834,14 +952,12 @@ async function place(params) {
     const groups = groupHosts(hosts, byHost).filter((g) => g.hosts.some((h) => names.has(h.name)));
     const pic = $("#picture");
     pic.innerHTML = `<h3>Candidate #${rank} on the topology <small>(chosen GPUs outlined; the rest dimmed)</small></h3><div class="groups"></div>`;
+    const clusters = clusterCount(groups);
     for (const group of groups) {
       const sec = document.createElement("section");
-      sec.className = "group"; sec.dataset.group = group.key;
-      sec.innerHTML = `<h3>${esc(group.key)}</h3>`;
-      const canvas = document.createElement("canvas"); canvas.className = "cells";
-      sec.appendChild(canvas);
-      drawGroup(canvas, group, byHost, { metric: "temperature", match: () => true, picked, dim: true });
-      wireCanvas(canvas);
+      sec.className = "group"; sec.dataset.group = group.key; sec.dataset.cluster = group.cluster ?? "";
+      sec.innerHTML = `<h3>${esc(groupTitle(group, clusters))}</h3>`;
+      drawGroup(sec, group, byHost, { metric: "temperature", match: () => true, picked, dim: true });
       $(".groups", pic).appendChild(sec);
     }
     pic.dataset.picked = String($$("canvas.cells", pic).reduce((n, c) => n + Number(c.dataset.picked), 0));
@@ -876,12 +992,20 @@ function wireReserve(box, selector, form, params, unit, what, reserve) {
     const who = form.holder.value.trim();
     if (!seconds || !who) { banner(!who ? `Give a holder: who the ${unit} are for.` : `Lease ${esc(form.ttl.value)} is not a duration: use 90s, 30m, 4h or 1d.`, "error"); return; }
     b.disabled = true;
-    const out = await reserve(Number(b.dataset.rank), who, seconds);
+    let out;
+    try {
+      out = await reserve(Number(b.dataset.rank), who, seconds);
+    } catch (err) { // the request failed (network, 5xx, a revoked token): say so, and let them retry
+      setStatus(`reserve failed: ${err.message}`);
+      banner(`Reserve failed: ${esc(err.message)}`, "error");
+      b.disabled = false;
+      return;
+    }
     invalidate();
     if (out.__typename === "Reservation") {
       setStatus(`reserved ${out.id}`);
       banner(`Reserved <b>${esc(out.id)}</b>: ${what(out)} for ${esc(who)} until ${stamp(out.expiresAt)} (${countdown(out.expiresAt)}). <a href="#/reservations">reservations</a>`);
-      await place(params);
+      try { await place(params); } catch (err) { if (!(err instanceof Superseded)) banner(`Reserved ${esc(out.id)}; the candidates could not be refreshed: ${esc(err.message)}`, "error"); }
     } else {
       setStatus(`${out.__typename}: ${out.message || ""}`);
       banner(`${esc(out.__typename)}: ${esc(out.message || "")}`, "error");
@@ -894,9 +1018,15 @@ function wireReserve(box, selector, form, params, unit, what, reserve) {
 async function search(q) {
   q = q.trim();
   if (!q) { view.innerHTML = "<h2>Search</h2><p>Type part of a host, switch or GPU name.</p>"; return; }
-  const hits = (await gql(`query($t: String!) { search(text: $t, first: 20) { kind name host detail score } }`, { t: q })).search;
-  const target = (h) => (h.kind === "switch" ? `#/fabric?leaf=${encodeURIComponent(h.name)}` : `#/host/${encodeURIComponent(h.host)}`);
-  if (hits.length && hits[0].score >= 1) { location.hash = target(hits[0]); return; }
+  const fresh = since();
+  const hits = (await fresh(gql(`query($t: String!) { search(text: $t, first: 20) { kind name host detail score } }`, { t: q }))).search;
+  // A switch's fabric is its cluster's: the hit does not name it, so it is looked up.
+  const exact = hits.length && hits[0].score >= 1;
+  await fresh(Promise.all(hits.filter((h, i) => h.kind === "switch" && (!exact || i === 0)).map(async (h) => { h.cluster = await switchCluster(h.name); })));
+  const target = (h) => (h.kind === "switch" ? `#/fabric?${h.cluster ? `cluster=${encodeURIComponent(h.cluster)}&` : ""}leaf=${encodeURIComponent(h.name)}` : `#/host/${encodeURIComponent(h.host)}`);
+  // An exact name opens it in place of the search's history entry: Back goes to the page before
+  // the search (pushing it trapped Back: the search page opened the match again).
+  if (exact) { location.replace(target(hits[0])); return; }
   view.innerHTML = `<h2>${hits.length ? `Best matches for “${esc(q)}”` : `Nothing matches “${esc(q)}”`}</h2>
     <ol class="hits">${hits.map((h) => `<li data-kind="${h.kind}"><a href="${target(h)}">${esc(h.name)}</a> <small>${esc(h.kind)} · ${esc(h.detail)}</small></li>`).join("")}</ol>`;
 }
@@ -904,12 +1034,67 @@ $("#search").addEventListener("submit", (e) => { e.preventDefault(); location.ha
 
 // ---- live refresh: the events subscription over HTTP (graphql-sse), polling as a fallback ----
 let refreshTimer = null;
-function scheduleRefresh(why) {
+// `cause` ("event" or "poll") is counted on #live (data-event-refreshes, data-poll-refreshes) when
+// the refresh runs: the header's "live" claim can be checked against what actually refreshed.
+function scheduleRefresh(why, cause = "event") {
   invalidate();
   const current = (location.hash || "#/overview").slice(2).split(/[/?]/)[0] || "overview";
   if (!["overview", "reservations", "fabric"].includes(current) || document.hidden) return;
   clearTimeout(refreshTimer);
-  refreshTimer = setTimeout(async () => { route.keepBanner = true; await route(); setStatus(`refreshed: ${why}`); }, 800);
+  refreshTimer = setTimeout(async () => {
+    const live = $("#live"), count = `${cause}Refreshes`;
+    live.dataset[count] = String(Number(live.dataset[count] || 0) + 1);
+    route.keepBanner = true;
+    if (await route()) setStatus(`refreshed: ${why}`);
+  }, 800);
+}
+
+// Server-sent events as the HTML standard parses them: lines end in CRLF, LF or CR (the service
+// writes CRLF; the page looked for "\n\n" only, so no event was ever read and the stream piled
+// up in memory), an empty line ends an event, "data:" lines join with "\n", ":" starts a comment.
+// At most `max` characters wait for an event's end: a longer event is dropped, not buffered.
+class SSEParser {
+  constructor(onEvent, max = 1 << 20) {
+    this.onEvent = onEvent; this.max = max;
+    this.line = ""; this.data = []; this.size = 0; this.event = "";
+    this.afterCR = false; // the last chunk ended in CR: an LF starting the next one belongs to it
+    this.dropping = false; // the current event grew past `max`: skip to its end
+    this.cut = false; // the current line was dropped in part: it is not an empty line
+  }
+  get buffered() { return this.line.length + this.size; }
+  push(chunk) {
+    let i = this.afterCR && chunk.startsWith("\n") ? 1 : 0;
+    if (chunk.length) this.afterCR = false;
+    while (i < chunk.length) {
+      const rest = chunk.slice(i);
+      const at = rest.search(/[\r\n]/);
+      if (at < 0) { this.line += rest; break; }
+      this.line += rest.slice(0, at);
+      i += at + 1;
+      if (rest[at] === "\r") { if (i < chunk.length) { if (chunk[i] === "\n") i++; } else this.afterCR = true; }
+      const line = this.line, cut = this.cut;
+      this.line = ""; this.cut = false;
+      this.take(line, cut);
+    }
+    if (this.buffered > this.max) {
+      this.dropping = true; this.data = []; this.size = 0;
+      if (this.line) { this.line = ""; this.cut = true; }
+    }
+  }
+  take(line, cut) {
+    if (line === "" && !cut) {
+      if (this.data.length && !this.dropping) this.onEvent({ event: this.event || "message", data: this.data.join("\n") });
+      this.data = []; this.size = 0; this.event = ""; this.dropping = false;
+      return;
+    }
+    if (this.dropping || cut || line.startsWith(":")) return;
+    const colon = line.indexOf(":");
+    const field = colon < 0 ? line : line.slice(0, colon);
+    let value = colon < 0 ? "" : line.slice(colon + 1);
+    if (value.startsWith(" ")) value = value.slice(1);
+    if (field === "data") { this.data.push(value); this.size += value.length + 1; }
+    else if (field === "event") this.event = value;
+  }
 }
 async function connectEvents(attempt = 0) {
   const live = $("#live");
@@ -921,18 +1106,18 @@ async function connectEvents(attempt = 0) {
     live.textContent = "● live"; live.className = "on"; live.title = "refreshes when reservations or hosts change, and every 30 s";
     attempt = 0;
     const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
-    let buf = "";
+    const parser = new SSEParser((ev) => {
+      if (ev.event !== "next" && ev.event !== "message") return; // "complete": the service is stopping
+      let e = null;
+      try { e = JSON.parse(ev.data)?.data?.events; } catch { return; } // one bad event is not the stream
+      if (!e) return;
+      live.dataset.lastEvent = `${e.kind} ${e.subject}`;
+      scheduleRefresh(`${e.kind} ${e.subject}`, "event");
+    });
     for (;;) {
       const { value, done } = await reader.read();
       if (done) break;
-      buf += value;
-      let cut;
-      while ((cut = buf.indexOf("\n\n")) >= 0) {
-        const block = buf.slice(0, cut); buf = buf.slice(cut + 2);
-        const data = block.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5)).join("");
-        const e = data && JSON.parse(data)?.data?.events;
-        if (e) scheduleRefresh(`${e.kind} ${e.subject}`);
-      }
+      parser.push(value);
     }
   } catch (err) {
     live.title = `no live events (${err.message}); refreshing every 30 s`;
@@ -940,18 +1125,23 @@ async function connectEvents(attempt = 0) {
   live.textContent = "○ polling"; live.className = "";
   setTimeout(() => connectEvents(attempt + 1), Math.min(30_000, 1000 * 2 ** attempt));
 }
-setInterval(() => scheduleRefresh("every 30 s (temperatures, load)"), 30_000);
+setInterval(() => scheduleRefresh("every 30 s (temperatures, load)", "poll"), 30_000);
 
 // ---- routing ------------------------------------------------------------------------------------
 // ---- sites (docs/sites.md): where the GPUs are, and where a job is cheapest or fastest -------
 const money = (x) => (x == null ? "?" : `$${Math.round(x).toLocaleString("en-US")}`);
 const hrs = (x) => (x == null ? "?" : `${x.toFixed(1)} h`);
 
+// The comparison form's values where the link names none: the form shows them and the comparison
+// asks with them (a link with only q= was asked with gpuHours 0 and refused, while the form said 6400).
+const SITE_DEFAULTS = { q: "64", w: "6400", c: "0.2", ref: "H100", gb: "0", at: "", obj: "CHEAPEST", dl: "" };
+
 async function sites(params) {
-  const data = await gql(`{ sites { name kind provider region location capacityKinds clusters gpus { model gpus free } }
-    siteLinks { a b bandwidthGbps latencyMs } }`);
+  const fresh = since();
+  const data = await fresh(gql(`{ sites { name kind provider region location capacityKinds clusters gpus { model gpus free } }
+    siteLinks { a b bandwidthGbps latencyMs } }`));
   const names = data.sites.map((s) => s.name);
-  const p = (k, d) => params.get(k) ?? d;
+  const p = (k) => params.get(k) ?? SITE_DEFAULTS[k];
   view.innerHTML = `<h2>Sites</h2>
     <table id="sites-table"><thead><tr><th>site</th><th>kind</th><th>where</th><th>capacity</th><th>clusters</th><th>GPUs (free / total)</th></tr></thead><tbody>
     ${data.sites.map((s) => `<tr data-site="${esc(s.name)}"><td>${esc(s.name)}</td><td>${esc(s.kind)}</td>
@@ -962,14 +1152,14 @@ async function sites(params) {
     <h3>Links</h3><table id="site-links"><tbody>${data.siteLinks.map((l) => `<tr><td>${esc(l.a)} ⟷ ${esc(l.b)}</td><td>${l.bandwidthGbps} GB/s</td><td>${l.latencyMs} ms</td></tr>`).join("") || "<tr><td>none</td></tr>"}</tbody></table>
     <h3>Compare sites</h3>
     <form id="compare-form">
-      <label for="cq">request</label><input id="cq" name="q" value="${esc(p("q", "64"))}">
-      <label for="cw">GPU-hours</label><input id="cw" name="w" value="${esc(p("w", "6400"))}">
-      <label for="cc">comm. share</label><input id="cc" name="c" value="${esc(p("c", "0.2"))}">
-      <label for="cr">reference model</label><input id="cr" name="ref" value="${esc(p("ref", "H100"))}">
-      <label for="cd">dataset GB</label><input id="cd" name="gb" value="${esc(p("gb", "0"))}">
-      <label for="cs">data at</label><select id="cs" name="at">${names.map((n) => `<option${n === p("at", "") ? " selected" : ""}>${esc(n)}</option>`).join("")}</select>
-      <label for="co">objective</label><select id="co" name="obj">${["CHEAPEST", "FASTEST", "CHEAPEST_UNDER_DEADLINE", "LOWEST_CARBON"].map((o) => `<option${o === p("obj", "CHEAPEST").toUpperCase().replace(/-/g, "_") ? " selected" : ""}>${o}</option>`).join("")}</select>
-      <label for="cl">deadline h</label><input id="cl" name="dl" value="${esc(p("dl", ""))}">
+      <label for="cq">request</label><input id="cq" name="q" value="${esc(p("q"))}">
+      <label for="cw">GPU-hours</label><input id="cw" name="w" value="${esc(p("w"))}">
+      <label for="cc">comm. share</label><input id="cc" name="c" value="${esc(p("c"))}">
+      <label for="cr">reference model</label><input id="cr" name="ref" value="${esc(p("ref"))}">
+      <label for="cd">dataset GB</label><input id="cd" name="gb" value="${esc(p("gb"))}">
+      <label for="cs">data at</label><select id="cs" name="at"><option value="">nowhere in particular</option>${names.map((n) => `<option${n === p("at") ? " selected" : ""}>${esc(n)}</option>`).join("")}</select>
+      <label for="co">objective</label><select id="co" name="obj">${["CHEAPEST", "FASTEST", "CHEAPEST_UNDER_DEADLINE", "LOWEST_CARBON"].map((o) => `<option${o === p("obj").toUpperCase().replace(/-/g, "_") ? " selected" : ""}>${o}</option>`).join("")}</select>
+      <label for="cl">deadline h</label><input id="cl" name="dl" value="${esc(p("dl"))}">
       <span></span><span><button>compare</button></span>
     </form><div id="comparison"></div>`;
   const form = $("#compare-form");
@@ -983,24 +1173,24 @@ async function sites(params) {
   // A link is typed by hand too: the CLI's spelling of an objective (cheapest-under-deadline), a
   // number that is not one. Each is said next to the form; they failed the whole view with the raw
   // GraphQL variable error (a probe's case).
-  const objective = p("obj", "CHEAPEST").toUpperCase().replace(/-/g, "_");
+  const objective = p("obj").toUpperCase().replace(/-/g, "_");
   const numbers = { w: "GPU-hours", c: "comm share", gb: "dataset GB", dl: "deadline hours" };
-  const wrong = Object.entries(numbers).filter(([k]) => p(k, "") !== "" && !Number.isFinite(Number(p(k, ""))));
+  const wrong = Object.entries(numbers).filter(([k]) => p(k) !== "" && !Number.isFinite(Number(p(k))));
   const objectives = ["CHEAPEST", "FASTEST", "CHEAPEST_UNDER_DEADLINE", "LOWEST_CARBON"];
   if (wrong.length || !objectives.includes(objective)) {
-    const says = wrong.map(([k, label]) => `${label}: ${JSON.stringify(p(k, ""))} is not a number`);
-    if (!objectives.includes(objective)) says.push(`objective: ${JSON.stringify(p("obj", ""))} is not one of ${objectives.join(", ")}`);
+    const says = wrong.map(([k, label]) => `${label}: ${JSON.stringify(p(k))} is not a number`);
+    if (!objectives.includes(objective)) says.push(`objective: ${JSON.stringify(p("obj"))} is not one of ${objectives.join(", ")}`);
     $("#comparison").innerHTML = says.map((m) => `<p class="error">${esc(m)}</p>`).join("");
     return;
   }
-  const profile = { gpuHours: Number(p("w", "0")), commShare: Number(p("c", "0")), referenceModel: p("ref", "") || null,
-    datasetGB: Number(p("gb", "0")), dataSite: p("at", "") || null };
-  const result = (await gql(`query($t: String!, $p: JobProfileInput!, $o: SiteObjective!, $d: Float) {
+  const profile = { gpuHours: Number(p("w")), commShare: Number(p("c")), referenceModel: p("ref") || null,
+    datasetGB: Number(p("gb")), dataSite: p("at") || null };
+  const result = (await fresh(gql(`query($t: String!, $p: JobProfileInput!, $o: SiteObjective!, $d: Float) {
     compareSites(text: $t, profile: $p, objective: $o, deadlineHours: $d) { __typename
       ... on ValidationError { field message }
       ... on SiteComparison { choice sites { rank site capacity fits gpus model totalHours totalCost runHours transferHours
         transferCost carbonKg missing stale reason } } } }`,
-  { t: p("q", "64"), p: profile, o: objective, d: p("dl", "") ? Number(p("dl", "")) : null })).compareSites;
+  { t: p("q"), p: profile, o: objective, d: p("dl") ? Number(p("dl")) : null }))).compareSites;
   const box = $("#comparison");
   if (result.__typename === "ValidationError") { box.innerHTML = `<p class="error">${esc(result.field)}: ${esc(result.message)}</p>`; return; }
   box.innerHTML = `<p id="site-choice">choice: <b>${esc(result.choice || "no site satisfies the objective")}</b></p>
@@ -1018,12 +1208,13 @@ async function route() {
   const params = new URLSearchParams(query || "");
   const parts = path.split("/").filter(Boolean);
   $$("nav a[data-view]").forEach((a) => a.classList.toggle("active", a.dataset.view === (parts[0] || "overview")));
+  const gen = ++generation; // what an older route still in flight renders is dropped (since())
   view.dataset.ready = "false";
   hideTip();
   if (!route.keepBanner) { $("#banner").hidden = true; setStatus(""); }
   route.keepBanner = false;
   try {
-    if (parts[0] === "host") await host(decodeURIComponent(parts[1] || ""));
+    if (parts[0] === "host") await hostLink(parts[1] || "");
     else if (parts[0] === "fabric") await fabric(params);
     else if (parts[0] === "reservations") await reservations();
     else if (parts[0] === "place") await place(params);
@@ -1031,9 +1222,26 @@ async function route() {
     else if (parts[0] === "sites") await sites(params);
     else await overview(params);
   } catch (err) {
+    if (gen !== generation) return false; // a newer route owns the page (and its ready flag)
     view.innerHTML = `<h2>Could not load this view</h2><p class="error">${esc(err.message)}</p>`;
   }
+  if (gen !== generation) return false;
   view.dataset.ready = "true";
+  return true;
+}
+
+// #/host/NAME, NAME percent-encoded; a hand-typed "%" that starts no escape (#/host/100%) said
+// "URI malformed" with no word of which host or why.
+async function hostLink(raw) {
+  let name;
+  try {
+    name = decodeURIComponent(raw);
+  } catch {
+    view.innerHTML = `<h2>No host named ${esc(raw)}</h2><p class="error">This address does not spell a host name: a “%” in it must start an escape
+      (two hex digits; “%25” is “%” itself).</p><p><a href="#/search?q=${encodeURIComponent(raw)}">search for ${esc(raw)}</a></p>`;
+    return;
+  }
+  await host(name);
 }
 
 window.addEventListener("hashchange", route);
