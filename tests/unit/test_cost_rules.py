@@ -16,16 +16,18 @@ from typing import Any
 
 import pytest
 from graphql import (
+    FieldNode,
     GraphQLInputObjectType,
     GraphQLInputType,
     GraphQLList,
     GraphQLNonNull,
     GraphQLObjectType,
+    OperationDefinitionNode,
     parse,
 )
 
-from graphsvc.api.graphql import cost
-from graphsvc.api.graphql.cost import UNNAMED_SITES, CostUnknown, field_cost, operation_cost
+from graphsvc.api.graphql import cost, walk
+from graphsvc.api.graphql.cost import MAX_SITES, CostUnknown, field_cost, operation_cost
 from graphsvc.api.graphql.schema import schema
 
 FULL = 514  # one 4,096-GPU search: 2 + 4096 / 8
@@ -159,10 +161,11 @@ def test_a_text_the_parser_refuses_costs_the_base_it_is_answered_unsearched(text
         ("sitePlacement", {"request": {"gpus": 4000, "railAligned": True}}, 2 + 500),
         ("sitePlacement", {"request": {"gpus": 4096}, "sites": ["a", "b"], "allowCrossSite": True}, FULL),
         ("sitePlacement", {"request": {"gpus": 5000}}, 2),
-        # compareSites: one search per site compared; all of them (priced as UNNAMED_SITES) unless named.
+        # compareSites: one search per site compared; every site of the catalogue unless named (the
+        # largest catalogue where the count is not given: test_compare_sites_naming_none_...).
         ("compareSites", {"text": "4096xH100", "sites": ["a", "b"]}, 2 * FULL),
-        ("compareSites", {"text": "4096xH100"}, UNNAMED_SITES * FULL),
-        ("compareSites", {"text": "4096xH100", "sites": []}, UNNAMED_SITES * FULL),
+        ("compareSites", {"text": "4096xH100"}, MAX_SITES * FULL),
+        ("compareSites", {"text": "4096xH100", "sites": []}, MAX_SITES * FULL),
         ("compareSites", {"request": {"gpus": 64}, "sites": ["a", "a"]}, 2 + 8),  # one site, named twice
         ("compareSites", {"request": {"gpus": 64}, "sites": "a"}, 2 + 8),
         ("compareSites", {"request": {"gpus": 4000}, "sites": ["a", "b", "c", "d"]}, 4 * 502),
@@ -256,6 +259,8 @@ def test_every_priced_field_is_in_the_documented_table() -> None:
         "shapedPlacement",
         "compareSites",
         "resize",
+        "search",
+        "gpuGrid",
     }
     assert {f for f in priced if f"`{f}`" not in table} <= {
         "host",
@@ -265,4 +270,122 @@ def test_every_priced_field_is_in_the_documented_table() -> None:
         "events",
         "__type",
     }
-    assert f"or {cost.UNNAMED_SITES} when none are" in table
+    assert "the sites the catalogue holds when none are" in table
+
+
+# Fields that were priced 1 whatever they read. Each is priced by its work (cost.py says what was
+# measured): a page by its rows, a search by its text, a field that reads the whole cluster or a
+# whole job, whose size the price cannot know, as the work it measured or the largest search.
+@pytest.mark.parametrize(
+    ("name", "args", "price"),
+    [
+        ("gpuGrid", {}, 1 + 5000 // 100),  # its default page: 5,000 rows
+        ("gpuGrid", {"first": 5000}, 51),
+        ("gpuGrid", {"first": 100}, 2),
+        ("gpuGrid", {"first": 10**9}, 51),  # the resolver serves at most 5,000 rows
+        ("gpuGrid", {"first": 0}, 1),
+        ("search", {"text": "h100-su1"}, 3 + 4),
+        ("search", {"text": "x" * 64, "first": 100}, 3 + 32),
+        ("search", {"text": "x" * 256}, 3 + 128),
+        ("search", {"text": "x" * 257}, 1),  # over 256 characters: refused before any read
+        ("impact", {"of": {"host": "h"}}, 2 + 1024 // 8),
+        ("impact", {"of": {"switch": "s"}}, 2 + 1024 // 8),
+        ("nextPhase", {"id": "r"}, FULL),
+        ("replaceFailed", {"id": "r"}, FULL),
+        ("replaceFailed", {"id": "r", "apply": False}, FULL),
+    ],
+)
+def test_a_field_that_reads_much_is_priced_by_its_work(name: str, args: dict[str, Any], price: int) -> None:
+    assert field_cost(name, args) == price
+
+
+@pytest.mark.parametrize(
+    ("field", "price"),
+    [
+        ("gpuGrid { rows }", 51),
+        ('search(text: "' + "x" * 256 + '", first: 100) { name }', 131),
+        ('impact(of: {host: "h"}) { __typename }', 130),
+        ('nextPhase(id: "r") { __typename }', FULL),
+    ],
+    ids=["gpuGrid", "search", "impact", "nextPhase"],
+)
+def test_fifteen_of_a_field_that_reads_much_add_up(field: str, price: int) -> None:
+    assert operation_cost(parse(f"{{ {fifteen(field)} }}"), None, None) == 15 * price
+
+
+def test_fifteen_replacements_cost_what_fifteen_placements_do() -> None:
+    query = "mutation { " + fifteen('replaceFailed(id: "r") { __typename }') + " }"
+    assert operation_cost(parse(query), None, None) == PLAIN
+
+
+@pytest.mark.parametrize(
+    ("args", "sites", "price"),
+    [
+        ({"text": "8xH100", "profile": {}}, 7, 7 * 3),  # every site of the catalogue: 7 of them
+        ({"request": {"gpus": 4096}, "profile": {}}, 1, FULL),
+        ({"text": "8xH100", "profile": {}}, 0, 2),  # no site defined: refused before any search
+        ({"text": "8xH100", "sites": ["a", "b"], "profile": {}}, 7, 2 * 3),  # named: those only
+        ({"text": "8xH100", "profile": {}}, MAX_SITES, MAX_SITES * 3),
+    ],
+)
+def test_compare_sites_naming_none_is_priced_by_the_sites_the_catalogue_holds(
+    args: dict[str, Any], sites: int, price: int
+) -> None:
+    """It was priced as 3 sites whatever the catalogue held (up to 1,000)."""
+    assert field_cost("compareSites", args, sites) == price
+    query = "{ c: compareSites(" + ", ".join(f"{k}: {_literal(v)}" for k, v in args.items()) + ") { __typename } }"
+    assert operation_cost(parse(query), None, None, sites) == price
+
+
+def _literal(value: Any) -> str:
+    """A GraphQL literal of a JSON-like value."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_literal(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_literal(v) for v in value) + "]"
+    return json.dumps(value)
+
+
+def test_the_largest_catalogue_is_the_one_the_catalogue_model_allows() -> None:
+    from annotated_types import MaxLen
+
+    from graphsvc.sites.catalog import SiteCatalog
+
+    [limit] = [m.max_length for m in SiteCatalog.model_fields["sites"].metadata if isinstance(m, MaxLen)]
+    assert limit == MAX_SITES
+
+
+# The one walk the cost, the depth and alias limits and the latency label share (walk.py).
+def test_the_shared_walk_finds_root_fields_through_fragments_each_once() -> None:
+    doc = parse(
+        '{ a: host(name: "x") { name } ...F ... on Query { ...F b: clusterSummary { hosts } } }'
+        ' fragment F on Query { a: host(name: "x") { name }'
+        ' ... on Query { fabricPath(fromHost: "a", toHost: "b") { hops } } }'
+    )
+    op = doc.definitions[0]
+    assert isinstance(op, OperationDefinitionNode)
+    found = walk.root_fields(op.selection_set, walk.fragments_of(doc))
+    assert {k: [f.name.value for f in v] for k, v in found.items()} == {
+        "a": ["host", "host"],
+        "b": ["clusterSummary"],
+        "fabricPath": ["fabricPath"],
+    }
+    with pytest.raises(walk.UnknownFragment, match="Nope"):
+        walk.root_fields(parse("{ ...Nope }").definitions[0].selection_set, {})  # type: ignore[attr-defined]
+
+
+def test_the_shared_fold_measures_each_fragment_once() -> None:
+    """A chain of fragments each spreading the next twice: 2**n paths, n measures."""
+    n = 40
+    chain = " ".join(f"fragment F{i} on Query {{ a{i}: __typename ...F{i + 1} ...F{i + 1} }}" for i in range(n))
+    doc = parse("{ ...F0 } " + chain + f" fragment F{n} on Query {{ __typename }}")
+    measured: list[str] = []
+
+    def aliases(field: FieldNode, inner: Any) -> int:
+        measured.append(field.name.value)
+        return field.alias is not None
+
+    op = doc.definitions[0]
+    assert isinstance(op, OperationDefinitionNode)
+    assert walk.Fold(walk.fragments_of(doc), aliases, sum)(op.selection_set) == 2**n - 1
+    assert len(measured) == n + 1  # each fragment's one field, once

@@ -6,8 +6,14 @@ weight in rough units of store work (about a millisecond); aliases repeat a fiel
 add up; every field that runs a placement search grows with the GPUs it searches for, read as
 its resolver reads them (a request text by the request parser itself, compareSites once per
 site), except a shaped job, which reads the whole cluster whatever its size and is priced as the
-largest search; pages grow with the page size. Nested fields are free: a root field's resolver
-fetches what it returns in its own queries. docs/deploy.md (Limits) has the table.
+largest search; pages grow with the page size, a search with its text. A field whose work
+depends on what the store holds (a job's size for replaceFailed, the cluster for impact) is
+priced by what it measured, or as the largest where the price cannot know (impact, nextPhase,
+replaceFailed, search and gpuGrid cost 1 each before). Nested fields are free: a
+root field's resolver fetches what it returns in its own queries. docs/deploy.md (Limits) has
+the table. The root fields are found by the walk the limits and the latency label share
+(walk.py). The one price that needs the store, how many sites a compareSites naming none
+compares, is read at most every SITE_COUNT_TTL_S (site_count), never once per request.
 
 The schema extension `QueryCostLimit` refuses an operation costing more than
 `graphql_max_cost` and charges the rest to a per-token budget (a token bucket), so one
@@ -17,34 +23,62 @@ token cannot keep the service busy with affordable queries either.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+import time
+import weakref
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from graphql import (
     DocumentNode,
     ExecutionResult,
     FieldNode,
-    FragmentDefinitionNode,
-    FragmentSpreadNode,
     GraphQLError,
-    InlineFragmentNode,
     OperationDefinitionNode,
-    SelectionSetNode,
     ValueNode,
 )
 from graphql.utilities import value_from_ast_untyped
 from strawberry.extensions import SchemaExtension
+from topo_facts.models import MAX_TEXT_LENGTH
 
 from graphsvc.api.graphql.context import QueryBudgetExceeded, QueryTooExpensive
+from graphsvc.api.graphql.walk import UnknownFragment, fragments_of, root_fields
 from graphsvc.placement.request import MAX_GPUS, parse_request
 from graphsvc.placement.shape import MAX_RANKS, parse_shape
+from graphsvc.sites.store import list_sites
+from graphsvc.store.errors import StoreError
+from graphsvc.store.gateway import Gateway
 
 PER_GPU = 1 / 8  # a placement's work grows with the GPUs it must find: one unit per 8 GPUs
 PLACEMENT_BASE = 2  # also the price of a request refused before any search (a malformed text, > 4,096 GPUs)
 PAGE_UNIT = 100  # one unit per 100 rows of a page
-# compareSites without `sites` searches every site of the catalogue, which only the store knows: it
-# is priced as this many (the multi-site demo's three). Naming `sites` prices exactly those.
-UNNAMED_SITES = 3
+# compareSites without `sites` searches every site of the catalogue: it is priced by the number of
+# sites the store holds, read at most every SITE_COUNT_TTL_S per process (never once per request),
+# and as the catalogue's largest (graphsvc.sites.catalog.SiteCatalog: at most 1,000 sites) where
+# that count is not known. It was priced as 3 sites (the multi-site demo's), however many there were.
+MAX_SITES = 1000
+SITE_COUNT_TTL_S = 30.0
+# search: its three store reads, then the ranking, which compares the text with each of up to ~700
+# names the reads found (difflib, ~0.2 ms a name at 256 characters: graphsvc.read.explorer.search):
+# one unit per SEARCH_CHARS characters. 8 characters took ~16-20 ms, 64 ~0.1 s, 256 ~0.5-0.7 s on
+# 4,096 GPUs, where placement(gpus: 1024), 130, took 0.23-0.51 s.
+SEARCH_BASE = 3
+SEARCH_CHARS = 2
+# gpuGrid: a page of plain rows, at most GRID_PAGE (graphsvc.read.explorer.GRID_PAGE), priced as the
+# other pages, one unit per 100 rows (a page of 5,000 took 0.2-0.4 s on 4,096 GPUs): 51 at most.
+GRID_PAGE = 5000
+# impact: reads every live reservation's GPUs, every host and every switch, whatever it is asked
+# about, and works out the blast radius in Python: 0.14-0.55 s on 4,096 GPUs with 2,048 held, as
+# long as placement(gpus: 1024) took beside it; priced as that search. It grows with the cluster.
+IMPACT = PLACEMENT_BASE + 1024 // 8
+# nextPhase: reads the reservation and its hosts, up to 512 neighbour hosts (resize.pool), and plans
+# the growth over the whole job; replaceFailed plans a layout-keeping replacement over the whole job
+# and its neighbourhood, twice when it applies (propose, then replace). Both grow with the job (up to
+# 4,096 GPUs), whose size is stored, unknown to the price: on 4,096 GPUs nextPhase took 0.04-0.09 s
+# for an 8-GPU job and 1.6-2.3 s for a 1,024-GPU one (whatever the next size), replaceFailed 0.7-0.9 s
+# (a 512-GPU job) and 1.3-1.7 s (1,024), where placement(gpus: 1024), 130, took 0.45-1.1 s. Priced
+# as the largest search, like shapedPlacement: one fits in an operation, two do not.
+NEXT_PHASE = PLACEMENT_BASE + MAX_GPUS // 8
+REPLACE_FAILED = PLACEMENT_BASE + MAX_GPUS // 8
 
 FIXED = {
     "clusterSummary": 5,  # aggregates over every GPU
@@ -58,6 +92,9 @@ FIXED = {
     "__typename": 0,
     "__schema": 10,
     "__type": 1,
+    "impact": IMPACT,
+    "nextPhase": NEXT_PHASE,
+    "replaceFailed": REPLACE_FAILED,
 }
 PAGED = {"hosts": 100, "gpus": 100, "reservations": 100, "fabric": 200}  # field -> default `first`
 # Fields that run one placement search for `request.gpus` GPUs (reserve: or hold the GPUs named;
@@ -70,13 +107,19 @@ class CostUnknown(ValueError):
     at 21 nested fragments priced fifteen 4,096-GPU placements at 0, and they ran)."""
 
 
-def field_cost(name: str, args: Mapping[str, Any]) -> int:
-    """The cost of one root field with its (variable-resolved) arguments."""
+def field_cost(name: str, args: Mapping[str, Any], sites: int = MAX_SITES) -> int:
+    """The cost of one root field with its (variable-resolved) arguments; `sites`: how many sites
+    the catalogue holds, for a compareSites that names none (the largest catalogue if unknown)."""
     if name in FIXED:
         return FIXED[name]
     if name in PAGED:
         first = _int(args.get("first"), PAGED[name])
         return 1 + math.ceil(max(first, 0) / PAGE_UNIT)
+    if name == "gpuGrid":
+        first = min(_int(args.get("first"), GRID_PAGE), GRID_PAGE)  # the resolver serves at most GRID_PAGE
+        return 1 + math.ceil(max(first, 0) / PAGE_UNIT)
+    if name == "search":
+        return _search_cost(args.get("text"))
     if name in PLACEMENT_LIKE:
         return search_cost(_request_gpus(name, args))
     if name == "placementText":
@@ -89,7 +132,7 @@ def field_cost(name: str, args: Mapping[str, Any]) -> int:
         # one fits in an operation, two do not.
         return search_cost(None if _shaped_gpus(args) is None else MAX_RANKS)
     if name == "compareSites":
-        return _compare_sites_cost(args)
+        return _compare_sites_cost(args, sites)
     if name == "resize":
         # Growing searches the reservation's neighbourhood for up to `gpus` GPUs (the new size);
         # removing the GPUs or ranks named searches nothing.
@@ -157,22 +200,38 @@ def _shaped_gpus(args: Mapping[str, Any]) -> int | None:
     return tp * pp * dp
 
 
-def _compare_sites_cost(args: Mapping[str, Any]) -> int:
-    """One placement search per site compared (graphsvc.sites.service.compare_sites)."""
+def _search_cost(text: Any) -> int:
+    """Three reads and a ranking that grows with the text (SEARCH_CHARS); a text over
+    MAX_TEXT_LENGTH is refused before any read."""
+    if not isinstance(text, str) or len(text) > MAX_TEXT_LENGTH:
+        return 1
+    return SEARCH_BASE + math.ceil(len(text) / SEARCH_CHARS)
+
+
+def _compare_sites_cost(args: Mapping[str, Any], sites: int) -> int:
+    """One placement search per site compared (graphsvc.sites.service.compare_sites): those named,
+    else every site of the catalogue (`sites` of them; none: refused before any search)."""
     request, text = args.get("request"), args.get("text")
     if (request is None) == (text is None):
         return PLACEMENT_BASE  # "give either request or text": answered unsearched
     gpus = text_gpus(text) if text is not None else _structured_gpus(request)
     if gpus is None or gpus > MAX_GPUS:
         return PLACEMENT_BASE  # the request is validated before any site is searched
-    sites = args.get("sites")
-    if isinstance(sites, str):  # a single value where a list is expected is a list of one
+    named = args.get("sites")
+    if isinstance(named, str):  # a single value where a list is expected is a list of one
         count = 1
-    elif isinstance(sites, list) and sites:
-        count = len({str(s) for s in sites})
+    elif isinstance(named, list) and named:
+        count = len({str(s) for s in named})
     else:
-        count = UNNAMED_SITES
+        count = sites
+    if count < 1:
+        return PLACEMENT_BASE  # no site is defined: refused before any search
     return count * search_cost(gpus)
+
+
+def _every_site(name: str, args: Mapping[str, Any]) -> bool:
+    """A compareSites naming no site: it compares every site of the catalogue."""
+    return name == "compareSites" and not args.get("sites")
 
 
 def _int(value: Any, default: int) -> int:
@@ -181,45 +240,60 @@ def _int(value: Any, default: int) -> int:
     return int(min(value, 10**9))
 
 
-def operation_cost(document: DocumentNode, operation_name: str | None, variables: Mapping[str, Any] | None) -> int:
-    """The summed cost of the root fields the named (or only) operation selects.
+def operation_cost(
+    document: DocumentNode, operation_name: str | None, variables: Mapping[str, Any] | None, sites: int = MAX_SITES
+) -> int:
+    """The summed cost of the root fields the named (or only) operation selects; `sites` as for
+    field_cost.
 
     Raises CostUnknown for a document whose root fields cannot all be found."""
-    fragments = {d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)}
+    return _total(priced_fields(document, operation_name, variables), sites)
+
+
+Priced = list[list[tuple[str, dict[str, Any]]]]  # per response key: each field's name and arguments
+
+
+def priced_fields(document: DocumentNode, operation_name: str | None, variables: Mapping[str, Any] | None) -> Priced:
+    """The root fields the named (or only) operation runs (walk.root_fields), with their arguments
+    as they run: variables resolved, a variable not sent at its default.
+
+    Raises CostUnknown for a document whose root fields cannot all be found."""
     operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
     chosen = [op for op in operations if operation_name is None or (op.name and op.name.value == operation_name)]
     if not chosen:
-        return 0
+        return []
     values = _with_defaults(chosen[0], variables or {})
-    return sum(
-        max(field_cost(f.name.value, _args(f, values)) for f in same_key)
-        for same_key in _root_fields(chosen[0].selection_set, fragments).values()
-    )
+    try:
+        fields = root_fields(chosen[0].selection_set, fragments_of(document))
+    except UnknownFragment as err:
+        raise CostUnknown(str(err)) from None
+    return [[(f.name.value, _args(f, values)) for f in same_key] for same_key in fields.values()]
 
 
-def _root_fields(
-    selection_set: SelectionSetNode, fragments: Mapping[str, FragmentDefinitionNode]
-) -> dict[str, list[FieldNode]]:
-    """The root fields by response key, collected as graphql-core collects them to run them: through
-    inline fragments at any depth, each named fragment once, fields of one key merged into one
-    execution (validation makes their arguments equal; the dearest is priced where they differ).
-    No depth limit, and no recursion: the walk is linear in the document."""
-    found: dict[str, list[FieldNode]] = {}
-    spread: set[str] = set()
-    pending = [selection_set]
-    while pending:
-        for sel in pending.pop().selections:
-            if isinstance(sel, FieldNode):
-                found.setdefault((sel.alias or sel.name).value, []).append(sel)
-            elif isinstance(sel, InlineFragmentNode):
-                pending.append(sel.selection_set)
-            elif isinstance(sel, FragmentSpreadNode) and sel.name.value not in spread:
-                spread.add(sel.name.value)
-                fragment = fragments.get(sel.name.value)
-                if fragment is None:
-                    raise CostUnknown(f"fragment {sel.name.value!r} is not defined")
-                pending.append(fragment.selection_set)
-    return found
+def _total(priced: Priced, sites: int) -> int:
+    """Each response key at its dearest field (it runs once)."""
+    return sum(max(field_cost(name, args, sites) for name, args in same_key) for same_key in priced)
+
+
+_site_counts: weakref.WeakKeyDictionary[Gateway, tuple[float, int]] = weakref.WeakKeyDictionary()
+
+
+async def site_count(gw: Gateway | None) -> int:
+    """How many sites the catalogue holds, read at most every SITE_COUNT_TTL_S per store (a count up
+    to that old prices a compareSites naming no site: the catalogue is an operator's, replaced
+    whole and rarely); MAX_SITES where it cannot be read."""
+    if gw is None:
+        return MAX_SITES
+    now = time.monotonic()
+    known = _site_counts.get(gw)
+    if known is not None and now - known[0] < SITE_COUNT_TTL_S:
+        return known[1]
+    try:
+        count = len(await list_sites(gw))
+    except StoreError:
+        return MAX_SITES  # the comparison itself will hear the store's error
+    _site_counts[gw] = (now, count)
+    return count
 
 
 def _with_defaults(operation: OperationDefinitionNode, variables: Mapping[str, Any]) -> dict[str, Any]:
@@ -250,7 +324,7 @@ def _args(node: FieldNode, variables: Mapping[str, Any]) -> dict[str, Any]:
 class QueryCostLimit(SchemaExtension):
     """Refuses too expensive operations, and charges the others to the caller's budget."""
 
-    def on_execute(self) -> Iterator[None]:
+    async def on_execute(self) -> AsyncIterator[None]:
         ctx = self.execution_context
         context = ctx.context
         settings = getattr(context, "settings", None)
@@ -259,11 +333,15 @@ class QueryCostLimit(SchemaExtension):
             yield
             return
         try:
-            cost = operation_cost(document, ctx.operation_name, ctx.variables)
+            priced = priced_fields(document, ctx.operation_name, ctx.variables)
         except CostUnknown as err:
             ctx.result = ExecutionResult(data=None, errors=[_unpriced(str(err), settings.graphql_max_cost)])
             yield
             return
+        every_site = any(_every_site(name, args) for same_key in priced for name, args in same_key)
+        gw = getattr(getattr(context, "engine", None), "gw", None)
+        sites = await site_count(gw if isinstance(gw, Gateway) else None) if every_site else MAX_SITES
+        cost = _total(priced, sites)
         if cost > settings.graphql_max_cost:
             ctx.result = ExecutionResult(data=None, errors=[QueryTooExpensive(cost, settings.graphql_max_cost)])
         else:

@@ -1,4 +1,4 @@
-"""The depth and alias limits as validation rules built once per process.
+"""The depth, alias and finite-Float limits as validation rules built once per process.
 
 The rule classes are created once; each request gets a fresh, stateless `AddValidationRules`
 around the same classes, so a document seen before is validated from `ValidationCache` (keyed by
@@ -17,80 +17,63 @@ graphql-core's own rules had looked at the document:
   Here each fragment is measured once and the measure reused.
 The limits are the same: a field with a selection set is one level (introspection fields are not
 counted), at most MAX_DEPTH; every alias counts once for each time it would be selected (a
-fragment spread twice counts twice), at most MAX_ALIASES in the document.
+fragment spread twice counts twice), at most MAX_ALIASES in the document. Both are measured by the
+walk the cost and the latency label share (walk.Fold).
+
+`FiniteFloats` refuses a Float literal too large for a double (it read as infinity), as the
+too-long Int is refused: a validation error, never a value handed to a resolver.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from graphql import (
     ASTValidationRule,
     FieldNode,
-    FragmentDefinitionNode,
-    FragmentSpreadNode,
+    FloatValueNode,
     GraphQLError,
-    InlineFragmentNode,
+    GraphQLFloat,
+    IntValueNode,
     OperationDefinitionNode,
     SelectionSetNode,
     ValidationContext,
     ValidationRule,
+    get_named_type,
 )
 from strawberry.extensions import AddValidationRules
+
+from graphsvc.api.graphql.walk import Fold, fragments_of
 
 MAX_DEPTH = 10
 MAX_ALIASES = 15
 
 
-class _Measure:
-    """One document's fragments, each measured once (depth, aliases) when first spread."""
+def _depth_of(field: FieldNode, inner: Callable[[SelectionSetNode], int]) -> int:
+    """A field with a selection set is one level (introspection fields are not counted)."""
+    if field.selection_set is None or field.name.value.startswith("__"):
+        return 0
+    return 1 + inner(field.selection_set)
 
-    def __init__(self, context: ValidationContext) -> None:
-        self.fragments = {
-            d.name.value: d for d in context.document.definitions if isinstance(d, FragmentDefinitionNode)
-        }
-        self._depths: dict[str, int] = {}
-        self._aliases: dict[str, int] = {}
 
-    def depth(self, selections: SelectionSetNode) -> int:
-        """Levels of fields with a selection set below `selections`, capped just past MAX_DEPTH
-        (the parser bounds the nesting; spreads recurse once per fragment)."""
-        deepest = 0
-        for sel in selections.selections:
-            if isinstance(sel, FieldNode):
-                if sel.selection_set is not None and not sel.name.value.startswith("__"):
-                    deepest = max(deepest, 1 + self.depth(sel.selection_set))
-            elif isinstance(sel, InlineFragmentNode):
-                deepest = max(deepest, self.depth(sel.selection_set))
-            elif isinstance(sel, FragmentSpreadNode):
-                deepest = max(deepest, self._fragment(sel.name.value, self._depths, self.depth))
-            if deepest > MAX_DEPTH:
-                break
-        return min(deepest, MAX_DEPTH + 1)
+def _aliases_of(field: FieldNode, inner: Callable[[SelectionSetNode], int]) -> int:
+    """An aliased field counts once, and so does each alias below it."""
+    return (field.alias is not None) + (inner(field.selection_set) if field.selection_set is not None else 0)
 
-    def aliases(self, selections: SelectionSetNode) -> int:
-        """Aliased fields `selections` selects, a fragment's once for each spread of it."""
-        count = 0
-        for sel in selections.selections:
-            if isinstance(sel, FieldNode):
-                count += sel.alias is not None
-                if sel.selection_set is not None:
-                    count += self.aliases(sel.selection_set)
-            elif isinstance(sel, InlineFragmentNode):
-                count += self.aliases(sel.selection_set)
-            elif isinstance(sel, FragmentSpreadNode):
-                count += self._fragment(sel.name.value, self._aliases, self.aliases)
-        return count
 
-    def _fragment(self, name: str, memo: dict[str, int], measure: Callable[[SelectionSetNode], int]) -> int:
-        """A fragment's measure; 0 for one the document does not define (KnownFragmentNames tells
-        it) and for one spread inside itself (NoFragmentCycles tells it)."""
-        if name not in memo:
-            fragment = self.fragments.get(name)
-            memo[name] = 0  # while it is measured: a spread of it inside itself adds nothing
-            if fragment is not None:
-                memo[name] = measure(fragment.selection_set)
-        return memo[name]
+def _deepest(measures: list[int]) -> int:
+    return max(measures, default=0)
+
+
+def depth(context: ValidationContext) -> Fold:
+    """Levels of fields with a selection set, each fragment measured once (walk.Fold)."""
+    return Fold(fragments_of(context.document), _depth_of, _deepest)
+
+
+def aliases(context: ValidationContext) -> Fold:
+    """Aliased fields selected, a fragment's once for each spread of it (walk.Fold)."""
+    return Fold(fragments_of(context.document), _aliases_of, sum)
 
 
 class DepthLimit(ValidationRule):
@@ -98,9 +81,9 @@ class DepthLimit(ValidationRule):
 
     def __init__(self, context: ValidationContext) -> None:
         super().__init__(context)
-        measure = _Measure(context)
+        measure = depth(context)
         for op in context.document.definitions:
-            if isinstance(op, OperationDefinitionNode) and measure.depth(op.selection_set) > MAX_DEPTH:
+            if isinstance(op, OperationDefinitionNode) and measure(op.selection_set) > MAX_DEPTH:
                 name = op.name.value if op.name else "anonymous"
                 context.report_error(GraphQLError(f"'{name}' exceeds maximum operation depth of {MAX_DEPTH}", op))
 
@@ -110,15 +93,42 @@ class AliasLimit(ValidationRule):
 
     def __init__(self, context: ValidationContext) -> None:
         super().__init__(context)
-        measure = _Measure(context)
+        measure = aliases(context)
         ops = [d for d in context.document.definitions if isinstance(d, OperationDefinitionNode)]
-        total = sum(measure.aliases(op.selection_set) for op in ops)
+        total = sum(measure(op.selection_set) for op in ops)
         if total > MAX_ALIASES:
             shown = str(total) if total < 10**6 else "over a million"  # a fragment fan-out multiplies
             context.report_error(GraphQLError(f"{shown} aliases found. Allowed: {MAX_ALIASES}"))
 
 
-LIMIT_RULES: list[type[ASTValidationRule]] = [DepthLimit, AliasLimit]
+class FiniteFloats(ValidationRule):
+    """Every Float written in the document (an argument, an input field, a variable's default) is
+    a finite number. graphql-core reads a Float literal with Python's float(), which reads one too
+    large for a double, such as a 5,000-digit number or 1e400, as infinity, and passed it on: a
+    resolver got `deadlineHours: inf` or `lastCheckpointAt: inf`. A variable sent as such a number
+    is refused by graphql-core itself ("Float cannot represent non numeric value: inf"). Told like a
+    too-long Int (schema._told_too_long), without echoing the digits."""
+
+    def enter_float_value(self, node: FloatValueNode, *_args: object) -> None:
+        self._check(node)
+
+    def enter_int_value(self, node: IntValueNode, *_args: object) -> None:
+        self._check(node)  # an Int literal is a Float where a Float is expected: 1 followed by 5,000 zeros
+
+    def _check(self, node: FloatValueNode | IntValueNode) -> None:
+        expected = self.context.get_input_type()
+        if expected is None or get_named_type(expected) is not GraphQLFloat or math.isfinite(float(node.value)):
+            return
+        self.report_error(
+            GraphQLError(
+                f"Number too large ({len(node.value)} characters): a Float is a finite 64-bit floating-point "
+                "number (at most about 1.8e308)",
+                node,
+            )
+        )
+
+
+LIMIT_RULES: list[type[ASTValidationRule]] = [DepthLimit, AliasLimit, FiniteFloats]
 
 
 def limit_rules() -> AddValidationRules:

@@ -14,17 +14,11 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from graphql import (
-    DocumentNode,
-    FieldNode,
-    FragmentDefinitionNode,
-    FragmentSpreadNode,
-    GraphQLSchema,
-    InlineFragmentNode,
-    SelectionSetNode,
-)
+from graphql import DocumentNode, GraphQLSchema
 from graphql.utilities import get_operation_ast
 from strawberry.extensions import SchemaExtension
+
+from graphsvc.api.graphql.walk import UnknownFragment, fragments_of, root_fields
 
 # Root fields a label names one by one, joined (the explorer's sites page asks for sites and
 # siteLinks together); an operation of more is "multiple".
@@ -58,37 +52,14 @@ def _root_fields(ctx: Any) -> str:
     root = schema.get_root_type(op.operation) if op is not None else None
     if op is None or root is None:
         return "invalid"
-    fragments = {d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)}
-    names = _names(op.selection_set, fragments, set())
-    if names is None or not names or not names <= (root.fields.keys() | META_FIELDS):
+    try:  # the field names, through its fragments, each read once (walk.root_fields)
+        names = {
+            f.name.value
+            for same_key in root_fields(op.selection_set, fragments_of(document)).values()
+            for f in same_key
+        }
+    except UnknownFragment:
+        return "invalid"
+    if not names or not names <= (root.fields.keys() | META_FIELDS):
         return "invalid"
     return ",".join(sorted(names)) if len(names) <= MAX_NAMED else "multiple"
-
-
-def _names(
-    selections: SelectionSetNode, fragments: dict[str, FragmentDefinitionNode], seen: set[str]
-) -> set[str] | None:
-    """The field names a root selection set selects, through its fragments (each read once, as
-    graphql-core's field collection does: a document that spreads every fragment twice is not
-    read 2**n times); None when it spreads a fragment the document does not define."""
-    names: set[str] = set()
-    for sel in selections.selections:
-        if isinstance(sel, FieldNode):
-            names.add(sel.name.value)
-            continue
-        if isinstance(sel, InlineFragmentNode):
-            inner = _names(sel.selection_set, fragments, seen)
-        elif isinstance(sel, FragmentSpreadNode):
-            fragment = fragments.get(sel.name.value)
-            if fragment is None:
-                return None
-            if sel.name.value in seen:  # its names are in already (each fragment is read once)
-                continue
-            seen.add(sel.name.value)
-            inner = _names(fragment.selection_set, fragments, seen)
-        else:
-            return None
-        if inner is None:
-            return None
-        names |= inner
-    return names
