@@ -25,7 +25,7 @@ same exception handlers (they are outside the route's handler).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from fastapi import HTTPException, Request, Response
@@ -36,10 +36,15 @@ from fastapi.routing import APIRoute, _effective_route_context_var
 from starlette.middleware.body_limit import MAX_BODY_SIZE_SCOPE_KEY
 
 from graphsvc.api import strict_json
-from graphsvc.api.strict_routes import StrictJSONRequest, StrictJSONRoute, one_body_model
+from graphsvc.api.strict_routes import (
+    Handler,
+    StrictJSONRequest,
+    StrictJSONRoute,
+    one_body_model,
+    refusing_repeated_keys,
+)
 
 Provider = Callable[[Request], Any]
-Handler = Callable[[Request], Coroutine[Any, Any, Response]]
 
 
 class OnePassRoute(StrictJSONRoute):
@@ -134,7 +139,7 @@ class OnePassRoute(StrictJSONRoute):
                 answer.serialize_json(value, by_alias=True), status_code=status, media_type="application/json"
             )
 
-        return one_pass_handler
+        return refusing_repeated_keys(one_pass_handler)
 
 
 def one_pass_route(providers: Mapping[Callable[..., Any], Provider]) -> type[OnePassRoute]:

@@ -8,12 +8,25 @@ from typing import Any
 
 from cross_web import HTTPException as GraphQLHTTPException
 from fastapi import HTTPException, Request, Response
+from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
 from strawberry.fastapi import GraphQLRouter
 from strawberry.http.types import QueryParams
 
 from graphsvc.api import strict_json
+
+Handler = Callable[[Request], Coroutine[Any, Any, Response]]
+
+
+class RepeatedKey(HTTPException):
+    """A body's `strict_json.DuplicateKey` on its way out of FastAPI's body reading, which lets only
+    an HTTPException through (anything else raised there becomes its 400): `refusing_repeated_keys`
+    answers it as the 422 of any invalid field."""
+
+    def __init__(self, found: strict_json.DuplicateKey) -> None:
+        super().__init__(status_code=422, detail=str(found))
+        self.found = found
 
 
 class StrictJSONRequest(Request):
@@ -24,21 +37,38 @@ class StrictJSONRequest(Request):
         if not hasattr(self, "_json"):
             try:
                 self._json = strict_json.loads(await self.body())
+            except strict_json.DuplicateKey as found:
+                raise RepeatedKey(found) from None
             except strict_json.InvalidJSON as err:
                 raise HTTPException(status_code=400, detail=f"invalid JSON: {err}") from None
         return self._json
 
 
-class StrictJSONRoute(APIRoute):
-    """A route whose JSON body is strict JSON: NaN, lone surrogates and deep nesting are a 400."""
+def refusing_repeated_keys(handler: Handler) -> Handler:
+    """`handler`, answering a body with a repeated key as a 422 naming the key's path (the app's
+    RequestValidationError handler writes it: the shape and `fields` of every other 422)."""
 
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+    async def refusing_handler(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except RepeatedKey as err:
+            problem = {"type": "duplicate_key", "loc": ("body", *err.found.path), "msg": str(err.found), "input": None}
+            raise RequestValidationError([problem]) from None
+
+    return refusing_handler
+
+
+class StrictJSONRoute(APIRoute):
+    """A route whose JSON body is strict JSON: NaN, lone surrogates and deep nesting are a 400, a
+    key repeated in an object a 422."""
+
+    def get_route_handler(self) -> Handler:
         handler = super().get_route_handler()
 
         async def strict_handler(request: Request) -> Response:
             return await handler(StrictJSONRequest(request.scope, request.receive))
 
-        return strict_handler
+        return refusing_repeated_keys(strict_handler)
 
 
 def one_body_model(route: Any) -> type[BaseModel] | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import difflib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from topo_facts.models import MAX_TEXT_LENGTH
 
@@ -29,6 +29,9 @@ class SearchHit:
     host: str | None  # the host a GPU is in (for a host: itself)
     detail: str
     score: float
+    # The cluster the hit is in (a GPU's: its host's), read with the hit; None where the graph has
+    # none (a switch from a fabric without one). Last, with a default: hits are built positionally.
+    cluster: str | None = None
 
 
 def pieces(text: str) -> list[str]:
@@ -60,7 +63,7 @@ def score(text: str, name: str) -> float:
 
 
 def rank(text: str, hits: list[SearchHit], first: int) -> list[SearchHit]:
-    ranked = [SearchHit(h.kind, h.name, h.host, h.detail, score(text, h.name)) for h in hits]
+    ranked = [replace(h, score=score(text, h.name)) for h in hits]
     ranked.sort(key=lambda h: (-h.score, natural_key(h.name)))
     return [h for h in ranked if h.score > 0][:first]
 
@@ -79,13 +82,14 @@ async def search(gw: Gateway, text: str, first: int = 20) -> list[SearchHit]:
     hits: list[SearchHit] = []
     for r in await gw.read("search_hosts", {"pieces": parts, "first": CANDIDATES}):
         where = " · ".join(str(v) for v in (r["model"], r["scalable_unit"] or r["rack"]) if v)
-        hits.append(SearchHit("host", r["name"], r["name"], where, 0.0))
+        hits.append(SearchHit("host", r["name"], r["name"], where, 0.0, r["cluster"]))
     for r in await gw.read("search_switches", {"pieces": parts, "first": CANDIDATES}):
         rail = f" · rail {r['rail']}" if r["rail"] is not None else ""
-        hits.append(SearchHit("switch", r["name"], None, f"{r['tier']} switch{rail}", 0.0))
+        hits.append(SearchHit("switch", r["name"], None, f"{r['tier']} switch{rail}", 0.0, r["cluster"]))
     if len(parts[0]) >= 6:  # GPU uuids are long; a short text would match thousands
         for r in await gw.read("search_gpus", {"needle": parts[0], "first": first}):
-            hits.append(SearchHit("gpu", r["uuid"], r["host"], f"GPU {r['index']} of {r['host']} · {r['model']}", 0.0))
+            detail = f"GPU {r['index']} of {r['host']} · {r['model']}"
+            hits.append(SearchHit("gpu", r["uuid"], r["host"], detail, 0.0, r["cluster"]))
     return await asyncio.to_thread(rank, text, hits, first)
 
 

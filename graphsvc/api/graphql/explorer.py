@@ -23,6 +23,7 @@ wrap(
         "kind": "host, switch or gpu",
         "name": "host or switch name, or GPU uuid",
         "host": "the host to open (a GPU's host; a host itself)",
+        "cluster": "the cluster it is in (a GPU's: its host's); null where the graph names none",
         "score": "1 exact; 0.8 and above: the whole text matched",
     },
 )

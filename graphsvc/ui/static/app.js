@@ -1019,16 +1019,16 @@ async function search(q) {
   q = q.trim();
   if (!q) { view.innerHTML = "<h2>Search</h2><p>Type part of a host, switch or GPU name.</p>"; return; }
   const fresh = since();
-  const hits = (await fresh(gql(`query($t: String!) { search(text: $t, first: 20) { kind name host detail score } }`, { t: q }))).search;
-  // A switch's fabric is its cluster's: the hit does not name it, so it is looked up.
+  const hits = (await fresh(gql(`query($t: String!) { search(text: $t, first: 20) { kind name host cluster detail score } }`, { t: q }))).search;
+  // A switch's fabric is its cluster's, read with the hit; looked up only where the graph names none.
   const exact = hits.length && hits[0].score >= 1;
-  await fresh(Promise.all(hits.filter((h, i) => h.kind === "switch" && (!exact || i === 0)).map(async (h) => { h.cluster = await switchCluster(h.name); })));
+  await fresh(Promise.all(hits.filter((h, i) => h.kind === "switch" && !h.cluster && (!exact || i === 0)).map(async (h) => { h.cluster = await switchCluster(h.name); })));
   const target = (h) => (h.kind === "switch" ? `#/fabric?${h.cluster ? `cluster=${encodeURIComponent(h.cluster)}&` : ""}leaf=${encodeURIComponent(h.name)}` : `#/host/${encodeURIComponent(h.host)}`);
   // An exact name opens it in place of the search's history entry: Back goes to the page before
   // the search (pushing it trapped Back: the search page opened the match again).
   if (exact) { location.replace(target(hits[0])); return; }
   view.innerHTML = `<h2>${hits.length ? `Best matches for “${esc(q)}”` : `Nothing matches “${esc(q)}”`}</h2>
-    <ol class="hits">${hits.map((h) => `<li data-kind="${h.kind}"><a href="${target(h)}">${esc(h.name)}</a> <small>${esc(h.kind)} · ${esc(h.detail)}</small></li>`).join("")}</ol>`;
+    <ol class="hits">${hits.map((h) => `<li data-kind="${h.kind}"><a href="${target(h)}">${esc(h.name)}</a> <small>${esc(h.kind)} · ${esc(h.detail)}${h.cluster ? ` · <span class="cluster">${esc(h.cluster)}</span>` : ""}</small></li>`).join("")}</ol>`;
 }
 $("#search").addEventListener("submit", (e) => { e.preventDefault(); location.hash = `#/search?q=${encodeURIComponent(e.target.q.value)}`; });
 
