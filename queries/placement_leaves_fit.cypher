@@ -20,7 +20,14 @@
 //    per-host share ($even) puts the same share d on each of $gpus / d hosts: a leaf none of
 //    whose shares d (1 up to its fullest host's counter, dividing $gpus) has that many hosts
 //    whose counters hold d has no window either (a prime count above a host takes one GPU on
-//    each of that many hosts, more than a unit has). `scanned`
+//    each of that many hosts, more than a unit has). With $ready (a diagnosis's probe,
+//    PlacementEngine.fits) and a per-host share, a leaf also needs $need hosts whose free GPUs
+//    (those the host maps read) that pass the per-GPU constraints the store can judge (fragment
+//    placement_usable, $filters with rail_up: a sound prefilter of what Python takes) hold the
+//    share: at 8k GPUs about 1% degraded, most 32-host units held 31 x 8 by their counters and
+//    not by their GPUs, and the probe of `248xH100 per-host=8 rail-aligned` read and parsed ~340
+//    hosts' GPU maps for ten such units (docs/benchmarks.md, "Stop 64"). Without $ready no GPU
+//    of a member is read here (`place`'s statement is what it was). `scanned`
 //    is the number of leaves read: fewer than $limit means the seek is exhausted.
 // The cluster's largest free blocks are not read here: placement_cluster_blocks reads them
 // beside the first page, at the same time (the store runs the two at once).
@@ -34,6 +41,7 @@
 // @param even bool
 // @param exclude list<string>
 // @param extra int
+// @param filters map
 // @param fullest_first bool
 // @param gpus int
 // @param host_min int
@@ -45,6 +53,7 @@
 // @param now float
 // @param per_host int
 // @param prefilter_models list<string>
+// @param ready bool
 // @param skip int
 // @param stale_before float
 // @param virtual_free list<string>
@@ -59,15 +68,24 @@ CALL (units) {
     AND ($model = '' OR h.gpu_model IN $prefilter_models
          OR (NOT coalesce(h.gpu_model, '') IN $known AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model))
   WITH DISTINCT s, h
+  OPTIONAL MATCH (h)-[:HAS_GPU]->(g)
+  WHERE $ready AND $per_host > 0
+    AND (g.state = 'free' OR g.uuid IN $virtual_free OR (g.state = 'reserved' AND g.lease_expires_at < $now))
+  OPTIONAL MATCH (g)-[a:NIC_AFFINITY]->(n)
+  WITH s, h, g, a, n,
+//@include placement_usable
+  WITH s, h, sum(CASE WHEN usable THEN 1 ELSE 0 END) AS usable_gpus
   ORDER BY s.name, CASE WHEN $fullest_first THEN -h.free_gpus ELSE h.free_gpus END, h.name
-  WITH s, collect(CASE WHEN h IS NULL THEN null ELSE [h.name, h.free_gpus] END) AS members
-  WITH s, members,
+  WITH s, collect(CASE WHEN h IS NULL THEN null ELSE [h.name, h.free_gpus] END) AS members,
+       sum(CASE WHEN h IS NOT NULL AND usable_gpus >= $host_min THEN 1 ELSE 0 END) AS ready_hosts
+  WITH s, members, ready_hosts,
        CASE WHEN $per_host > 0 THEN null
             ELSE reduce(st = [0, 0], m IN members | CASE WHEN st[0] >= $gpus THEN st ELSE [st[0] + m[1], st[1] + 1] END)
        END AS cover,
        reduce(most = 0, m IN members | CASE WHEN m[1] > most THEN m[1] ELSE most END) AS top
   WITH s, members,
        CASE WHEN $per_host > 0 AND size(members) < $need THEN 0
+            WHEN $per_host > 0 AND $ready AND ready_hosts < $need THEN 0
             WHEN $per_host > 0 THEN $need + $extra
             WHEN cover[0] < $gpus THEN 0
             WHEN $even AND NOT any(d IN range(1, top) WHERE $gpus % d = 0

@@ -385,3 +385,55 @@ async def read_leaf_counts(
         )
         for r in rows
     ]
+
+
+@dataclass(frozen=True)
+class LeafShares:
+    """placement_leaf_shares' rows: per leaf whose free counter is at least `least_leaf`, its
+    counter and how many of its hosts' counters hold each share (held[d - 1]: at least d free)."""
+
+    least_leaf: int
+    rows: tuple[tuple[int, tuple[int, ...]], ...]
+
+    def holds(self, n: int, share: int) -> bool:
+        """What placement_leaf_holds answers for `n` GPUs, `share` on each host (0: any share
+        that divides n), for n at least `least_leaf` (a leaf below it holds no n)."""
+        for counter, held in self.rows:
+            if counter < n:
+                continue
+            shares = range(1, len(held) + 1) if share == 0 else (share,)
+            if any(n % d == 0 and d <= len(held) and d * held[d - 1] >= n for d in shares):
+                return True
+        return False
+
+    def most_hosts(self, share: int) -> int:
+        """The most hosts k for which some leaf holds k x `share` by placement_leaf_holds (its
+        counter at least k x share, k of its hosts holding the share), among counts of at least
+        `least_leaf` GPUs; 0 where none. k x share fits only where k is at most this."""
+        return max(
+            (min(counter // share, held[share - 1]) for counter, held in self.rows if share <= len(held)),
+            default=0,
+        )
+
+
+class LeafShareBound:
+    """How many hosts a rail-aligned share may take by the leaf counters, for one diagnosis:
+    placement_leaf_shares read once (again only for smaller counts than it was read for)."""
+
+    def __init__(self, engine: PlacementEngine) -> None:
+        self.engine = engine
+        self.read: LeafShares | None = None
+
+    async def most_hosts(self, share: int, least_leaf: int) -> int:
+        """LeafShares.most_hosts over the leaves whose counter is at least `least_leaf`."""
+        if self.read is None or self.read.least_leaf > least_leaf:
+            self.read = await read_leaf_shares(self.engine, least_leaf)
+        return self.read.most_hosts(share)
+
+
+async def read_leaf_shares(engine: PlacementEngine, least_leaf: int) -> LeafShares:
+    rows = await engine.gw.read("placement_leaf_shares", {"least_leaf": least_leaf})
+    return LeafShares(
+        least_leaf=least_leaf,
+        rows=tuple((int(r["leaf_counter"]), tuple(int(c) for c in r["held"] or ())) for r in rows),
+    )

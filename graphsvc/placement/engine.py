@@ -660,6 +660,7 @@ class _Search:
         slack: int = PAGE_SLACK,
         bucketed: bool = False,
         parts: bool = False,
+        parts_grow: bool = False,
     ) -> None:
         """Pages of a one-statement query: usually one statement answers the request. Units are
         taken in best-fit order: free counts nearest `first` first, then by name (`bucketed`: by
@@ -672,12 +673,20 @@ class _Search:
         page's end, and the search stops at the part where it finds (a leaf page's units past it
         cost their windows' GPU maps, read and parsed for nothing). The pages, the units judged
         and the budget are the usual ones until then: a page that may reach the budget is read
-        whole (its last units then decide what `take` judges, _take_leaves)."""
+        whole (its last units then decide what `take` judges, _take_leaves).
+
+        `parts_grow`: the parts keep doubling from page to page (1, 2 | 4, ...), where each page
+        restarted at 1: for a probe whose leaves open only where their GPUs hold its share
+        (placement_leaves_fit, $ready), a leaf that opens none costs little, and each statement
+        its round trip and seek (`248xH100 per-host=8 rail-aligned` at 8k GPUs: nine statements
+        for 17 leaves, the fitting one last)."""
         skip = 0
         page = self.want + slack
+        grown = 1  # the next part's size, where parts grow across pages
         while not self.enough():
             end = skip + page
-            part = 1 if parts and self.units_read + page < self.engine.budget.units else page
+            first_part = grown if parts_grow else 1
+            part = first_part if parts and self.units_read + page < self.engine.budget.units else page
             while True:
                 size = min(part, end - skip)
                 lazy = {"probe": skip + size} if probe else {}
@@ -697,6 +706,7 @@ class _Search:
                 if skip >= end or self.found:
                     break
                 part *= 2
+            grown = part * 2
             missing = self.want - len(self.found)
             page = min(max(page * 2, 2 * missing + 2), self.engine.budget.page)
 
@@ -817,9 +827,12 @@ class _Search:
         """Hosts under one leaf (one IB hop): leaves, their hosts and the first hosts' GPUs in one statement."""
         req = self.req
         per_host = req.gpus_per_host or 1
+        # The per-GPU constraints are judged in Python here (choose_across_hosts); a probe's
+        # statement also judges what the store can of them ($filters, $ready), to open no leaf
+        # whose hosts' GPUs cannot hold the share (placement_leaves_fit says why).
         params = self.fit_params(rail_up=True)
-        del params["filters"]  # the per-GPU constraints are judged in Python here (choose_across_hosts)
         params |= {
+            "ready": self.first_only,
             "min_free": req.gpus,
             "gpus": req.gpus,
             "per_host": req.gpus_per_host or 0,
@@ -842,6 +855,7 @@ class _Search:
             probe=False,
             slack=0,
             parts=self.first_only,
+            parts_grow=self.first_only and req.gpus_per_host is not None,  # $ready judges its leaves
         )
 
     async def _take_leaves(self, units: list[FitUnit]) -> None:

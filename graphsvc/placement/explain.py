@@ -12,7 +12,7 @@ import math
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
-from graphsvc.placement.counting import Counts, free_bounds
+from graphsvc.placement.counting import Counts, LeafShareBound, free_bounds
 from graphsvc.placement.model import Candidate, InfeasibleReason
 from graphsvc.placement.request import MAX_LIMIT, NVLinkRequirement, PlacementRequest, format_request
 from graphsvc.sites.store import list_sites
@@ -135,7 +135,11 @@ async def diagnose(
         if await feasible(relaxed):
             reasons.append(await _relaxed_reason(engine, req, field, words, relaxed, loader))
     if req.rail_aligned and req.gpus_per_host is None and not req.needs_one_domain:
-        largest = await _largest_aligned(req, feasible, min(bounds.host, req.gpus), bounds.most)
+        # A probe of several hosts asks placement_leaf_holds first (PlacementEngine.fits), unless
+        # NICs are cabled off leaves or its loader holds GPUs a preemption would free.
+        by_leaf = under_leaves and not (loader is not None and loader.virtual_free)
+        leaf_bound = LeafShareBound(engine) if by_leaf else None
+        largest = await _largest_aligned(req, feasible, min(bounds.host, req.gpus), bounds.most, leaf_bound)
     elif req.rail_aligned and req.gpus_per_host is None:
         largest = await _largest_by_scan(req, feasible, bounds.most(req))
     else:
@@ -354,7 +358,11 @@ async def _largest_by_scan(req: PlacementRequest, feasible: Feasible, most: int)
 
 
 async def _largest_aligned(
-    req: PlacementRequest, feasible: Feasible, top: int, allowed: Callable[[PlacementRequest], int]
+    req: PlacementRequest,
+    feasible: Feasible,
+    top: int,
+    allowed: Callable[[PlacementRequest], int],
+    leaf_bound: LeafShareBound | None = None,
 ) -> int:
     """The largest count below the request's that an unsplit rail-aligned request fits, where
     `top` is the most GPUs one host holds free. Such a set is the same share p on each of k hosts
@@ -370,11 +378,20 @@ async def _largest_aligned(
     the best found next probes the most hosts they allow, and where that fits (no degraded or
     hot GPU among the fullest units) it needs no other probe. `251xH100 rail-aligned` at 8,192
     GPUs probed 31 hosts x 8 after 1, 2, 4, 8, 16, 24, 28 and 30 hosts; each large probe is a
-    wide search. Where the most do not fit, one probe more than before."""
+    wide search. Where the most do not fit, one probe more than before.
+
+    `leaf_bound` (where every probe of several hosts asks placement_leaf_holds first): a share
+    that must beat the best found on several hosts is bounded by the most hosts a leaf's counters
+    give it, all shares from one statement (placement_leaf_shares), where each probe of a share no
+    leaf holds was a statement scanning every leaf (`251xH100 rail-aligned`: 250 = 50 x 5,
+    249 = 83 x 3, 250 = 125 x 2, 249 x 1 on 32-host units). It answers what those probes did:
+    LeafShares.most_hosts is placement_leaf_holds's answer for each host count."""
     best = 0
     for p in range(top, 0, -1):
         least, most = best // p + 1, (req.gpus - 1) // p
         most = min(most, allowed(req.with_(gpus=max(most, 1) * p, gpus_per_host=p)) // p)
+        if leaf_bound is not None and 2 <= least <= most:  # several hosts: every probe asks the leaves
+            most = min(most, await leaf_bound.most_hosts(p, least_leaf=best + 1))
         if least > most or not await feasible(req.with_(gpus=least * p, gpus_per_host=p)):
             continue
         if most > least:

@@ -138,6 +138,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "health_counts": {},
     "placement_gpu_models": {},
     "placement_leaf_holds": {"n": 2, "share": 0},
+    "placement_leaf_shares": {"least_leaf": 1},
     "placement_nics_off_leaf": {},
     "reset_graph": {},
     "shaped_candidate_hosts": {"model": "h100", "exclude": [], "limit": 10},
@@ -269,7 +270,8 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     },
     "placement_cluster_blocks": {k: FIT[k] for k in BLOCKS_PARAMS},
     "placement_leaves_fit": {
-        **{k: v for k, v in FIT.items() if k not in ("filters", *BLOCKS_PARAMS)},
+        **{k: v for k, v in FIT.items() if k not in BLOCKS_PARAMS},
+        "ready": True,
         "min_free": 16,
         "gpus": 16,
         "per_host": 0,
