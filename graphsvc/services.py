@@ -9,6 +9,7 @@ and runs the lease keeper beside it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
@@ -41,7 +42,8 @@ from graphsvc.settings import Settings
 from graphsvc.sites import service as sites_service
 from graphsvc.sites.catalog import PriceCatalog, SiteCatalog
 from graphsvc.sites.model import Fact, Site, SiteLink
-from graphsvc.sites.store import FactsWritten, site_links
+from graphsvc.sites.store import FactsWritten, list_sites, site_links
+from graphsvc.store.errors import StoreError
 from graphsvc.store.factory import open_store
 from graphsvc.store.gateway import Gateway
 
@@ -53,6 +55,22 @@ class SiteServices:
 
     def __init__(self, gateway: Gateway) -> None:
         self._gw = gateway
+        self._counted: tuple[float, int] | None = None  # (when, how many sites)
+
+    async def count(self, *, max_age_s: float, unknown: int) -> int:
+        """How many sites the catalogue holds, read at most every `max_age_s` (the query cost of a
+        compareSites naming no site: the catalogue is an operator's, replaced whole and rarely, so
+        a count that old is good enough, and no request pays a read for its price); `unknown`
+        where the store cannot answer (the comparison itself will hear its error)."""
+        now = time.monotonic()
+        if self._counted is not None and now - self._counted[0] < max_age_s:
+            return self._counted[1]
+        try:
+            count = len(await list_sites(self._gw))
+        except StoreError:
+            return unknown
+        self._counted = (now, count)
+        return count
 
     async def replace_sites(self, catalog: SiteCatalog, now: float) -> int:
         return await sites_service.replace_sites(self._gw, catalog, now)

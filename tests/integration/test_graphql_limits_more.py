@@ -18,6 +18,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from graphsvc import services as services_module
 from graphsvc.api.app import create_app
 from graphsvc.api.graphql import cost
 from graphsvc.settings import Settings
@@ -86,7 +87,7 @@ async def test_compare_sites_is_priced_as_the_largest_catalogue_when_the_count_c
 
         raise StoreUnavailableError("down")
 
-    monkeypatch.setattr(cost, "list_sites", unreadable)
+    monkeypatch.setattr(services_module, "list_sites", unreadable)
     body = await post(app_with(gateway), {"query": COMPARE % ""})
     assert refused_cost(body) == cost.MAX_SITES * 3, body
 

@@ -13,7 +13,7 @@ replaceFailed, search and gpuGrid cost 1 each before). Nested fields are free: a
 root field's resolver fetches what it returns in its own queries. docs/deploy.md (Limits) has
 the table. The root fields are found by the walk the limits and the latency label share
 (walk.py). The one price that needs the store, how many sites a compareSites naming none
-compares, is read at most every SITE_COUNT_TTL_S (site_count), never once per request.
+compares, is read at most every SITE_COUNT_TTL_S (SiteServices.count), never once per request.
 
 The schema extension `QueryCostLimit` refuses an operation costing more than
 `graphql_max_cost` and charges the rest to a per-token budget (a token bucket), so one
@@ -23,8 +23,6 @@ token cannot keep the service busy with affordable queries either.
 from __future__ import annotations
 
 import math
-import time
-import weakref
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -44,9 +42,6 @@ from graphsvc.api.graphql.context import QueryBudgetExceeded, QueryTooExpensive
 from graphsvc.api.graphql.walk import UnknownFragment, fragments_of, root_fields
 from graphsvc.placement.request import MAX_GPUS, parse_request
 from graphsvc.placement.shape import MAX_RANKS, parse_shape
-from graphsvc.sites.store import list_sites
-from graphsvc.store.errors import StoreError
-from graphsvc.store.gateway import Gateway
 
 PER_GPU = 1 / 8  # a placement's work grows with the GPUs it must find: one unit per 8 GPUs
 PLACEMENT_BASE = 2  # also the price of a request refused before any search (a malformed text, > 4,096 GPUs)
@@ -275,27 +270,6 @@ def _total(priced: Priced, sites: int) -> int:
     return sum(max(field_cost(name, args, sites) for name, args in same_key) for same_key in priced)
 
 
-_site_counts: weakref.WeakKeyDictionary[Gateway, tuple[float, int]] = weakref.WeakKeyDictionary()
-
-
-async def site_count(gw: Gateway | None) -> int:
-    """How many sites the catalogue holds, read at most every SITE_COUNT_TTL_S per store (a count up
-    to that old prices a compareSites naming no site: the catalogue is an operator's, replaced
-    whole and rarely); MAX_SITES where it cannot be read."""
-    if gw is None:
-        return MAX_SITES
-    now = time.monotonic()
-    known = _site_counts.get(gw)
-    if known is not None and now - known[0] < SITE_COUNT_TTL_S:
-        return known[1]
-    try:
-        count = len(await list_sites(gw))
-    except StoreError:
-        return MAX_SITES  # the comparison itself will hear the store's error
-    _site_counts[gw] = (now, count)
-    return count
-
-
 def _with_defaults(operation: OperationDefinitionNode, variables: Mapping[str, Any]) -> dict[str, Any]:
     """The variables as the operation runs with them: a variable not given takes its default
     (`query($g: Int = 4096)` was priced as if `$g` were absent, 1 GPU)."""
@@ -339,8 +313,12 @@ class QueryCostLimit(SchemaExtension):
             yield
             return
         every_site = any(_every_site(name, args) for same_key in priced for name, args in same_key)
-        gw = getattr(getattr(context, "engine", None), "gw", None)
-        sites = await site_count(gw if isinstance(gw, Gateway) else None) if every_site else MAX_SITES
+        services = getattr(context, "services", None)
+        sites = (
+            await services.sites.count(max_age_s=SITE_COUNT_TTL_S, unknown=MAX_SITES)
+            if every_site and services is not None
+            else MAX_SITES
+        )
         cost = _total(priced, sites)
         if cost > settings.graphql_max_cost:
             ctx.result = ExecutionResult(data=None, errors=[QueryTooExpensive(cost, settings.graphql_max_cost)])
