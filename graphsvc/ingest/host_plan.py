@@ -252,27 +252,38 @@ def _nearness(gpu: GPUFact, nic: NICFact) -> tuple[int, int]:
 
 
 def nic_share_rates(facts: HostFacts) -> dict[str, float]:
-    """Each GPU's share of inter-host bandwidth, Gb/s (as NIC.rate_gbps): the summed rate of the
-    NIC ports that serve it, a port serving k GPUs counting 1/k to each. 0.0 where it is unknown:
+    """Each GPU's share of inter-host bandwidth, Gb/s (as NIC.rate_gbps). 0.0 where it is unknown:
     placement then reads the nearest NIC's rate, as it did before this existed (Gpu.nic_gbps).
 
     Why: the nearest NIC alone (gpu_nic_affinity, the GPU's rail) undercounts hosts with several
     ports per GPU: an AWS p5 has 4 x 100 Gb/s EFA under each GPU's PCIe switch (50 GB/s, not
-    12.5), an OCI BM.GPU.H100.8 a dual-port NIC per GPU (45 GB/s, not 22.5). Computed here from the facts, not
-    by the collector, so documents of every collector version get it. A port serves a GPU when it
-    is among the GPU's nearest by the collector's rule (`_nearness`; RDMA ports, those with a GUID,
-    before plain Ethernet ones when the host has any): the ports under the deepest PCIe switch they
-    share, else those on its NUMA node, else every port. The port the facts name as its nearest
-    always serves it: a document whose affinity the PCIe paths do not explain (no paths, another
-    rule) gets that port alone, today's number. A port known to be down (PORT_DOWN) adds nothing:
-    a down rail carries no traffic. A port counts whether or not a fabric import cabled it (the
-    cabling is not the document's; the nearest NIC's rate never looked at it either). A GPU no
-    affinity names (no NIC serves it) or one with an up port of unknown rate gets 0.0."""
+    12.5), an OCI BM.GPU.H100.8 a dual-port NIC per GPU (45 GB/s, not 22.5). Computed here from the
+    facts, not by the collector, so documents of every collector version get it.
+
+    Two kinds of GPU (`_nearness`, the collector's rule; RDMA ports, those with a GUID, before plain
+    Ethernet ones when the host has any):
+    - PCIe-local: its nearest port (the affinity's) is under a PCIe switch it shares with it. It
+      is served by every port under the deepest switch they share, a port serving k such GPUs
+      counting 1/k to each: the summed rate.
+    - Every other GPU with an affinity (ports only on its NUMA node or further, or an affinity the
+      PCIe paths do not explain: no paths, another rule): its nearest port alone, split among the
+      PCIe-local GPUs it serves and every such GPU it is nearest to; and never above the slowest
+      known PCIe-local GPU of the host. Its traffic crosses the CPU's root complex, onto ports
+      that are other GPUs' own rails (rail_up: "through another rail at a fraction of the speed").
+      Until this rule it shared every port of its NUMA node at 1/k: an AWS p5 whose GPU0 lost its
+      four EFA ports rated GPU0 at 1400 Gb/s (half of all 28 others) and halved the seven healthy
+      GPUs, so a 2-host set holding GPU0 was rated the best-connected. It is not counted among a port's sharers for the
+      PCIe-local GPUs: it never lowers their share of their own ports.
+    A port known to be down (PORT_DOWN) adds nothing: a down rail carries no traffic. A port counts
+    whether or not a fabric import cabled it (the cabling is not the document's; the nearest NIC's
+    rate never looked at it either). A GPU no affinity names (no NIC serves it), one whose ports are
+    all down, or one with an up port of unknown rate gets 0.0."""
     by_name = {n.name: n for n in facts.nics}
     rdma = [n for n in facts.nics if n.guid]
     candidates = rdma or list(facts.nics)
     nearest = {a.gpu_uuid: a.nic for a in facts.gpu_nic_affinity}
-    serving: dict[str, list[NICFact]] = {}
+    local: dict[str, list[NICFact]] = {}  # PCIe-local GPUs: the ports under their deepest shared switch
+    far: dict[str, NICFact] = {}  # every other GPU with an affinity: its nearest port alone
     for g in facts.gpus:
         own = nearest.get(g.uuid)
         if own is None or own not in by_name:
@@ -280,14 +291,26 @@ def nic_share_rates(facts: HostFacts) -> dict[str, float]:
         ranked = [(_nearness(g, n), n) for n in candidates]
         best = min((rank for rank, _ in ranked), default=None)
         near = [n for rank, n in ranked if rank == best]
-        serving[g.uuid] = near if any(n.name == own for n in near) else [by_name[own]]
-    sharers = Counter(n.name for near in serving.values() for n in near)
-    shares: dict[str, float] = {}
-    for g in facts.gpus:
-        up = [n for n in serving.get(g.uuid, []) if n.state not in PORT_DOWN]
-        known = [n.rate_gbps / sharers[n.name] for n in up if n.rate_gbps is not None]
-        shares[g.uuid] = round(float(sum(known)), 6) if len(known) == len(up) else 0.0
-    return shares
+        if best is not None and best[0] == 0 and any(n.name == own for n in near):
+            local[g.uuid] = near
+        else:
+            far[g.uuid] = by_name[own]
+    sharers = Counter(n.name for near in local.values() for n in near)
+    shares = {uuid: _summed(near, sharers) for uuid, near in local.items()}
+    slowest = min((s for s in shares.values() if s > 0), default=None)
+    crossing = sharers + Counter(n.name for n in far.values())
+    for uuid, port in far.items():
+        share = _summed([port], crossing)
+        shares[uuid] = share if slowest is None else min(share, slowest)
+    return {g.uuid: shares.get(g.uuid, 0.0) for g in facts.gpus}
+
+
+def _summed(ports: list[NICFact], sharers: Counter[str]) -> float:
+    """The summed rate of the ports that are up, each split among its sharers; 0.0 (unknown) when
+    none is up or one that is up has no known rate."""
+    up = [n for n in ports if n.state not in PORT_DOWN]
+    known = [n.rate_gbps / sharers[n.name] for n in up if n.rate_gbps is not None]
+    return round(float(sum(known)), 6) if known and len(known) == len(up) else 0.0
 
 
 def mig_slice_params(facts: HostFacts) -> list[dict[str, Any]]:

@@ -200,7 +200,10 @@ def _clique_of(g: Gpu) -> str | None:
 
 
 def _cool_first(gpus: Iterable[Gpu]) -> list[Gpu]:
-    return sorted(gpus, key=lambda g: (g.temperature_c if g.temperature_c is not None else 50.0, g.index))
+    """Best-connected to other hosts first (a GPU whose own NIC ports failed reaches the fabric
+    through another's at a fraction of the rate: taken last, never ahead of one with its own),
+    then coolest, then by index. On a healthy host every GPU's share is the same."""
+    return sorted(gpus, key=lambda g: (-g.nic_gbps, g.temperature_c if g.temperature_c is not None else 50.0, g.index))
 
 
 def find_clique(gpus: list[Gpu], k: int) -> list[Gpu] | None:

@@ -3,13 +3,17 @@
 AWS p5.48xlarge: 4 x 100 Gb/s EFA under each GPU's PCIe switch, 50 GB/s per GPU (placement said
 12.5: the nearest port alone). OCI BM.GPU.H100.8: a dual-port 180 Gb/s ConnectX-7 per GPU, rails
 0-7 on one port and 8-15 on the other, 45 GB/s per GPU (placement said 22.5). The nearest port
-stays the GPU's NIC and rail (graphsvc.ingest.host_plan.nic_share_rates).
+stays the GPU's NIC and rail (graphsvc.ingest.host_plan.nic_share_rates). A GPU that lost its own
+ports reaches another GPU's port across the CPU: that port alone, after its own GPU's claim, so
+placement never prefers it (it was rated above every healthy GPU, and halved them).
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from typing import Any, cast
 
+from topo_collector.derive import gpu_nic_affinity
 from topo_collector.importers import ImportOptions, import_hosts
 from topo_facts import FabricFacts, FabricSwitch, HostFacts, NICUplink, SwitchTier
 
@@ -24,10 +28,17 @@ P5 = "aws-p5-48xlarge.nccl.xml"
 OCI = "oci-bm-gpu-h100-8.nccl.xml"
 
 
-async def load(gateway: Gateway, dump: str, names: list[str], **opts: Any) -> list[HostFacts]:
+async def load(
+    gateway: Gateway, dump: str, names: list[str], *, lost: Mapping[str, Collection[str]] | None = None, **opts: Any
+) -> list[HostFacts]:
     """The dump imported once per name (the importer's facts, as `topo-collector import` sends
-    them), every NIC port cabled to one leaf at its own rate."""
+    them), every NIC port cabled to one leaf at its own rate. `lost`: NIC ports gone from a host
+    (a failed device), its affinity re-derived by the collector's rule."""
     facts = [import_hosts(FIXTURES / dump, ImportOptions(host=name, **opts)).hosts[0] for name in names]
+    for i, f in enumerate(facts):
+        gone = (lost or {}).get(f.hostname, ())
+        nics = [n for n in f.nics if n.name not in gone]
+        facts[i] = f.model_copy(update={"nics": nics, "gpu_nic_affinity": gpu_nic_affinity(list(f.gpus), nics)})
     for f in facts:
         assert (await ingest_host(gateway, f)).applied
     cables = [
@@ -85,3 +96,49 @@ async def test_a_graph_written_before_the_share_reads_the_nearest_port(gateway: 
     await adhoc(gateway, "MATCH (g:GPU) REMOVE g.nic_share_rate_gbps")
     assert {(g.nic_share_rate_gbps, g.nic_gbps) for g in await placement_gpus(gateway, "p5-a")} == {(None, 12.5)}
     assert await bottleneck(gateway, "2xH100 per-host=1") == (["p5-a", "p5-b"], 12.5)
+
+
+async def best_gpus(gateway: Gateway, text: str) -> tuple[list[tuple[str, int]], float | None]:
+    result = await PlacementEngine(gateway).place(parse_request(text).validated())
+    assert result.candidates, result.infeasible
+    best = result.candidates[0]
+    return sorted((g.host, g.index) for g in best.gpus), best.bottleneck_gbps
+
+
+P5_GPU0_LOST = {"p5-a": {"rdmap79s0", "rdmap80s0", "rdmap81s0", "rdmap82s0"}}  # under GPU0's switch
+
+
+async def test_a_p5_gpu_that_lost_its_efa_ports_is_rated_below_its_siblings(gateway: Gateway) -> None:
+    """The tester's case: GPU0 of p5-a lost its four EFA ports; the collector names a port under
+    GPU1's switch (NUMA-local) its nearest. It was rated 1400 Gb/s (half of the 28 ports of its
+    NUMA node), GPUs 1-7 200, and `2xH100 per-host=1`, which took GPU0, rated it the best-connected
+    (50 GB/s against p5-b; 25 with any other GPU of p5-a)."""
+    await load(gateway, P5, ["p5-a", "p5-b"], lost=P5_GPU0_LOST, gpu_model="NVIDIA H100 80GB HBM3")
+    # GPU0: its nearest port (100) split with GPU1, whose own it is; GPU1 keeps all four. Both reads.
+    shares = [(0, 50.0)] + [(i, 400.0) for i in range(1, 8)]
+    assert [(g.index, g.nic_share_rate_gbps) for g in await placement_gpus(gateway, "p5-a")] == shares * 2
+    # A set holding GPU0 is rated at GPU0's share, never above one of GPUs 1-7.
+    chosen, gbps = await best_gpus(gateway, "2xH100 per-host=1")
+    assert gbps == (50.0 / 8 if ("p5-a", 0) in chosen else 50.0), (chosen, gbps)
+    # The whole host: GPU0's share is its bottleneck (was 25: GPUs 1-7 halved).
+    assert await bottleneck(gateway, "16xH100 per-host=8") == (["p5-a", "p5-b"], 50.0 / 8)
+
+
+async def test_an_oci_gpu_that_lost_its_nic_is_rated_below_its_siblings(gateway: Gateway) -> None:
+    """GPU0's dual-port NIC gone on both hosts: it was rated 540 Gb/s (GPUs 1-3 180), so the
+    pair of GPU0s was rated the best 2-host set (67.5 GB/s, against 45 for a pair of GPUs 4-7)."""
+    lose = {"oci-a": {"mlx5_0", "mlx5_1"}, "oci-b": {"mlx5_0", "mlx5_1"}}
+    await load(gateway, OCI, ["oci-a", "oci-b"], lost=lose)
+    shares = [(0, 90.0)] + [(i, 360.0) for i in range(1, 8)]  # half of mlx5_3 (GPU1's); the rest their own
+    for host in ("oci-a", "oci-b"):
+        assert [(g.index, g.nic_share_rate_gbps) for g in await placement_gpus(gateway, host)] == shares * 2
+    chosen, gbps = await best_gpus(gateway, "2xH100 per-host=1")
+    assert gbps == (90.0 / 8 if {("oci-a", 0), ("oci-b", 0)} & set(chosen) else 45.0), (chosen, gbps)
+
+
+async def test_placement_takes_a_gpu_with_its_own_ports_first(gateway: Gateway) -> None:
+    """With GPUs 1-7 of p5-a free, a 2-host set does not take GPU0 (select._cool_first: its own
+    ports first), so the set is rated at the healthy share, 50 GB/s."""
+    await load(gateway, P5, ["p5-a", "p5-b"], lost=P5_GPU0_LOST, gpu_model="NVIDIA H100 80GB HBM3")
+    chosen, gbps = await best_gpus(gateway, "2xH100 per-host=1")
+    assert ("p5-a", 0) not in chosen and gbps == 50.0, (chosen, gbps)

@@ -1,6 +1,9 @@
-"""A GPU's share of inter-host bandwidth (graphsvc.ingest.host_plan.nic_share_rates): the summed rate
-of the NIC ports that serve it, a port serving k GPUs counting 1/k to each. The nearest NIC alone
-(the GPU's rail) counted an AWS p5's four 100 Gb/s EFA per GPU as one: 12.5 GB/s, not 50."""
+"""A GPU's share of inter-host bandwidth (graphsvc.ingest.host_plan.nic_share_rates): a GPU with its
+own ports (under a PCIe switch it shares with them) gets their summed rate, a port serving k such GPUs
+counting 1/k to each; any other GPU its nearest port alone, after those GPUs' claims. The nearest NIC
+alone (the GPU's rail) counted an AWS p5's four 100 Gb/s EFA per GPU as one: 12.5 GB/s, not 50. A GPU
+that lost its own ports shared every port of its NUMA node at 1/k: 1400 Gb/s on a p5, above the
+healthy GPUs it halved."""
 
 from __future__ import annotations
 
@@ -66,6 +69,17 @@ def host(
     )
 
 
+def lost(facts: HostFacts, names: Collection[str]) -> HostFacts:
+    """The facts with these NIC ports gone (a failed device, off the PCIe bus), the affinity
+    re-derived by the collector's rule, as its next document would send them."""
+    nics = [n for n in facts.nics if n.name not in names]
+    return facts.model_copy(update={"nics": nics, "gpu_nic_affinity": gpu_nic_affinity(list(facts.gpus), nics)})
+
+
+P5_GPU0_EFA = {"rdmap79s0", "rdmap80s0", "rdmap81s0", "rdmap82s0"}  # the 4 EFA under GPU0's PCIe switch
+OCI_GPU0_NIC = {"mlx5_0", "mlx5_1"}  # both ports of GPU0's ConnectX-7
+
+
 def by_index(facts: HostFacts) -> list[float]:
     shares = nic_share_rates(facts)
     return [shares[g.uuid] for g in sorted(facts.gpus, key=lambda g: g.index)]
@@ -95,7 +109,7 @@ CASES: list[tuple[str, HostFacts, list[float]]] = [
     ("every port down: unknown", host({S0: [0]}, {S0: [("a", 100.0)]}, down={"a"}), [0.0]),
     ("an up port of unknown rate: unknown", host({S0: [0]}, {S0: [("a", 100.0), ("b", None)]}), [0.0]),
     ("no NIC: unknown", host({S0: [0]}, {}), [0.0]),
-    # No switch shared: the ports on the GPU's NUMA node serve it (and every GPU there), not b.
+    # No switch shared: the GPU's nearest port on its NUMA node serves it (a for both), not b.
     (
         "by NUMA node",
         host({S0: [0], S1: [1]}, {S2: [("a", 400.0)], S3: [("b", 400.0)]}, numa={S3: 1}),
@@ -106,6 +120,30 @@ CASES: list[tuple[str, HostFacts, list[float]]] = [
         "an Ethernet port beside an HCA",
         host({S0: [0]}, {S0: [("eth0", 100.0)], S1: [("mlx5_0", 400.0)]}, plain={"eth0"}),
         [400.0],
+    ),
+    # A GPU that lost its own ports (the collector then names a port of another GPU on its NUMA
+    # node): that port alone, split with the GPU whose own it is; the others keep theirs. Until
+    # the fix GPU0 shared all 28 p5 ports of its NUMA node (1400) and halved the rest (200).
+    ("aws-p5 GPU0's four EFA lost", lost(imported("aws-p5-48xlarge.nccl.xml"), P5_GPU0_EFA), [50.0] + [400.0] * 7),
+    # Was 540 for GPU0 and 180 for GPUs 1-3, its NUMA node's.
+    ("oci-h100 GPU0's NIC lost", lost(imported("oci-bm-gpu-h100-8.nccl.xml"), OCI_GPU0_NIC), [90.0] + [360.0] * 7),
+    # No NIC at all: every GPU unknown (placement then guesses 100 Gb/s, DEFAULT_NIC_GBPS).
+    ("a host with no NIC at all", host({S0: [0, 1], S1: [2, 3]}, {}, numa={S1: 1}), [0.0] * 4),
+    # A NUMA node with no NIC: GPU1 reaches a only across the host; GPU0 keeps its port (was 200, 200).
+    ("a NUMA node with no NIC", host({S0: [0], S1: [1]}, {S0: [("a", 400.0)]}, numa={S1: 1}), [400.0, 200.0]),
+    # Two GPUs sharing their switch's port keep half each whoever else on the NUMA node reaches it
+    # (GPU2, its nearest port: a third of it). Was a third each.
+    (
+        "a port shared by two GPUs under a switch, a third GPU beside",
+        host({S0: [0, 1], S1: [2]}, {S0: [("mlx5_0", 400.0)]}),
+        [200.0, 200.0, round(400.0 / 3, 6)],
+    ),
+    # A port no GPU has under its switch, nearest to GPU1 alone: never above a GPU with its own
+    # port (was 50 for GPU0, which GPU1 shared, and 450 for GPU1).
+    (
+        "a GPU without its own port is never above one with its own",
+        host({S0: [0], S1: [1]}, {S0: [("a", 100.0)], S2: [("b", 400.0)]}),
+        [100.0, 100.0],
     ),
 ]
 
