@@ -1,18 +1,20 @@
 // Operator decommission: removes one host and everything its facts brought into the graph, in one
 // statement (all or nothing on both stores): its GPUs, MIG slices, NVSwitches, PCIe switches, NUMA
 // nodes and NICs with their fabric cables (NIC -> switch UPLINK), the NVLink domains left with no
-// GPU, and its rack when no other host is left in it. Fabric switches stay (the fabric import's);
-// the host's leaves/spines/cores sets go with the host. No row: no host of that name.
+// GPU, its rack when no other host is left in it, and its cluster when nothing is left in it (see
+// below). Fabric switches stay (the fabric import's); the host's leaves/spines/cores sets go with
+// the host. No row: no host of that name.
 // Refused, and nothing written, while a live reservation holds any of its GPUs (active and within
 // its lease: a lapsed hold is one a reserve may take over) or MIG slices, or a pending preemption
 // is waiting to take one of its GPUs: the row then has removed = false and the holds in `holders`.
 // Locks first, in the one global order (docs/store.md, "Read committed"): the host's GPUs by uuid,
 // then the host (fragments/lock_host_gpus), then the NVLink domains of its GPUs by uuid and the
 // switches its NICs are cabled to by name (the counters it recounts; as lock_counters), then its
-// MIG slices by uuid and its rack; only then does it read the holds it decides on and the GPUs it
-// deletes, through variables bound after the locks. A reserve that locked a GPU first commits
-// before this reads it (and the removal is refused); one that waits on a GPU this statement
-// deletes finds it gone when the store runs it again (EntityNotFound, retried by the backend).
+// MIG slices by uuid and its rack (its cluster last, at the end); only then does it read the holds
+// it decides on and the GPUs it deletes, through variables bound after the locks. A reserve that
+// locked a GPU first commits before this reads it (and the removal is refused); one that waits on
+// a GPU this statement deletes finds it gone when the store runs it again (EntityNotFound, retried
+// by the backend).
 // A GPU a concurrent ingest added between the first read and the host's lock is read after the
 // lock and deleted too (its delete takes its lock; a reserve holding it waits on the host here:
 // a deadlock Neo4j detects, and the transaction it ends is retried).
@@ -24,7 +26,7 @@
 // @param now float
 // @row host string, removed bool, holders list<map>, gpus int, mig_slices int, nics int, cables int
 // @row pcie_switches int, numa_nodes int, nvswitches int, domains_removed int, domains_recounted int
-// @row switches_recounted int, racks_removed int
+// @row switches_recounted int, racks_removed int, clusters_removed int
 MATCH (h:Host {name: $name})
 //@include lock_host_gpus
 OPTIONAL MATCH (host)-[:HAS_GPU]->(g:GPU)
@@ -85,41 +87,87 @@ WITH host, gpus, domains, leaves, slices, racks, holders, nics, cables, collect(
      count(CASE WHEN device:NVSwitch THEN 1 END) AS nvswitches
 WITH host, gpus, domains, leaves, slices, racks, holders, nics, cables, devices, pcie_switches, numa_nodes,
      nvswitches, size(holders) = 0 AS removed, host.name AS host_name, size(gpus) AS gpu_count,
-     size(slices) AS slice_count, size(nics) AS nic_count
+     size(slices) AS slice_count, size(nics) AS nic_count, host.cluster AS cluster_name
 FOREACH (x IN CASE WHEN removed THEN slices + gpus + nics + devices + [host] ELSE [] END | DETACH DELETE x)
-WITH host_name, removed, holders, gpu_count, slice_count, nic_count, cables, pcie_switches, numa_nodes, nvswitches,
+WITH host_name, cluster_name, removed, holders, gpu_count, slice_count, nic_count, cables, pcie_switches,
+     numa_nodes, nvswitches,
      domains, leaves, racks
 // The NVLink domains its GPUs were in: removed when no GPU is left, recounted otherwise.
 UNWIND (CASE WHEN removed AND size(domains) > 0 THEN domains ELSE [null] END) AS domain
 OPTIONAL MATCH (domain)<-[:IN_DOMAIN]-(member:GPU)
-WITH host_name, removed, holders, gpu_count, slice_count, nic_count, cables, pcie_switches, numa_nodes, nvswitches,
+WITH host_name, cluster_name, removed, holders, gpu_count, slice_count, nic_count, cables, pcie_switches,
+     numa_nodes, nvswitches,
      leaves, racks, domain,
      count(CASE WHEN member.state = 'free' AND coalesce(member.health, 'ok') <> 'failed' THEN 1 END) AS domain_free,
      count(member) AS domain_size, min(member.model) AS domain_model
 FOREACH (x IN CASE WHEN domain IS NOT NULL AND domain_size = 0 THEN [domain] ELSE [] END | DETACH DELETE x)
 FOREACH (x IN CASE WHEN domain IS NOT NULL AND domain_size > 0 THEN [domain] ELSE [] END |
   SET x.free_gpus = domain_free, x.size = domain_size, x.gpu_model = domain_model)
-WITH host_name, removed, holders, gpu_count, slice_count, nic_count, cables, pcie_switches, numa_nodes, nvswitches,
+WITH host_name, cluster_name, removed, holders, gpu_count, slice_count, nic_count, cables, pcie_switches,
+     numa_nodes, nvswitches,
      leaves, racks,
      count(CASE WHEN domain IS NOT NULL AND domain_size = 0 THEN 1 END) AS domains_removed,
      count(CASE WHEN domain IS NOT NULL AND domain_size > 0 THEN 1 END) AS domains_recounted
 // The switches its NICs were cabled to: the free GPUs of the hosts still cabled to each.
 UNWIND (CASE WHEN removed AND size(leaves) > 0 THEN leaves ELSE [null] END) AS leaf
 OPTIONAL MATCH (leaf)<-[:UPLINK]-(:NIC)<-[:HAS_NIC]-(leaf_host:Host)
-WITH host_name, removed, holders, gpu_count, slice_count, nic_count, cables, pcie_switches, numa_nodes, nvswitches,
+WITH host_name, cluster_name, removed, holders, gpu_count, slice_count, nic_count, cables, pcie_switches,
+     numa_nodes, nvswitches,
      racks, domains_removed, domains_recounted, leaf, collect(DISTINCT leaf_host) AS leaf_hosts
 FOREACH (x IN CASE WHEN leaf IS NULL THEN [] ELSE [leaf] END |
   SET x.free_gpus = reduce(total = 0, y IN leaf_hosts | total + coalesce(y.free_gpus, 0)))
-WITH host_name, removed, holders, gpu_count, slice_count, nic_count, cables, pcie_switches, numa_nodes, nvswitches,
+WITH host_name, cluster_name, removed, holders, gpu_count, slice_count, nic_count, cables, pcie_switches,
+     numa_nodes, nvswitches,
      racks, domains_removed, domains_recounted, count(leaf) AS switches_recounted
 // Its rack, when no other host is left in it (ingest made it for its hosts).
 UNWIND (CASE WHEN removed AND size(racks) > 0 THEN racks ELSE [null] END) AS rack
 OPTIONAL MATCH (rack)-[:HAS_HOST]->(rack_host:Host)
-WITH host_name, removed, holders, gpu_count, slice_count, nic_count, cables, pcie_switches, numa_nodes, nvswitches,
+WITH host_name, cluster_name, removed, holders, gpu_count, slice_count, nic_count, cables, pcie_switches,
+     numa_nodes, nvswitches,
      domains_removed, domains_recounted, switches_recounted, rack, count(rack_host) AS rack_hosts
 FOREACH (x IN CASE WHEN rack IS NOT NULL AND rack_hosts = 0 THEN [rack] ELSE [] END | DETACH DELETE x)
-WITH host_name, removed, holders, gpu_count, slice_count, nic_count, cables, pcie_switches, numa_nodes, nvswitches,
+WITH host_name, cluster_name, removed, holders, gpu_count, slice_count, nic_count, cables, pcie_switches,
+     numa_nodes, nvswitches,
      domains_removed, domains_recounted, switches_recounted,
      count(CASE WHEN rack IS NOT NULL AND rack_hosts = 0 THEN 1 END) AS racks_removed
+// Its cluster, when nothing is left in it: ingest made it for its hosts (MERGE), and a cluster of
+// no host stayed in clusterSummary with 0 hosts (a probe's case). It stays while it has a rack or
+// a host, a switch of its fabric (the fabric import's: `PUT /v1/fabric` with no switches empties
+// it) or a site that names it (the site catalogue's, replaced whole by its own document). Locked
+// last, then read through the unwound variable: a host ingest that committed meanwhile made its
+// rack, and the cluster stays.
+OPTIONAL MATCH (lock_cluster:Cluster {name: cluster_name})
+WHERE removed
+WITH cluster_name, host_name, removed, holders, gpu_count, slice_count, nic_count, cables, pcie_switches, numa_nodes,
+     nvswitches, domains_removed, domains_recounted, switches_recounted, racks_removed,
+     collect(lock_cluster) AS clusters
+FOREACH (x IN clusters | SET x:Cluster) //@lock
+WITH cluster_name, host_name, removed, holders, gpu_count, slice_count, nic_count, cables, pcie_switches, numa_nodes,
+     nvswitches, domains_removed, domains_recounted, switches_recounted, racks_removed, clusters
+UNWIND (CASE WHEN size(clusters) = 0 THEN [null] ELSE clusters END) AS cluster
+OPTIONAL MATCH (cluster)-[:HAS_RACK]->(cluster_rack:Rack)
+WITH cluster_name, host_name, removed, holders, gpu_count, slice_count, nic_count, cables, pcie_switches, numa_nodes,
+     nvswitches, domains_removed, domains_recounted, switches_recounted, racks_removed, cluster,
+     count(cluster_rack) AS cluster_racks
+OPTIONAL MATCH (cluster_host:Host {cluster: cluster_name})
+WHERE cluster IS NOT NULL AND cluster_racks = 0
+WITH cluster_name, host_name, removed, holders, gpu_count, slice_count, nic_count, cables, pcie_switches, numa_nodes,
+     nvswitches, domains_removed, domains_recounted, switches_recounted, racks_removed, cluster,
+     cluster_racks, count(cluster_host) AS cluster_hosts
+OPTIONAL MATCH (cluster_switch:Switch {cluster: cluster_name})
+WHERE cluster IS NOT NULL AND cluster_racks + cluster_hosts = 0
+WITH host_name, removed, holders, gpu_count, slice_count, nic_count, cables, pcie_switches, numa_nodes,
+     nvswitches, domains_removed, domains_recounted, switches_recounted, racks_removed, cluster,
+     cluster_racks, cluster_hosts, count(cluster_switch) AS cluster_switches
+OPTIONAL MATCH (cluster_site:Site)-[:HAS_CLUSTER]->(cluster)
+WITH host_name, removed, holders, gpu_count, slice_count, nic_count, cables, pcie_switches, numa_nodes,
+     nvswitches, domains_removed, domains_recounted, switches_recounted, racks_removed, cluster,
+     cluster_racks, cluster_hosts, cluster_switches, count(cluster_site) AS cluster_sites
+WITH host_name, removed, holders, gpu_count, slice_count, nic_count, cables, pcie_switches, numa_nodes,
+     nvswitches, domains_removed, domains_recounted, switches_recounted, racks_removed,
+     CASE WHEN cluster IS NOT NULL AND cluster_racks + cluster_hosts + cluster_switches + cluster_sites = 0
+          THEN [cluster] ELSE [] END AS gone_clusters
+FOREACH (x IN gone_clusters | DETACH DELETE x)
 RETURN host_name AS host, removed, holders, gpu_count AS gpus, slice_count AS mig_slices, nic_count AS nics, cables,
-       pcie_switches, numa_nodes, nvswitches, domains_removed, domains_recounted, switches_recounted, racks_removed
+       pcie_switches, numa_nodes, nvswitches, domains_removed, domains_recounted, switches_recounted, racks_removed,
+       size(gone_clusters) AS clusters_removed

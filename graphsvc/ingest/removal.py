@@ -4,8 +4,9 @@ Ingest replaces a host's facts but never forgets a host: a host emptied of its G
 exports and in /healthz forever, and a host renamed could not be sent under its new name (its GPU
 uuids belonged to the old one: 409). Removal is one statement (`queries/remove_host.cypher`):
 the host, its devices, its NICs' cables, the NVLink domains left empty, its rack if left empty,
-with every counter it fed recounted, all or nothing, and never while a live reservation holds
-one of its GPUs or MIG slices (the holds are the answer, so the operator knows whom to ask).
+its cluster if nothing is left in it (no rack, host, fabric switch or site), with every counter
+it fed recounted, all or nothing, and never while a live reservation holds one of its GPUs or
+MIG slices (the holds are the answer, so the operator knows whom to ask).
 A collector still running on the host brings it back with its next facts.
 """
 
@@ -117,7 +118,7 @@ async def remove_host(
     # An operator's change to the graph, at WARNING as the freshness reset is: it is rare and
     # someone will ask later where a host went.
     log.warning(
-        "host=%s removed by %s (gpus=%d mig_slices=%d nics=%d cables=%d nvlink_domains_removed=%d)",
+        "host=%s removed by %s (gpus=%d mig_slices=%d nics=%d cables=%d nvlink_domains_removed=%d clusters_removed=%d)",
         name,
         by,
         removed.gpus_removed,
@@ -125,6 +126,8 @@ async def remove_host(
         removed.nics_removed,
         removed.cables_removed,
         removed.nvlink_domains_removed,
+        # Not a HostRemoved field (its REST and GraphQL types are graphsvc.api's): the log says it.
+        int(row.get("clusters_removed") or 0),
     )
     if fingerprints is not None:
         fingerprints.forget(name)

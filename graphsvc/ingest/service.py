@@ -260,10 +260,17 @@ async def _fabric_rejected(
     """Why ingest_fabric wrote nothing (the statement answers no row for any of these reasons)."""
     missing = (await gateway.read("missing_nics", {"nic_uuids": nic_keys}))[0]["missing"]
     if missing:
+        # Refused whole, not skipped: a cable of a host the graph lacks is as often a host not sent
+        # yet (the fabric before its hosts: skipped, the host would stay uncabled once sent) or a
+        # typo as a host removed. Removed (DELETE /v1/hosts), its cables go from the document: the
+        # message names the hosts (a NIC's key is HOST/nic/NAME), so the operator knows which.
+        hosts = sorted({key.rsplit("/nic/", 1)[0] for key in missing})
+        shown = ", ".join(hosts[:5]) + (f" and {len(hosts) - 5} more" if len(hosts) > 5 else "")
         return IngestRejected(
             ErrorKind.INVALID,
             "nic_uplinks",
-            f"{len(missing)} cabled NIC(s) are not in the graph; ingest their hosts first",
+            f"{len(missing)} cabled NIC(s) are not in the graph; ingest their hosts first (hosts: {shown}), "
+            "or drop the cables of a host removed (DELETE /v1/hosts) from the document",
             detail=sorted(missing)[:20],  # the same 20 on both stores (collect keeps no order)
         )
     elsewhere = await gateway.read("fabric_nics_elsewhere", {"cluster": cluster, "nic_uuids": nic_keys})

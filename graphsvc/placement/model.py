@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -188,9 +189,20 @@ class Gpu:
 
     @staticmethod
     def from_row(host: str, row: GpuRow) -> Gpu:
+        """The GPU a placement read's row (or a kept topology entry) describes. A row without an
+        index is a GPU a host removal deleted while the read ran (Neo4j read committed: its
+        properties read as null): `int(None)` escaped a reserve as a bare TypeError (a 500; a
+        tester's race). It becomes a GPU no request is offered (state "removed", as "other-site"
+        is never eligible), logged, and the reserve answers from the GPUs that are still there."""
+        index = row.get("index")
+        gone = index is None
+        if gone:
+            logging.getLogger(__name__).warning(
+                "host=%s gpu=%s read without an index (removed while read): not offered", host, row.get("uuid")
+            )
         gpu = Gpu(
-            uuid=row["uuid"],
-            index=int(row["index"]),
+            uuid=row.get("uuid") or "",
+            index=-1 if index is None else int(index),
             host=host,
             model=row.get("model") or "",
             memory_mib=row.get("memory_mib"),
@@ -212,8 +224,9 @@ class Gpu:
             nic_errors=int(row.get("nic_errors") or 0),
         )
         gpu._take_live(
-            row["uuid"], row.get("state"), row.get("health"), row.get("temperature_c"), row.get("utilization_pct"),
-            row.get("lease_expires_at"), row.get("memory_used_mib"), row.get("nvlink_errors"), row.get("xid_errors"),
+            row.get("uuid") or "", "removed" if gone else row.get("state"), row.get("health"),
+            row.get("temperature_c"), row.get("utilization_pct"), row.get("lease_expires_at"),
+            row.get("memory_used_mib"), row.get("nvlink_errors"), row.get("xid_errors"),
         )  # fmt: skip
         return gpu
 

@@ -6,7 +6,7 @@ become these types, so the rest of the package reads fields by name with their t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict, cast
 
 from graphsvc.store.backend import Row
@@ -124,7 +124,26 @@ def as_reservation_rows(rows: Sequence[Row]) -> list[ReservationRow]:
     """The rows, less any whose reservation has no properties: on Neo4j (read committed) a read
     that reaches a reservation the history pruner deletes meanwhile gets an empty map for it.
     Such a reservation is gone, and reads as not found."""
-    return cast(list[ReservationRow], [r for r in rows if (r.get("reservation") or {}).get("id") is not None])
+    return [
+        cast(ReservationRow, {**r, "gpus": [_known(g) for g in r.get("gpus") or []]})
+        for r in rows
+        if (r.get("reservation") or {}).get("id") is not None
+    ]
+
+
+def _known(gpu: Mapping[str, Any]) -> HeldGpuRow:
+    """A GPU of the reservation as the API can show it. One whose host was removed is no node any
+    more (reservation_get lists it by uuid, the rest null), yet the GraphQL `GPU` (index Int!, host
+    HostRef!) and REST `GpuOut` (host, index) types have no null: its index reads -1, its host and
+    model "" (unknown), so an ended reservation and its idempotent retry still list every GPU it held."""
+    row = dict(gpu)
+    if row.get("index") is None:
+        row["index"] = -1
+    if row.get("host") is None:
+        row["host"] = ""
+    if row.get("model") is None:
+        row["model"] = ""
+    return cast(HeldGpuRow, row)
 
 
 def as_holding_rows(rows: Sequence[Row]) -> list[HoldingRow]:
