@@ -62,7 +62,9 @@ def lint(queries: dict[str, str]) -> dict[str, list[Diagnostic]]:
         input=json.dumps(payload),
         capture_output=True,
         text=True,
-        timeout=300,
+        # A guard against a hung linter, not a speed bound: ~1 minute alone, and past 300 s on a
+        # machine at load 25 (a CI run beside eight test sessions) with every query to lint.
+        timeout=1200,
         check=False,
     )
     if proc.returncode != 0:

@@ -143,20 +143,6 @@ def test_the_diagnosis_answers_alike_with_and_without_the_shortcuts(
     asyncio.get_event_loop().run_until_complete(scenario())
 
 
-@pytest.fixture
-def adopted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The host maps each candidate statement handed the search (tests/unit/test_rail_probes.py)."""
-    counts: list[int] = []
-    real = engine_module._Search.adopt
-
-    async def counting(self: Any, maps: list[Any]) -> None:
-        counts.append(len(maps))
-        await real(self, maps)
-
-    monkeypatch.setattr(engine_module._Search, "adopt", counting)
-    return counts
-
-
 async def test_a_probe_opens_no_unit_whose_gpus_cannot_hold_its_share(gateway: Gateway, adopted: list[int]) -> None:
     """Four idle units of 32 hosts; units 1-3 each have two hosts with a degraded GPU, so only
     unit 4 (the last by name, all counters alike) holds 31 hosts x 8. The probe of 31 x 8 read

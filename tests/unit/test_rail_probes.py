@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import random
-from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from topo_facts.models import Health
 
-from graphsvc.placement import engine as engine_module
 from graphsvc.placement.engine import PlacementEngine, SearchBudget
 from graphsvc.placement.request import NVLinkRequirement, PlacementRequest, parse_request
 from graphsvc.store.gateway import Gateway
@@ -103,21 +100,6 @@ def test_a_probe_answers_what_the_placement_finds(
             assert await engine.fits(req) == bool(found), req
 
     asyncio.get_event_loop().run_until_complete(scenario())
-
-
-@pytest.fixture
-def adopted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The host maps each candidate statement handed the search (their GPU rows are what a leaf
-    page costs: read, parsed and joined with each host's topology)."""
-    counts: list[int] = []
-    real = engine_module._Search.adopt
-
-    async def counting(self: Any, maps: list[Any]) -> None:
-        counts.append(len(maps))
-        await real(self, maps)
-
-    monkeypatch.setattr(engine_module._Search, "adopt", counting)
-    return counts
 
 
 async def test_the_diagnosis_reads_leaves_only_until_a_probe_fits(gateway: Gateway, adopted: list[int]) -> None:
