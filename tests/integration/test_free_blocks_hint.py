@@ -161,6 +161,7 @@ def leaves_params(min_free: int, skip: int, limit: int) -> dict[str, Any]:
     fit = taken_by("placement_leaves_fit", fit_params(8, 72, 5))  # no host filters; the blocks are read beside it
     return {
         **fit,
+        "ready": False,  # as place() reads a page (a diagnosis's probe: True)
         "min_free": min_free,
         "gpus": min_free,
         "per_host": 0,
