@@ -293,6 +293,7 @@ def test_every_priced_field_is_in_the_documented_table() -> None:
         ("nextPhase", {"id": "r"}, FULL),
         ("replaceFailed", {"id": "r"}, FULL),
         ("replaceFailed", {"id": "r", "apply": False}, FULL),
+        ("leafLoad", {"cluster": "c"}, 5),  # every GPU of the cluster, as clusterSummary
     ],
 )
 def test_a_field_that_reads_much_is_priced_by_its_work(name: str, args: dict[str, Any], price: int) -> None:

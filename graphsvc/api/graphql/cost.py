@@ -77,6 +77,7 @@ REPLACE_FAILED = PLACEMENT_BASE + MAX_GPUS // 8
 
 FIXED = {
     "clusterSummary": 5,  # aggregates over every GPU
+    "leafLoad": 5,  # aggregates over every GPU of a cluster, by its nearest NIC's leaf
     "drift": 20,  # renders a whole cluster's export and compares it
     "fabricPath": 5,
     "host": 1,
