@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,11 +11,18 @@ from graphsvc.sites.catalog import SiteCatalog, fact_from_row, fact_params
 from graphsvc.sites.model import CapacityKind, Fact, Site, SiteKind, SiteLink
 from graphsvc.store.gateway import Gateway
 
+log = logging.getLogger("graphsvc.sites")
+
 
 async def put_sites(gw: Gateway, catalog: SiteCatalog, now: float) -> int:
-    """Replace the whole site catalogue in one write; returns the number of sites."""
+    """Replace the whole site catalogue in one write; returns the number of sites. A cluster only
+    the old catalogue named, holding nothing, goes with it (queries/sites_replace.cypher)."""
     rows = await gw.write("sites_replace", catalog.params(now))
-    return int(rows[0]["sites"]) if rows else 0
+    if not rows:
+        return 0
+    if dropped := int(rows[0].get("clusters_removed") or 0):
+        log.info("site catalogue replaced: %d empty cluster(s) no site names any more removed", dropped)
+    return int(rows[0]["sites"])
 
 
 def _site(row: dict[str, Any]) -> Site:
