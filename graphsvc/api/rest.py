@@ -182,6 +182,9 @@ class HostRemovedBody(BaseModel):
     nvlink_domains_recounted: int = Field(description="NVLink domains shared with other hosts, recounted")
     switches_recounted: int = Field(description="fabric switches it was cabled to, their free counters recounted")
     racks_removed: int = Field(description="its rack, when no other host was left in it")
+    clusters_removed: int = Field(
+        description="its cluster (1), when nothing was left in it: no rack, host, fabric switch or site naming it"
+    )
 
 
 @router.delete("/v1/hosts/{name}", tags=["ingest"])

@@ -29,7 +29,9 @@ log = logging.getLogger("graphsvc.operator")
 @dataclass(frozen=True)
 class HostRemoved:
     """What went with the host (counts; named apart from `Conflict.gpus`, a list, so that one
-    selection can ask for both), and the counters it fed that were recounted."""
+    selection can ask for both), and the counters it fed that were recounted. `clusters_removed`
+    is 1 when it was its cluster's last thing (no rack, host, fabric switch or site left naming
+    it) and the cluster went with it: the operator hears it in the answer, not only in the log."""
 
     host: str
     gpus_removed: int
@@ -43,6 +45,7 @@ class HostRemoved:
     nvlink_domains_recounted: int
     switches_recounted: int
     racks_removed: int
+    clusters_removed: int
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,7 @@ async def remove_host(
         nvlink_domains_recounted=row["domains_recounted"],
         switches_recounted=row["switches_recounted"],
         racks_removed=row["racks_removed"],
+        clusters_removed=row["clusters_removed"],
     )
     # An operator's change to the graph, at WARNING as the freshness reset is: it is rare and
     # someone will ask later where a host went.
@@ -126,8 +130,7 @@ async def remove_host(
         removed.nics_removed,
         removed.cables_removed,
         removed.nvlink_domains_removed,
-        # Not a HostRemoved field (its REST and GraphQL types are graphsvc.api's): the log says it.
-        int(row.get("clusters_removed") or 0),
+        removed.clusters_removed,
     )
     if fingerprints is not None:
         fingerprints.forget(name)

@@ -161,6 +161,10 @@ async def _site_option(
 
 
 MAX_WAIT_STEPS = 12
+# The searches that choose among those expiry times: a bisection, ceil(log2(12 + 1)) = 4. A full
+# site cost one search now and then one per expiry time tried, in order: up to 13 searches a site,
+# priced as one (graphsvc.api.graphql.cost). Now at most 1 + WAIT_SEARCHES = 5, as priced.
+WAIT_SEARCHES = MAX_WAIT_STEPS.bit_length()
 
 
 async def _after_wait(
@@ -170,7 +174,10 @@ async def _after_wait(
 
     Reserved GPUs are released in lease-expiry order; the first expiry after which the job
     fits is the predicted wait (a lower bound: a lease that is renewed ends later). At most
-    MAX_WAIT_STEPS expiry times are tried, evenly spread, so the work is bounded.
+    MAX_WAIT_STEPS expiry times are candidates, evenly spread, and the first that fits is found
+    by bisection, in at most WAIT_SEARCHES searches: the GPUs freed by an expiry are freed at
+    every later one too, so a job that fits at one expiry fits at every later one, and the
+    bisection finds the expiry the scan in order found (which tried up to 12).
     """
     held = await reserved_gpus(engine.gw, site)
     times = sorted({t for _u, _h, t in held})
@@ -180,7 +187,11 @@ async def _after_wait(
     probes = [*times[step - 1 :: step]]
     if probes[-1] != times[-1]:
         probes.append(times[-1])
-    for t in probes:
+    found: tuple[PlacementResult, float] | None = None
+    low, high = 0, len(probes)  # the first expiry that fits is in probes[low:high], or none is
+    while low < high:
+        mid = (low + high) // 2
+        t = probes[mid]
         freed = [(u, h) for u, h, when in held if when <= t]
         result = await engine.place(
             req,
@@ -189,8 +200,10 @@ async def _after_wait(
             extra_hosts=tuple(sorted({h for _u, h in freed})),
         )
         if result.candidates:
-            return result, max(0.0, (t - now) / 3600.0)
-    return PlacementResult([], [], 0, 0.0), 0.0
+            found, high = (result, max(0.0, (t - now) / 3600.0)), mid
+        else:
+            low = mid + 1
+    return found if found is not None else (PlacementResult([], [], 0, 0.0), 0.0)
 
 
 async def replace_sites(gw: Gateway, catalog: SiteCatalog, now: float) -> int:

@@ -67,11 +67,12 @@ async def test_compare_sites_naming_none_is_priced_by_the_sites_the_catalogue_ho
         return await original(name, *args, **kwargs)
 
     gateway.read = counted  # type: ignore[method-assign]
-    # 8 GPUs: 3 a site. Six sites cost 18, over a limit of 17; priced as 3 sites (9), it ran.
-    app = app_with(gateway, graphql_max_cost=17, graphql_cost_burst=1000)
+    # 8 GPUs: 3 a search, 5 searches a site (cost.COMPARE_SEARCHES). Six sites cost 90, over a
+    # limit of 89; priced as 3 sites (45), it ran.
+    app = app_with(gateway, graphql_max_cost=89, graphql_cost_burst=1000)
     for _ in range(2):
         body = await post(app, {"query": COMPARE % ""})
-        assert refused_cost(body) == 6 * 3, body
+        assert refused_cost(body) == 6 * 5 * 3, body
     # The count is read once, not per request (nothing else ran: both were refused).
     assert reads.count("sites_list") == 1
     named = await post(app, {"query": COMPARE % ', sites: ["site0", "site1"]'})
@@ -89,7 +90,7 @@ async def test_compare_sites_is_priced_as_the_largest_catalogue_when_the_count_c
 
     monkeypatch.setattr(services_module, "list_sites", unreadable)
     body = await post(app_with(gateway), {"query": COMPARE % ""})
-    assert refused_cost(body) == cost.MAX_SITES * 3, body
+    assert refused_cost(body) == cost.MAX_SITES * cost.COMPARE_SEARCHES * 3, body
 
 
 @pytest.mark.parametrize(

@@ -581,3 +581,44 @@ def test_a_gpu_read_while_its_host_is_removed_is_never_offered(caplog: pytest.Lo
     assert "removed while read" in caplog.text
     whole = Gpu.from_row("h-1", {"host": "h-1", "uuid": "GPU-1", "index": 3, "model": "L40S"})
     assert (whole.uuid, whole.index, whole.state) == ("GPU-1", 3, "free")
+
+
+async def test_removing_a_clusters_last_host_reports_the_cluster_removed(
+    client: httpx.AsyncClient, gateway: Gateway
+) -> None:
+    """The removal's answer says when the cluster went with its last host (`clusters_removed`, REST;
+    `clustersRemoved`, GraphQL): it was only in the log line, so an operator reading the answer
+    could not tell a cluster had gone. A host with others beside it reports 0."""
+    cluster = await load(gateway, "l40s:hosts=2")
+
+    def alone(name: str, in_cluster: str) -> dict[str, Any]:
+        base = cluster.hosts[0]
+        gpus = [g.model_copy(update={"uuid": f"GPU-{name}-{i}"}) for i, g in enumerate(base.gpus)]
+        return as_json(base.model_copy(update={"hostname": name, "cluster": in_cluster, "rack": f"{name}-rack",
+                                               "gpus": gpus, "gpu_nic_affinity": []}))  # fmt: skip
+
+    for name in ("solo-1", "solo-2"):
+        assert (await client.put(f"/v1/hosts/{name}/facts", json=alone(name, name))).status_code == 200
+    listed = {c["name"] for c in (await gql(client, CLUSTERS, {}))["clusterSummary"]["clusters"]}
+    assert {"solo-1", "solo-2"} <= listed
+
+    resp = await client.delete("/v1/hosts/solo-1")
+    assert resp.status_code == 200, resp.text
+    assert (resp.json()["clusters_removed"], resp.json()["racks_removed"]) == (1, 1)
+    query = (
+        "mutation($n: String!) { removeHost(name: $n) { __typename"
+        " ... on HostRemoved { racksRemoved clustersRemoved } } }"
+    )
+    out = (await gql(client, query, {"n": "solo-2"}))["removeHost"]
+    assert out == {"__typename": "HostRemoved", "racksRemoved": 1, "clustersRemoved": 1}
+    listed = {c["name"] for c in (await gql(client, CLUSTERS, {}))["clusterSummary"]["clusters"]}
+    assert listed == {"default"}
+    assert [r["name"] for r in await gateway.read("clusters", {})] == ["default"]  # the Cluster nodes too
+
+    # One host of a cluster with another host (and its fabric's switches): the cluster stays.
+    resp = await client.delete(f"/v1/hosts/{cluster.hosts[0].hostname}")
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["clusters_removed"] == 0
+    out = (await gql(client, query, {"n": cluster.hosts[1].hostname}))["removeHost"]
+    assert out["clustersRemoved"] == 0  # the fabric's switches are still in it
+    await consistent(gateway)

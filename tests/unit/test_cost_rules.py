@@ -31,6 +31,7 @@ from graphsvc.api.graphql.cost import MAX_SITES, CostUnknown, field_cost, operat
 from graphsvc.api.graphql.schema import schema
 
 FULL = 514  # one 4,096-GPU search: 2 + 4096 / 8
+COMPARE = 5  # compareSites' searches per site: one now, up to 4 more for a full site (cost.COMPARE_SEARCHES)
 PLAIN = 15 * FULL  # fifteen of them: the plain form every bypass below must cost
 FIELDS = " ".join(f"p{i}: placement(request: {{gpus: 4096}}) {{ request }}" for i in range(15))
 
@@ -114,7 +115,7 @@ SPELLINGS = [
 @pytest.mark.parametrize("text", SPELLINGS, ids=short)
 def test_a_request_text_is_priced_by_what_the_parser_reads(text: str) -> None:
     assert field_cost("placementText", {"text": text}) == FULL
-    assert field_cost("compareSites", {"text": text, "sites": ["a"], "profile": {}}) == FULL
+    assert field_cost("compareSites", {"text": text, "sites": ["a"], "profile": {}}) == COMPARE * FULL
     # GraphQL, as a client would write the text in the document.
     assert (
         operation_cost(
@@ -161,14 +162,15 @@ def test_a_text_the_parser_refuses_costs_the_base_it_is_answered_unsearched(text
         ("sitePlacement", {"request": {"gpus": 4000, "railAligned": True}}, 2 + 500),
         ("sitePlacement", {"request": {"gpus": 4096}, "sites": ["a", "b"], "allowCrossSite": True}, FULL),
         ("sitePlacement", {"request": {"gpus": 5000}}, 2),
-        # compareSites: one search per site compared; every site of the catalogue unless named (the
-        # largest catalogue where the count is not given: test_compare_sites_naming_none_...).
-        ("compareSites", {"text": "4096xH100", "sites": ["a", "b"]}, 2 * FULL),
-        ("compareSites", {"text": "4096xH100"}, MAX_SITES * FULL),
-        ("compareSites", {"text": "4096xH100", "sites": []}, MAX_SITES * FULL),
-        ("compareSites", {"request": {"gpus": 64}, "sites": ["a", "a"]}, 2 + 8),  # one site, named twice
-        ("compareSites", {"request": {"gpus": 64}, "sites": "a"}, 2 + 8),
-        ("compareSites", {"request": {"gpus": 4000}, "sites": ["a", "b", "c", "d"]}, 4 * 502),
+        # compareSites: COMPARE searches per site compared (one now, the rest for a full site); every
+        # site of the catalogue unless named (the largest catalogue where the count is not given:
+        # test_compare_sites_naming_none_...).
+        ("compareSites", {"text": "4096xH100", "sites": ["a", "b"]}, 2 * COMPARE * FULL),
+        ("compareSites", {"text": "4096xH100"}, MAX_SITES * COMPARE * FULL),
+        ("compareSites", {"text": "4096xH100", "sites": []}, MAX_SITES * COMPARE * FULL),
+        ("compareSites", {"request": {"gpus": 64}, "sites": ["a", "a"]}, COMPARE * (2 + 8)),  # one site, twice
+        ("compareSites", {"request": {"gpus": 64}, "sites": "a"}, COMPARE * (2 + 8)),
+        ("compareSites", {"request": {"gpus": 4000}, "sites": ["a", "b", "c", "d"]}, 4 * COMPARE * 502),
         ("compareSites", {"text": "8 bogus=1", "sites": ["a", "b"]}, 2),  # refused before any site
         ("compareSites", {"request": {"gpus": 5000}}, 2),
         ("compareSites", {"request": {"gpus": 8}, "text": "8"}, 2),  # both: refused unsearched
@@ -203,7 +205,8 @@ def test_a_field_that_searches_is_priced_by_the_gpus_it_searches_for(
     ids=["shaped text", "shaped fields", "shaped 64 GPUs", "sitePlacement", "compareSites", "preempt", "resize"],
 )
 def test_fifteen_searches_of_any_kind_cost_what_fifteen_placements_do(kind: str, field: str) -> None:
-    assert operation_cost(parse(f"{kind} {{ {fifteen(field)} }}"), None, None) == PLAIN
+    searches = COMPARE if field.startswith("compareSites") else 1  # a full site is searched again
+    assert operation_cost(parse(f"{kind} {{ {fifteen(field)} }}"), None, None) == searches * PLAIN
 
 
 def _named(t: GraphQLInputType) -> Any:
@@ -322,11 +325,11 @@ def test_fifteen_replacements_cost_what_fifteen_placements_do() -> None:
 @pytest.mark.parametrize(
     ("args", "sites", "price"),
     [
-        ({"text": "8xH100", "profile": {}}, 7, 7 * 3),  # every site of the catalogue: 7 of them
-        ({"request": {"gpus": 4096}, "profile": {}}, 1, FULL),
+        ({"text": "8xH100", "profile": {}}, 7, 7 * COMPARE * 3),  # every site of the catalogue: 7 of them
+        ({"request": {"gpus": 4096}, "profile": {}}, 1, COMPARE * FULL),
         ({"text": "8xH100", "profile": {}}, 0, 2),  # no site defined: refused before any search
-        ({"text": "8xH100", "sites": ["a", "b"], "profile": {}}, 7, 2 * 3),  # named: those only
-        ({"text": "8xH100", "profile": {}}, MAX_SITES, MAX_SITES * 3),
+        ({"text": "8xH100", "sites": ["a", "b"], "profile": {}}, 7, 2 * COMPARE * 3),  # named: those only
+        ({"text": "8xH100", "profile": {}}, MAX_SITES, MAX_SITES * COMPARE * 3),
     ],
 )
 def test_compare_sites_naming_none_is_priced_by_the_sites_the_catalogue_holds(

@@ -9,11 +9,14 @@ site), except a shaped job, which reads the whole cluster whatever its size and 
 largest search; pages grow with the page size, a search with its text. A field whose work
 depends on what the store holds (a job's size for replaceFailed, the cluster for impact) is
 priced by what it measured, or as the largest where the price cannot know (impact, nextPhase,
-replaceFailed, search and gpuGrid cost 1 each before). Nested fields are free: a
-root field's resolver fetches what it returns in its own queries. docs/deploy.md (Limits) has
-the table. The root fields are found by the walk the limits and the latency label share
-(walk.py). The one price that needs the store, how many sites a compareSites naming none
-compares, is read at most every SITE_COUNT_TTL_S (SiteServices.count), never once per request.
+replaceFailed, search and gpuGrid cost 1 each before; sites, siteLinks, costFacts, elasticState,
+removeHost and leafHosts until stop 65). A page is priced as the resolver reads it: `first` above
+its cap (graphsvc.paging.MAX_PAGE) is served as the cap, never refused, so it costs the cap.
+Nested fields are free: a root field's resolver fetches what it returns in its own queries.
+docs/deploy.md (Limits) has the table. The root fields are found by the walk the limits and the
+latency label share (walk.py). The one price that needs the store, how many sites the catalogue
+holds (for a compareSites naming none, and for sites and siteLinks, which read the whole
+catalogue), is read at most every SITE_COUNT_TTL_S (SiteServices.count), never once per request.
 
 The schema extension `QueryCostLimit` refuses an operation costing more than
 `graphql_max_cost` and charges the rest to a per-token budget (a token bucket), so one
@@ -40,8 +43,10 @@ from topo_facts.models import MAX_TEXT_LENGTH
 
 from graphsvc.api.graphql.context import QueryBudgetExceeded, QueryTooExpensive
 from graphsvc.api.graphql.walk import UnknownFragment, fragments_of, root_fields
+from graphsvc.paging import MAX_PAGE
 from graphsvc.placement.request import MAX_GPUS, parse_request
 from graphsvc.placement.shape import MAX_RANKS, parse_shape
+from graphsvc.sites.service import WAIT_SEARCHES
 
 PER_GPU = 1 / 8  # a placement's work grows with the GPUs it must find: one unit per 8 GPUs
 PLACEMENT_BASE = 2  # also the price of a request refused before any search (a malformed text, > 4,096 GPUs)
@@ -52,6 +57,24 @@ PAGE_UNIT = 100  # one unit per 100 rows of a page
 # that count is not known. It was priced as 3 sites (the multi-site demo's), however many there were.
 MAX_SITES = 1000
 SITE_COUNT_TTL_S = 30.0
+# compareSites runs, per site compared, one search now and, for a site too full to place the job now,
+# up to WAIT_SEARCHES more as its leases run out (graphsvc.sites.service._after_wait: a bisection
+# over at most 12 expiry times). It tried them in order, up to 13 searches a full site, priced as 1.
+COMPARE_SEARCHES = 1 + WAIT_SEARCHES
+# The fields below were priced 1 whatever they read (until stop 65); each is priced by its store time
+# (the gateway's, in ms) at the most it can read, about a millisecond a unit, as clusterSummary (5:
+# 7-14 ms) and host (1: 1.4-1.9 ms) took in the same runs (embedded FalkorDB, 4,096 GPUs).
+# The site catalogue's reads grow with it: `sites` with the sites the catalogue holds (each with its
+# clusters' GPU counts, an aggregate over their hosts: 3 sites 1.6-1.8 ms, 1,000 sites 14-46 ms),
+# `siteLinks` with the links they can have (one per pair, at most MAX_LINKS, the catalogue's
+# largest: 10,000 took 41-218 ms); one unit per CATALOGUE_ROWS rows, the sites counted as for
+# compareSites.
+CATALOGUE_ROWS = 50
+MAX_LINKS = 10_000
+# costFacts reads every fact the store holds, a number the price cannot know (each price file holds at
+# most 10,000; several files add up): priced as one full file, 10,018 facts: 280-320 ms (0.42-0.62 s
+# a request); 18 facts took 0.5 ms.
+COST_FACTS = 300
 # search: its three store reads, then the ranking, which compares the text with each of up to ~700
 # names the reads found (difflib, ~0.2 ms a name at 256 characters: graphsvc.read.explorer.search):
 # one unit per SEARCH_CHARS characters. 8 characters took ~16-20 ms, 64 ~0.1 s, 256 ~0.5-0.7 s on
@@ -74,6 +97,17 @@ IMPACT = PLACEMENT_BASE + 1024 // 8
 # as the largest search, like shapedPlacement: one fits in an operation, two do not.
 NEXT_PHASE = PLACEMENT_BASE + MAX_GPUS // 8
 REPLACE_FAILED = PLACEMENT_BASE + MAX_GPUS // 8
+# elasticState reads the reservation with every GPU it holds, ranked (reservation_get, as `reservation`
+# does): it grows with the job, up to 4,096 GPUs, a size the price cannot know. An 8-GPU job took
+# 0.8-1.7 ms, a 4,096-GPU one 57-71 ms (on 8,192 GPUs; 69-207 ms in a busier run): priced as the largest.
+ELASTIC_STATE = 70
+# removeHost: one write that deletes the host with its devices and recounts every counter it fed (its
+# NVLink domains, its switches' free GPUs): an 8-GPU host took 13-14 ms (an NVL72 tray, recounting its
+# 72-GPU domain, 13-20 ms; a name no host has 2.4 ms).
+REMOVE_HOST = 14
+# leafHosts: the hosts cabled to one switch, a row a host: a rail leaf's 32 hosts took 1.0-1.3 ms, a
+# switch cabling all 512 hosts of the cluster 2.5-2.9 ms.
+LEAF_HOSTS = 3
 
 FIXED = {
     "clusterSummary": 5,  # aggregates over every GPU
@@ -91,8 +125,15 @@ FIXED = {
     "impact": IMPACT,
     "nextPhase": NEXT_PHASE,
     "replaceFailed": REPLACE_FAILED,
+    "costFacts": COST_FACTS,
+    "elasticState": ELASTIC_STATE,
+    "removeHost": REMOVE_HOST,
+    "leafHosts": LEAF_HOSTS,
 }
 PAGED = {"hosts": 100, "gpus": 100, "reservations": 100, "fabric": 200}  # field -> default `first`
+# Each serves at most MAX_PAGE rows whatever `first` asks (graphsvc.paging.page_size; reservations:
+# ReservationService.page), so `first: 100000` is priced as the 500 rows it reads: it was priced
+# 1,001 and refused, for rows it would never read.
 # Fields that run one placement search for `request.gpus` GPUs (reserve: or hold the GPUs named;
 # preempt: reserves, and plans the preemption only when nothing is free).
 PLACEMENT_LIKE = {"placement", "preemptionPlan", "reserve", "sitePlacement", "preempt"}
@@ -105,12 +146,18 @@ class CostUnknown(ValueError):
 
 def field_cost(name: str, args: Mapping[str, Any], sites: int = MAX_SITES) -> int:
     """The cost of one root field with its (variable-resolved) arguments; `sites`: how many sites
-    the catalogue holds, for a compareSites that names none (the largest catalogue if unknown)."""
+    the catalogue holds, for a compareSites that names none, sites and siteLinks (the largest
+    catalogue if unknown)."""
     if name in FIXED:
         return FIXED[name]
     if name in PAGED:
-        first = _int(args.get("first"), PAGED[name])
+        first = min(_int(args.get("first"), PAGED[name]), MAX_PAGE)
         return 1 + math.ceil(max(first, 0) / PAGE_UNIT)
+    if name == "sites":
+        return 1 + math.ceil(max(sites, 0) / CATALOGUE_ROWS)
+    if name == "siteLinks":
+        pairs = max(sites, 0) * (max(sites, 0) - 1) // 2
+        return 1 + math.ceil(min(MAX_LINKS, pairs) / CATALOGUE_ROWS)
     if name == "gpuGrid":
         first = min(_int(args.get("first"), GRID_PAGE), GRID_PAGE)  # the resolver serves at most GRID_PAGE
         return 1 + math.ceil(max(first, 0) / PAGE_UNIT)
@@ -205,8 +252,9 @@ def _search_cost(text: Any) -> int:
 
 
 def _compare_sites_cost(args: Mapping[str, Any], sites: int) -> int:
-    """One placement search per site compared (graphsvc.sites.service.compare_sites): those named,
-    else every site of the catalogue (`sites` of them; none: refused before any search)."""
+    """COMPARE_SEARCHES placement searches per site compared (graphsvc.sites.service.compare_sites:
+    one now, the rest for a site too full now): those named, else every site of the catalogue
+    (`sites` of them; none: refused before any search)."""
     request, text = args.get("request"), args.get("text")
     if (request is None) == (text is None):
         return PLACEMENT_BASE  # "give either request or text": answered unsearched
@@ -222,12 +270,13 @@ def _compare_sites_cost(args: Mapping[str, Any], sites: int) -> int:
         count = sites
     if count < 1:
         return PLACEMENT_BASE  # no site is defined: refused before any search
-    return count * search_cost(gpus)
+    return count * COMPARE_SEARCHES * search_cost(gpus)
 
 
-def _every_site(name: str, args: Mapping[str, Any]) -> bool:
-    """A compareSites naming no site: it compares every site of the catalogue."""
-    return name == "compareSites" and not args.get("sites")
+def _priced_by_sites(name: str, args: Mapping[str, Any]) -> bool:
+    """A field priced by the sites the catalogue holds: a compareSites naming no site (it compares
+    every one), sites and siteLinks (they read the whole catalogue)."""
+    return (name == "compareSites" and not args.get("sites")) or name in ("sites", "siteLinks")
 
 
 def _int(value: Any, default: int) -> int:
@@ -313,11 +362,11 @@ class QueryCostLimit(SchemaExtension):
             ctx.result = ExecutionResult(data=None, errors=[_unpriced(str(err), settings.graphql_max_cost)])
             yield
             return
-        every_site = any(_every_site(name, args) for same_key in priced for name, args in same_key)
+        by_sites = any(_priced_by_sites(name, args) for same_key in priced for name, args in same_key)
         services = getattr(context, "services", None)
         sites = (
             await services.sites.count(max_age_s=SITE_COUNT_TTL_S, unknown=MAX_SITES)
-            if every_site and services is not None
+            if by_sites and services is not None
             else MAX_SITES
         )
         cost = _total(priced, sites)

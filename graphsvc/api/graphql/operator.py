@@ -25,6 +25,8 @@ wrap(
         "nvlink_domains_recounted": "NVLink domains shared with other hosts (an NVL72 clique), recounted",
         "switches_recounted": "Fabric switches its NICs were cabled to, their free-GPU counters recounted",
         "racks_removed": "Its rack, when no other host was left in it",
+        "clusters_removed": "Its cluster (1), when nothing was left in it: no rack, host, fabric switch or site "
+        "naming it",
     },
 )
 
