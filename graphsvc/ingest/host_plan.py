@@ -74,12 +74,18 @@ def host_props(facts: HostFacts, *, received_at: float) -> dict[str, Any]:
 
 
 def gpu_state(gpu: GPUFact) -> dict[str, Any]:
-    """A GPU's health and load (`GPUState`): what an unchanged document updates. Read attribute
-    by attribute: the JSON-mode dump of the same fields cost ~6 us a GPU, eight per document
-    (#15); its only conversion here is the health's enum to its value."""
-    state = {name: getattr(gpu, name) for name in _STATE_ORDER}
-    state["health"] = gpu.health.value
-    return _props(**state)
+    """A GPU's health and load (`GPUState`): what an unchanged document updates, absent facts left
+    out as `_props` leaves them. Read attribute by attribute: the JSON-mode dump of the same fields
+    cost ~6 us a GPU, eight per document (#15); its only conversion here is the health's enum to
+    its value. One loop, no keyword map for `_props` and the enum's value read without its
+    descriptor: ~0.9 us a GPU against ~3 us (#15: ingest's CPU per document)."""
+    state: dict[str, Any] = {}
+    for name in _STATE_ORDER:
+        value = getattr(gpu, name)
+        if value is not None:
+            state[name] = value
+    state["health"] = gpu.health._value_  # never None: its default is UNKNOWN
+    return state
 
 
 def host_params(facts: HostFacts, *, received_at: float) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import httpx
 import pytest
 from fastapi import APIRouter, Depends, HTTPException
 
-from graphsvc.api import rest_reservations, strict_json
+from graphsvc.api import rest_reservations
 from graphsvc.api.app import create_app
 from graphsvc.api.one_pass_route import OnePassRoute, one_pass_route
 from graphsvc.security.auth import Principal, Role, authenticate, caller, new_token
@@ -24,6 +24,7 @@ from graphsvc.settings import Settings
 from graphsvc.store.gateway import Gateway
 from tests.cluster_helpers import load
 from tests.helpers import as_json, h100
+from tests.strict_json_helpers import short_way_taken
 
 OPS, OPS_ENTRY = new_token("route-ops", Role.OPERATOR)
 COLLECTOR, COLLECTOR_ENTRY = new_token("route-collector", Role.COLLECTOR, ["route-c*"])
@@ -36,15 +37,7 @@ FASTAPI_WAY = "application/json; charset=utf-8"
 @pytest.fixture
 async def secured(gateway: Gateway, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Secured]:
     """A client of an app with tokens, and a list counting the bodies `parse_model` took."""
-    taken: list[bool] = []
-    parse = strict_json.parse_model
-
-    def counted(model: Any, data: bytes) -> Any:
-        out = parse(model, data)
-        taken.append(out is not None)
-        return out
-
-    monkeypatch.setattr(strict_json, "parse_model", counted)
+    taken = short_way_taken(monkeypatch)
     entries = json.dumps([OPS_ENTRY, COLLECTOR_ENTRY, SCHEDULER_ENTRY])
     app = create_app(Settings(tokens=entries, dev_mode=False), gateway=gateway)
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)

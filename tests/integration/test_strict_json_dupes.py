@@ -19,6 +19,7 @@ from topo_facts import HostFacts
 from graphsvc.api import strict_json
 from graphsvc.api.rest_reservations import ReserveBody
 from tests.helpers import as_json, h100
+from tests.strict_json_helpers import short_way_taken
 
 SHORT = {"content-type": "application/json"}  # a one-pass route's short way
 FASTAPI_WAY = {"content-type": "application/json; charset=utf-8"}
@@ -87,15 +88,7 @@ async def test_the_reservation_the_last_key_would_have_made_is_not_made(client: 
 
 async def test_valid_facts_still_go_the_short_way(client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch) -> None:
     """The repeated-key certificate does not send a valid collector document the strict way."""
-    taken: list[bool] = []
-    parse = strict_json.parse_model
-
-    def counted(model: Any, data: bytes) -> Any:
-        out = parse(model, data)
-        taken.append(out is not None)
-        return out
-
-    monkeypatch.setattr(strict_json, "parse_model", counted)
+    taken = short_way_taken(monkeypatch)
     resp = await client.put("/v1/hosts/dupe-c/facts", content=facts_text("dupe-c"), headers=SHORT)
     assert resp.status_code == 200, resp.text
     assert taken == [True]
