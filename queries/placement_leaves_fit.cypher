@@ -27,8 +27,12 @@
 //    share: at 8k GPUs about 1% degraded, most 32-host units held 31 x 8 by their counters and
 //    not by their GPUs, and the probe of `248xH100 per-host=8 rail-aligned` read and parsed ~340
 //    hosts' GPU maps for ten such units (docs/benchmarks.md, "Stop 64"). Without $ready no GPU
-//    of a member is read here (`place`'s statement is what it was). `scanned`
-//    is the number of leaves read: fewer than $limit means the seek is exhausted.
+//    of a member is read here (`place`'s statement is what it was). With $ready only the first
+//    window's hosts are read, the first in the order the engine judges the leaves (fewest free,
+//    then name: free is at least $gpus, which it sorts by the distance to): a probe stops at its
+//    first candidate, and the engine reads a later window's hosts itself where the first holds
+//    none (the 248 probe's page of 16 leaves opened three, 99 host maps for the one it used).
+//    `scanned` is the number of leaves read: fewer than $limit means the seek is exhausted.
 // The cluster's largest free blocks are not read here: placement_cluster_blocks reads them
 // beside the first page, at the same time (the store runs the two at once).
 // No unit to read at all: no row.
@@ -94,9 +98,14 @@ CALL (units) {
        END AS window
   RETURN count(s) AS scanned,
          collect({unit: s.name, free: s.free_gpus, members: members, window: window}) AS found,
-         collect([m IN members[0..window] | m[0]]) AS windows
+         collect([s.free_gpus, s.name, [m IN members[0..window] | m[0]]]) AS windows
 }
+WITH scanned, found, windows,
+     reduce(opened = null, w IN windows |
+       CASE WHEN size(w[2]) > 0 AND (opened IS NULL OR w[0] < opened[0] OR (w[0] = opened[0] AND w[1] < opened[1]))
+            THEN w ELSE opened END) AS opened
 WITH [scanned, found] AS keep, [] AS host_blocks, [] AS domain_blocks,
-     reduce(acc = [], w IN windows | acc + w) AS names
+     CASE WHEN $ready THEN coalesce(opened[2], [])
+          ELSE reduce(acc = [], w IN windows | acc + w[2]) END AS names
 //@include placement_host_maps
 RETURN keep[0] AS scanned, keep[1] AS found, hosts

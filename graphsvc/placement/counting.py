@@ -416,19 +416,51 @@ class LeafShares:
         )
 
 
+@dataclass(frozen=True)
+class LeafNics:
+    """placement_leaf_nics' rows: per leaf whose free counter is at least `least_leaf`, its counter
+    and how many NICs are cabled to it (at least its hosts)."""
+
+    least_leaf: int
+    rows: tuple[tuple[int, int], ...]
+
+    def most_hosts(self, share: int) -> int:
+        """At least LeafShares.most_hosts(share) read for the same leaves: a leaf's hosts holding
+        the share are at most its NICs (held[share - 1] <= nics), so min(counter // share, nics)
+        bounds each leaf's term there."""
+        return max((min(counter // share, nics) for counter, nics in self.rows), default=0)
+
+
 class LeafShareBound:
     """How many hosts a rail-aligned share may take by the leaf counters, for one diagnosis:
-    placement_leaf_shares read once (again only for smaller counts than it was read for)."""
+    placement_leaf_nics first (a leaf's NICs bound its hosts; it reads no host), then, only where
+    that bound lets `least` hosts through, placement_leaf_shares; each read once (again only for
+    smaller counts than it was read for)."""
 
     def __init__(self, engine: PlacementEngine) -> None:
         self.engine = engine
         self.read: LeafShares | None = None
+        self.nics: LeafNics | None = None
 
-    async def most_hosts(self, share: int, least_leaf: int) -> int:
-        """LeafShares.most_hosts over the leaves whose counter is at least `least_leaf`."""
+    async def most_hosts(self, share: int, least_leaf: int, least: int = 0) -> int:
+        """LeafShares.most_hosts over the leaves whose counter is at least `least_leaf`, where it
+        is `least` or more; where it is less, a number below `least` (the caller needs `least`
+        hosts or more: any such number answers it alike). The shares of `251xH100 rail-aligned`
+        at 8k GPUs need 50 or more hosts of 32-host units: the NICs say so, and
+        placement_leaf_shares (every leaf's hosts, 12-14 ms of the store's time) is not read."""
+        if self.nics is None or self.nics.least_leaf > least_leaf:
+            self.nics = await read_leaf_nics(self.engine, least_leaf)
+        bound = self.nics.most_hosts(share)
+        if bound < least:
+            return bound
         if self.read is None or self.read.least_leaf > least_leaf:
             self.read = await read_leaf_shares(self.engine, least_leaf)
         return self.read.most_hosts(share)
+
+
+async def read_leaf_nics(engine: PlacementEngine, least_leaf: int) -> LeafNics:
+    rows = await engine.gw.read("placement_leaf_nics", {"least_leaf": least_leaf})
+    return LeafNics(least_leaf=least_leaf, rows=tuple((int(r["leaf_counter"]), int(r["nics"])) for r in rows))
 
 
 async def read_leaf_shares(engine: PlacementEngine, least_leaf: int) -> LeafShares:

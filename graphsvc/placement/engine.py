@@ -72,6 +72,12 @@ LEAF_EXTRA_HOSTS = 2  # hosts read beyond those that cover a multi-host request,
 # the units of its first page (its `want` plus the page's slack), and ranking reads the largest
 # `len(found) + 2` blocks (finish); read with the first statement, they cost no statement more.
 EACH_MODEL_BLOCKS = 5
+# The most leaves a probe's part of a leaf page reads (_Search._fit_pages, `parts_grow`): each leaf
+# costs the store its hosts' GPU tests ($ready: ~2 ms for 32 hosts x 8 GPUs at 8k GPUs), a statement
+# about 1 ms more; parts doubling to 16 read up to 15 leaves past the one that fits (the 248 probe of
+# `251xH100 rail-aligned`'s diagnosis at 8k GPUs: 27 leaves tested, 5 statements), parts of 4 at most
+# 3 (19 leaves, 6 statements).
+PROBE_PART_MOST = 4
 # Units a candidate statement's first page reads beyond the candidates wanted (_Search._fit_pages).
 PAGE_SLACK = 2
 NO_LIMIT = 1e9  # a temperature or utilisation bound that bounds nothing (Cypher has no infinity literal)
@@ -520,7 +526,12 @@ class _Search:
         if self.model:
             self.model_params = prefilter_params(self.model, await self.engine.models())
         per_host = req.gpus_per_host
-        if self.leaves_first() and (not self.first_only or await self.aligned_may_fit()):
+        # A rail-aligned request no leaf's counters hold (placement_leaf_holds) pages no leaf, a
+        # probe's or `place`'s (a reserve's): placement_leaves_fit opens no leaf for it (a window
+        # implies that leaf holds it by the same counters), and `251xH100 rail-aligned` at 8k GPUs
+        # paged every rail-0 leaf (three statements, ~30 ms of the store's time) to find none
+        # before search_wider asked the same bound (docs/benchmarks.md, "Stop 64").
+        if self.leaves_first() and await self.aligned_may_fit():
             # No host was ever seen with this many free GPUs: the leaf statement first, as the
             # one-host statement would find nothing (~4 ms at 8k GPUs). Its free blocks name the
             # cluster's fullest hosts by the counters the one-host statement seeks on; when one
@@ -618,6 +629,13 @@ class _Search:
         if self.prefetched is not None:
             _, host_blocks, domain_blocks = self.prefetched
             rows = await self.gw.read(name, own)
+        elif self.first_only and self.req.gpus_per_host is not None:
+            # A probe with a per-host share uses no free block: they rank candidates (`finish`,
+            # which a probe never reaches) and name the fullest host for `run`'s leaves-first
+            # path, which a per-host share never takes; the engine's hint (BlockTops) is only a
+            # hint. The diagnosis of `251xH100 rail-aligned` read them once per such probe.
+            host_blocks, domain_blocks = [], []
+            rows = await self.gw.read(name, own)
         else:
             blocks_name, blocks_params = await self.recorded(BLOCKS_QUERY, params)
             rows, blocks_row = await both_reads(self.gw.read(name, own), self.gw.read(blocks_name, blocks_params))
@@ -679,7 +697,7 @@ class _Search:
         restarted at 1: for a probe whose leaves open only where their GPUs hold its share
         (placement_leaves_fit, $ready), a leaf that opens none costs little, and each statement
         its round trip and seek (`248xH100 per-host=8 rail-aligned` at 8k GPUs: nine statements
-        for 17 leaves, the fitting one last)."""
+        for 17 leaves, the fitting one last). They grow to PROBE_PART_MOST units, no further."""
         skip = 0
         page = self.want + slack
         grown = 1  # the next part's size, where parts grow across pages
@@ -705,8 +723,8 @@ class _Search:
                     return
                 if skip >= end or self.found:
                     break
-                part *= 2
-            grown = part * 2
+                part = min(part * 2, PROBE_PART_MOST) if parts_grow else part * 2
+            grown = min(part * 2, PROBE_PART_MOST)
             missing = self.want - len(self.found)
             page = min(max(page * 2, 2 * missing + 2), self.engine.budget.page)
 
@@ -859,16 +877,25 @@ class _Search:
         )
 
     async def _take_leaves(self, units: list[FitUnit]) -> None:
+        """Every unit of the page read is judged until enough candidates are found, the budget
+        reached or not: the budget bounds what is read, and these units were. Stopping at the
+        budget after the first unit judged made `place` and its probe disagree: a probe's page
+        ($ready) gives no window to a leaf whose GPUs cannot hold the share, so it judged the next
+        leaf and found a candidate where `place`, judging the first leaf by its counters, found
+        none and stopped (a budget of 2 units, tests/unit/test_rail_probes.py)."""
         for unit in units:
             if not unit.get("window"):
                 continue  # its hosts cannot hold the request by their counters (placement_leaves_fit)
             members = {str(m[0]): int(cast(int, m[1])) for m in unit.get("members") or []}
             self.add(await self.choose_in_group(members))
-            if self.enough():
+            if len(self.found) >= self.enough_at:
                 return
 
     async def search_multi_host(self) -> None:
-        if self.first_only and not await self.aligned_may_fit():
+        # A probe asks the leaf counters first, and so does `place` for a request larger than any
+        # host seen (leaves_first: `run` asked them already where it read leaves first; a search
+        # starting with no hint learns it from the one-host statement's free blocks).
+        if (self.first_only or self.leaves_first()) and not await self.aligned_may_fit():
             return
         if self.req.max_ib_hops is None or self.req.max_ib_hops >= 1:
             await self.search_leaves()

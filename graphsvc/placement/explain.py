@@ -385,13 +385,15 @@ async def _largest_aligned(
     give it, all shares from one statement (placement_leaf_shares), where each probe of a share no
     leaf holds was a statement scanning every leaf (`251xH100 rail-aligned`: 250 = 50 x 5,
     249 = 83 x 3, 250 = 125 x 2, 249 x 1 on 32-host units). It answers what those probes did:
-    LeafShares.most_hosts is placement_leaf_holds's answer for each host count."""
+    LeafShares.most_hosts is placement_leaf_holds's answer for each host count. Where the leaves'
+    NICs (placement_leaf_nics, no host read) already allow fewer than `least` hosts, no leaf's
+    hosts are read at all (LeafShareBound)."""
     best = 0
     for p in range(top, 0, -1):
         least, most = best // p + 1, (req.gpus - 1) // p
         most = min(most, allowed(req.with_(gpus=max(most, 1) * p, gpus_per_host=p)) // p)
         if leaf_bound is not None and 2 <= least <= most:  # several hosts: every probe asks the leaves
-            most = min(most, await leaf_bound.most_hosts(p, least_leaf=best + 1))
+            most = min(most, await leaf_bound.most_hosts(p, least_leaf=best + 1, least=least))
         if least > most or not await feasible(req.with_(gpus=least * p, gpus_per_host=p)):
             continue
         if most > least:

@@ -10,16 +10,13 @@ import random
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from topo_facts.models import Health, PortState
 
 from graphsvc.placement.counting import Counts, free_bounds
 from graphsvc.placement.engine import PlacementEngine
 from graphsvc.placement.request import PlacementRequest
 from graphsvc.store.gateway import Gateway
-from graphsvc.synthetic.clusters import SyntheticCluster
-from tests.cluster_helpers import load, occupy
+from tests.cluster_helpers import load_worn
 from tests.integration.test_placement_random import FAMILIES, MODELS, small_cluster
-from tests.queries import with_test_queries
 
 countable_requests = st.builds(
     PlacementRequest,
@@ -30,25 +27,6 @@ countable_requests = st.builds(
     exclude_unhealthy=st.booleans(),
     limit=st.just(1),
 )
-
-
-def worn(cluster: SyntheticCluster, rng: random.Random) -> None:
-    """Some GPUs degraded, failed or hot, some NIC ports down: what the counts must judge alike."""
-    hosts = []
-    for host in cluster.hosts:
-        gpus = [
-            g.model_copy(
-                update={
-                    "health": rng.choice([Health.OK] * 6 + [Health.DEGRADED, Health.FAILED, Health.UNKNOWN]),
-                    "temperature_c": rng.choice([None, 45.0, 65.0, 85.0]),
-                }
-            )
-            for g in host.gpus
-        ]
-        ports = [PortState.ACTIVE] * 4 + [PortState.DOWN]
-        nics = [n.model_copy(update={"state": rng.choice(ports)}) for n in host.nics]
-        hosts.append(host.model_copy(update={"gpus": gpus, "nics": nics}))
-    cluster.hosts = hosts
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -70,12 +48,7 @@ def test_the_counts_answer_what_the_search_finds(
     with_model: bool,
 ) -> None:
     async def scenario() -> None:
-        await with_test_queries(gateway).write("reset_graph")
-        rng = random.Random(seed)
-        cluster = small_cluster(family, hosts, seed)
-        worn(cluster, rng)
-        await load(gateway, cluster)
-        await occupy(gateway, [g.uuid for h in cluster.hosts for g in h.gpus if rng.random() < occupancy])
+        await load_worn(gateway, small_cluster(family, hosts, seed), random.Random(seed), occupancy)
         engine = PlacementEngine(gateway)
         counts = Counts(engine, await free_bounds(engine, 1))
         for base in reqs:

@@ -138,6 +138,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "health_counts": {},
     "placement_gpu_models": {},
     "placement_leaf_holds": {"n": 2, "share": 0},
+    "placement_leaf_nics": {"least_leaf": 1},
     "placement_leaf_shares": {"least_leaf": 1},
     "placement_nics_off_leaf": {},
     "reset_graph": {},

@@ -8,18 +8,20 @@ from __future__ import annotations
 
 import asyncio
 import random
+from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from topo_facts.models import Health
 
+from graphsvc.placement import engine as engine_module
 from graphsvc.placement.engine import PlacementEngine, SearchBudget
+from graphsvc.placement.model import Candidate
 from graphsvc.placement.request import NVLinkRequirement, PlacementRequest, parse_request
 from graphsvc.store.gateway import Gateway
 from graphsvc.synthetic.clusters import SyntheticCluster, add_spines, add_superpod_h100
-from tests.cluster_helpers import load, occupy
-from tests.integration.test_counting_oracle import worn
-from tests.queries import with_test_queries
+from tests.cluster_helpers import load, load_worn
 
 
 def units(sus: int, hosts_per_unit: int, seed: int) -> SyntheticCluster:
@@ -48,6 +50,18 @@ def healthy(cluster: SyntheticCluster, degraded: set[str]) -> None:
         ]
         hosts.append(host.model_copy(update={"gpus": gpus}))
     cluster.hosts = hosts
+
+
+_ALIGNED_MAY_FIT = engine_module._Search.aligned_may_fit
+
+
+async def _no_leaf_bound_in_place(self: Any) -> bool:
+    """`place` as before: no placement_leaf_holds before its leaf pages (a probe asks it as it did)."""
+    return await _ALIGNED_MAY_FIT(self) if self.first_only else True
+
+
+def _uuids(candidate: Candidate) -> list[str]:
+    return sorted(g.uuid for g in candidate.gpus)
 
 
 @st.composite
@@ -85,19 +99,21 @@ def test_a_probe_answers_what_the_placement_finds(
     reqs: list[PlacementRequest],
 ) -> None:
     """Whatever the units' wear and load, and budgets small enough to stop a search part-way
-    (a probe reads a leaf page in parts: the budget must stop it where it stops `place`)."""
+    (a probe reads a leaf page in parts: the budget must stop it where it stops `place`). And
+    `place` finds the same candidates, in the same order, as when it paged leaves before asking
+    placement_leaf_holds (another engine, asked the same requests in the same order)."""
 
     async def scenario() -> None:
-        await with_test_queries(gateway).write("reset_graph")
-        rng = random.Random(seed)
-        cluster = units(sus, hosts, seed)
-        worn(cluster, rng)
-        await load(gateway, cluster)
-        await occupy(gateway, [g.uuid for h in cluster.hosts for g in h.gpus if rng.random() < occupancy])
+        await load_worn(gateway, units(sus, hosts, seed), random.Random(seed), occupancy)
         engine = PlacementEngine(gateway, budget=SearchBudget(units=budget[0], page=budget[1]))
+        before = PlacementEngine(gateway, budget=SearchBudget(units=budget[0], page=budget[1]))
         for req in reqs:
             found = (await engine.place(req, explain_infeasible=False)).candidates
             assert await engine.fits(req) == bool(found), req
+            with pytest.MonkeyPatch.context() as mp:  # `place` paging leaves before the leaf bound
+                mp.setattr(engine_module._Search, "aligned_may_fit", _no_leaf_bound_in_place)
+                paged = (await before.place(req, explain_infeasible=False)).candidates
+            assert [_uuids(c) for c in found] == [_uuids(c) for c in paged], req
 
     asyncio.get_event_loop().run_until_complete(scenario())
 
