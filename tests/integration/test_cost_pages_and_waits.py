@@ -22,6 +22,7 @@ from graphsvc.sites.catalog import SiteCatalog, SiteIn
 from graphsvc.sites.model import CapacityKind, SiteKind
 from graphsvc.sites.store import put_sites
 from graphsvc.store.gateway import Gateway
+from graphsvc.synthetic.clusters import SyntheticCluster
 from tests.cluster_helpers import load
 
 
@@ -70,12 +71,8 @@ def searches(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     return calls
 
 
-@pytest.mark.parametrize("hosts_needed", [12, 7, 1])
-async def test_a_full_site_is_searched_at_most_five_times(
-    client: httpx.AsyncClient, gateway: Gateway, searches: list[float], hosts_needed: int
-) -> None:
-    """Twelve hosts, each held by its own lease, ending 10 minutes apart: the job fits once
-    `hosts_needed` leases have run out. In order, a job of the whole site took 13 searches."""
+async def _full_site(gateway: Gateway) -> SyntheticCluster:
+    """One site of twelve L40S hosts, each held by its own lease, the leases ending LEASE_S apart."""
     cluster = await load(gateway, "l40s:hosts=12")
     site = SiteIn(name="dc", kind=SiteKind.ON_PREM, capacity_kinds=[CapacityKind.OWNED], clusters=[cluster.name])
     await put_sites(gateway, SiteCatalog(sites=[site]), time.time())
@@ -83,6 +80,16 @@ async def test_a_full_site_is_searched_at_most_five_times(
     for i, host in enumerate(cluster.hosts):
         held = await service.reserve(holder=f"job-{i}", gpus=[g.uuid for g in host.gpus], ttl_s=LEASE_S * (i + 1))
         assert isinstance(held, Reservation), held
+    return cluster
+
+
+@pytest.mark.parametrize("hosts_needed", [12, 7, 1])
+async def test_a_full_site_is_searched_at_most_five_times(
+    client: httpx.AsyncClient, gateway: Gateway, searches: list[float], hosts_needed: int
+) -> None:
+    """Twelve hosts, each held by its own lease, ending 10 minutes apart: the job fits once
+    `hosts_needed` leases have run out. In order, a job of the whole site took 13 searches."""
+    cluster = await _full_site(gateway)
     per_host = len(cluster.hosts[0].gpus)
 
     searches.clear()
@@ -99,13 +106,7 @@ async def test_a_full_site_is_searched_at_most_five_times(
 async def test_a_site_the_job_never_fits_is_searched_at_most_five_times(
     client: httpx.AsyncClient, gateway: Gateway, searches: list[float]
 ) -> None:
-    cluster = await load(gateway, "l40s:hosts=12")
-    site = SiteIn(name="dc", kind=SiteKind.ON_PREM, capacity_kinds=[CapacityKind.OWNED], clusters=[cluster.name])
-    await put_sites(gateway, SiteCatalog(sites=[site]), time.time())
-    service = ReservationService(gateway)
-    for i, host in enumerate(cluster.hosts):
-        held = await service.reserve(holder=f"job-{i}", gpus=[g.uuid for g in host.gpus], ttl_s=LEASE_S * (i + 1))
-        assert isinstance(held, Reservation), held
+    cluster = await _full_site(gateway)
     gpus = sum(len(h.gpus) for h in cluster.hosts)
 
     searches.clear()
