@@ -26,6 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from machine_speed import reference_ms
+
 from graphsvc.placement.request import parse_request
 from graphsvc.services import Services
 from graphsvc.settings import Settings
@@ -88,7 +90,7 @@ def main() -> None:
         runs = asyncio.run(measure(data, args.gpus, args.requests, args.repeat))
     finally:
         shutil.rmtree(data, ignore_errors=True)
-    print(json.dumps({"gpus": args.gpus, "runs": runs}, indent=1))
+    print(json.dumps({"gpus": args.gpus, "machine": reference_ms(), "runs": runs}, indent=1))
 
 
 if __name__ == "__main__":

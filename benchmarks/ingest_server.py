@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ingest_throughput import COLLECTORS, documents
+from machine_speed import reference_ms
 from served import Connection, Served, pct
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,7 +78,8 @@ async def main() -> None:
         print(json.dumps({"first_ingest": first}), flush=True)
         rounds = []
         for r in range(1, args.rounds + 1):
-            rounds.append(await send_all(service, documents(args.profile, r, live_state=live)))
+            sent = await send_all(service, documents(args.profile, r, live_state=live))
+            rounds.append({**sent, "machine": reference_ms()})
             print(json.dumps({"steady_state_round": r, **rounds[-1]}), flush=True)
     total = sum(x["documents"] for x in rounds)
     steady = {

@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from machine_speed import reference_ms
 from served import Connection, Served, pct
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -130,7 +131,7 @@ async def main() -> None:
         await run(service, 2, 3)  # warm-up: plans the statements, fills caches
         for clients in (int(x) for x in args.clients.split(",")):
             for n in range(args.rounds):
-                result = {**await run(service, clients, args.cycles), "round": n + 1}
+                result = {**await run(service, clients, args.cycles), "round": n + 1, "machine": reference_ms()}
                 print(json.dumps(result), flush=True)
                 results.append(result)
     report = {
