@@ -13,6 +13,8 @@
 // GPU is left in them: one statement per host document, nothing to repair after a crash (#15).
 // MIG slices are replaced with the GPUs: a slice the facts no longer list is deleted, and a live
 // reservation holding it records it in lost_slices.
+// The host's impaired_gpus (fragments/host_impaired: GPUs placement_usable could refuse whatever
+// the request's bounds) is recounted with its free-GPU counter: every fact it reads is written here.
 // A GPU's health and load ($gpus[].state) are written only when no newer metrics are stored
 // (update_gpu_metrics sets metrics_at): an older document gives the topology and leaves them.
 // @write
@@ -175,6 +177,24 @@ WITH domains_left, leaves_cut, h
 OPTIONAL MATCH (h)-[:HAS_GPU]->(g:GPU)
 WITH domains_left, leaves_cut, h, count(CASE WHEN g.state = 'free' AND coalesce(g.health, 'ok') <> 'failed' THEN 1 END) AS host_free, min(g.model) AS host_model
 SET h.free_gpus = host_free, h.gpu_model = host_model
+// impaired_gpus as fragments/host_impaired counts it, the NIC affinity judged from $gpu_nics and
+// $nics (the edges and NIC states this statement just wrote, all of them) rather than by a
+// traversal: on FalkorDB the first host of a graph (no NIC_AFFINITY edge before this statement)
+// read none there and counted every GPU impaired. Health, MIG mode and model are read from the
+// GPUs (a newer metrics push may have kept its health).
+WITH domains_left, leaves_cut, h,
+     [n IN $nics WHERE toLower(coalesce(n.props.state, '')) IN ['down', 'init'] | n.uuid] AS down_nics
+CALL (h, down_nics) {
+  OPTIONAL MATCH (h)-[:HAS_GPU]->(ig)
+  WITH h, ig, [l IN $gpu_nics WHERE l.src = ig.uuid | l.via = 'pcie-switch' AND NOT l.dst IN down_nics] AS links
+  WITH h, toInteger(sum(CASE WHEN ig IS NULL THEN 0
+                             WHEN size(links) = 0 OR NOT all(ok IN links WHERE ok) OR coalesce(ig.mig_mode, false)
+                                  OR toLower(coalesce(ig.health, 'ok')) IN ['failed', 'degraded']
+                                  OR coalesce(ig.model <> h.gpu_model, true) THEN 1
+                             ELSE 0 END)) AS impaired
+  SET h.impaired_gpus = impaired
+  RETURN count(*) AS impaired_hosts
+}
 WITH domains_left, leaves_cut, h
 OPTIONAL MATCH (h)-[:HAS_GPU]->(:GPU)-[:IN_DOMAIN]->(d:NVLinkDomain)
 WITH domains_left, leaves_cut, h, collect(DISTINCT d) AS domains

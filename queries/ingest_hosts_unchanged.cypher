@@ -14,6 +14,9 @@
 // collected in a subquery, so no document map is a grouping key. The lock prelude is one lock
 // block (FalkorDB, writing one statement at a time, skips it). A batch of eight documents: 2.9 ->
 // 1.6 ms in the store (docs/benchmarks.md, "Stop 51" under Host fact ingest).
+// A document that moves a GPU's health into or out of failed or degraded (`impair`, decided
+// before the SET) recounts its host's impaired_gpus after it (fragments/host_impaired, under the
+// host's lock taken above); the others read no more.
 // @write
 // @param docs list<map>
 // @row host string
@@ -45,6 +48,14 @@ CALL (h) {
 WITH doc.props AS props, doc.gpus AS readings, h, host_gpus
 WITH props, readings, h, [x IN host_gpus WHERE readings[x.uuid] IS NOT NULL] AS gpus
 WHERE all(x IN gpus WHERE (coalesce(x.health, 'ok') = 'failed') = (coalesce(readings[x.uuid].health, x.health, 'ok') = 'failed'))
+WITH props, readings, h, gpus,
+     any(x IN gpus WHERE (toLower(coalesce(x.health, 'ok')) IN ['failed', 'degraded'])
+                         <> (toLower(coalesce(readings[x.uuid].health, x.health, 'ok')) IN ['failed', 'degraded'])) AS impair
 SET h += props
 FOREACH (x IN gpus | SET x += readings[x.uuid])
+WITH h, impair
+CALL (h, impair) {
+  WITH h WHERE impair
+//@include host_impaired
+}
 RETURN h.name AS host

@@ -33,6 +33,15 @@
 //    first candidate, and the engine reads a later window's hosts itself where the first holds
 //    none (the 248 probe's page of 16 leaves opened three, 99 host maps for the one it used).
 //    `scanned` is the number of leaves read: fewer than $limit means the seek is exhausted.
+//    A member with no impaired GPU (Host.impaired_gpus 0, fragments/host_impaired) is ready
+//    without reading its GPUs when the request's per-GPU bounds are the defaults ($filters.plain:
+//    no memory, temperature or busy bound): it holds $host_min free GPUs by its counter, and with
+//    none failed, degraded, MIG, of another model or without an up NIC via a PCIe switch, each
+//    free GPU passes placement_usable (the 248 probe tested ~190 hosts' GPUs a statement, ~2 ms a
+//    leaf of 32 hosts). This only adds ready hosts (`clean OR` the per-GPU test), so the gate
+//    stays a sound prefilter whatever the counter says: a stale 0 (a GPU degraded since) opens a
+//    leaf Python then refuses (work, not an answer: the engine reads the next window itself), a
+//    stale count above 0, or none (a graph before v9: coalesce to 1), tests each GPU as before.
 // The cluster's largest free blocks are not read here: placement_cluster_blocks reads them
 // beside the first page, at the same time (the store runs the two at once).
 // No unit to read at all: no row.
@@ -72,16 +81,17 @@ CALL (units) {
     AND ($model = '' OR h.gpu_model IN $prefilter_models
          OR (NOT coalesce(h.gpu_model, '') IN $known AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model))
   WITH DISTINCT s, h
+  WITH s, h, $ready AND $per_host > 0 AND $filters.plain AND coalesce(h.impaired_gpus, 1) = 0 AS clean
   OPTIONAL MATCH (h)-[:HAS_GPU]->(g)
-  WHERE $ready AND $per_host > 0
+  WHERE $ready AND $per_host > 0 AND NOT clean
     AND (g.state = 'free' OR g.uuid IN $virtual_free OR (g.state = 'reserved' AND g.lease_expires_at < $now))
   OPTIONAL MATCH (g)-[a:NIC_AFFINITY]->(n)
-  WITH s, h, g, a, n,
+  WITH s, h, clean, g, a, n,
 //@include placement_usable
-  WITH s, h, sum(CASE WHEN usable THEN 1 ELSE 0 END) AS usable_gpus
+  WITH s, h, clean, sum(CASE WHEN usable THEN 1 ELSE 0 END) AS usable_gpus
   ORDER BY s.name, CASE WHEN $fullest_first THEN -h.free_gpus ELSE h.free_gpus END, h.name
   WITH s, collect(CASE WHEN h IS NULL THEN null ELSE [h.name, h.free_gpus] END) AS members,
-       sum(CASE WHEN h IS NOT NULL AND usable_gpus >= $host_min THEN 1 ELSE 0 END) AS ready_hosts
+       sum(CASE WHEN h IS NOT NULL AND (clean OR usable_gpus >= $host_min) THEN 1 ELSE 0 END) AS ready_hosts
   WITH s, members, ready_hosts,
        CASE WHEN $per_host > 0 THEN null
             ELSE reduce(st = [0, 0], m IN members | CASE WHEN st[0] >= $gpus THEN st ELSE [st[0] + m[1], st[1] + 1] END)

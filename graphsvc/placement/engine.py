@@ -1322,6 +1322,9 @@ def gpu_filters(req: PlacementRequest, *, rail_up: bool) -> dict[str, object]:
         "max_memory_used_mib": BUSY_MEMORY_MIB if req.exclusive else NO_LIMIT,
         "nic_affinity": req.gpu_nic_affinity,
         "rail_up": rail_up,
+        # No per-GPU bound but the host facts Host.impaired_gpus counts against (health, MIG,
+        # model, NIC): a host with none impaired has every free GPU usable (placement_leaves_fit).
+        "plain": req.min_memory_gib is None and req.max_temperature_c is None and not req.exclusive,
     }
 
 

@@ -22,7 +22,7 @@ from graphsvc.placement.shaped_service import place_shaped
 from graphsvc.store.gateway import Gateway
 from graphsvc.store.migrate import migrate
 from tests import placement_oracle as oracle
-from tests.integration.test_migrations import V8
+from tests.integration.test_migrations import V8, V9
 from tests.integration.test_rail_leaves import FIXTURES, adhoc
 
 SU = {"a0": "A", "a1": "A", "b0": "B", "b1": "B"}
@@ -150,7 +150,7 @@ async def test_the_v8_migration_gives_an_older_graph_its_spines_and_cores(gatewa
     assert await answer(gateway, "16xH100 ib-hops<=3 exclude=a1,b1") == ([], None)
     await gateway.write("meta_set_version", {"version": 7, "now": 0.0})
     report = await migrate(gateway)
-    assert report.applied == V8
+    assert report.applied == (*V8, *V9)
     rows = await gateway.read("host_fabric_position", {"hosts": ["a0", "b1"]})
     assert {r["host"]: (sorted(r["spines"]), r["cores"]) for r in rows} == {
         "a0": (["sa", "z2"], ["core"]),

@@ -22,6 +22,7 @@ from tests.stores import NEO4J_TEST_TIMEOUT_S
 V6 = ("migrations/0006_1_domain_tie_buckets_from_one", "migrations/0006_2_host_tie_buckets_from_one")
 V7 = ("migrations/0007_1_home_leaves",)
 V8 = ("migrations/0008_1_host_spines_cores", "migrations/0008_2_fabric_domains_in_cluster")
+V9 = ("migrations/0009_1_host_impaired",)
 
 
 def test_graph_version_matches_the_newest_migration() -> None:
@@ -59,6 +60,7 @@ async def test_v1_graph_is_brought_forward(gateway: Gateway) -> None:
         *V6,
         *V7,
         *V8,
+        *V9,
     )
     host = await gateway.read("host_detail", {"hosts": ["node-a"]})
     assert {g["state"] for g in host[0]["gpus"]} == {"free"}
@@ -95,6 +97,7 @@ async def test_v4_units_gain_a_static_tie_bucket_and_stay_placeable(gateway: Gat
         *V6,
         *V7,
         *V8,
+        *V9,
     )
     migrated = await gateway.backend.run(read, {}, write=False, timeout_s=NEO4J_TEST_TIMEOUT_S)
     assert len(migrated) == len(stored) and all(r["bucket"] in range(1, TIE_BUCKETS + 1) for r in migrated)
@@ -121,7 +124,7 @@ async def test_v5_units_in_bucket_zero_move_to_the_last_bucket(gateway: Gateway)
     )
     await gateway.write("meta_set_version", {"version": 5, "now": 0.0})
     report = await migrate(gateway)
-    assert report.applied == (*V6, *V7, *V8)
+    assert report.applied == (*V6, *V7, *V8, *V9)
     rows = await gateway.backend.run(read, {}, write=False, timeout_s=NEO4J_TEST_TIMEOUT_S)
     migrated = {str(r["key"]): r["bucket"] for r in rows}
     assert {k: migrated[k] for k in zeroed} == {k: TIE_BUCKETS for k in zeroed}
@@ -146,7 +149,7 @@ async def test_v7_fabric_cliques_are_named_within_their_cluster(gateway: Gateway
         timeout_s=NEO4J_TEST_TIMEOUT_S,
     )
     await gateway.write("meta_set_version", {"version": 7, "now": 0.0})
-    assert (await migrate(gateway)).applied == V8
+    assert (await migrate(gateway)).applied == (*V8, *V9)
     rows = await gateway.read("nvlink_domains")
     assert [(r["uuid"], r["members"]) for r in rows] == [("default/fabric/c/rack/clique-0", 8)]
     gpus = await gateway.backend.run(

@@ -181,6 +181,10 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "migrations/0007_1_home_leaves": {},
     "migrations/0008_1_host_spines_cores": {},
     "migrations/0008_2_fabric_domains_in_cluster": {},
+    "migrations/0009_1_host_impaired": {},
+    "host_impaired_counts": {"hosts": [FIRST.hostname]},
+    "host_impaired_set": {"hosts": ["no-such-host"], "value": None},
+    "gpu_health_raw": {"uuid": "no-such-gpu", "health": "ok"},
     "clusters": {},
     "update_gpu_metrics": {
         "host": FIRST.hostname,

@@ -22,7 +22,7 @@ from graphsvc.store.gateway import Gateway
 from graphsvc.store.migrate import migrate
 from graphsvc.store.queries import NamedQuery, default_registry
 from tests.cluster_helpers import occupy
-from tests.integration.test_migrations import V8
+from tests.integration.test_migrations import V8, V9
 from tests.stores import NEO4J_TEST_TIMEOUT_S
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "topology"
@@ -118,7 +118,7 @@ async def test_the_v7_migration_marks_first_leaves_of_an_older_graph(gateway: Ga
     assert not (await PlacementEngine(gateway).place(parse_request("16xH100 ib-hops<=1"))).candidates
     await gateway.write("meta_set_version", {"version": 6, "now": 0.0})
     report = await migrate(gateway)
-    assert report.applied == ("migrations/0007_1_home_leaves", *V8)
+    assert report.applied == ("migrations/0007_1_home_leaves", *V8, *V9)
     assert await home_leaves(gateway) == ["leaf-r0", "leaf-r1"]
     assert await placed_hosts(gateway, "16xH100 ib-hops<=1") == ["oci-1", "oci-2"]
 

@@ -44,6 +44,7 @@ def test_cover_counts_hosts_until_their_free_gpus_hold_the_request(free: list[in
                 "max_memory_used_mib": NO_LIMIT,
                 "nic_affinity": False,
                 "rail_up": False,
+                "plain": True,
             },
         ),
         (
@@ -57,6 +58,7 @@ def test_cover_counts_hosts_until_their_free_gpus_hold_the_request(free: list[in
                 "max_memory_used_mib": BUSY_MEMORY_MIB,
                 "nic_affinity": True,
                 "rail_up": True,
+                "plain": False,
             },
         ),
     ],

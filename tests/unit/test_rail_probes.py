@@ -88,8 +88,20 @@ _JUDGED_AFTER_THE_BUDGET = PlacementRequest(
 )
 
 
+# Requests with a per-GPU bound Host.impaired_gpus does not cover (a temperature limit, an exclusive
+# job's busy bounds: $filters.plain false), beside the same without: a probe's leaf page tests each
+# GPU of the first and may call a host with no impaired GPU ready for the second.
+_BOUNDED = [
+    PlacementRequest(gpus=8, gpus_per_host=4, rail_aligned=True, nvlink=NVLinkRequirement.NONE, max_temperature_c=70.0),
+    PlacementRequest(gpus=8, gpus_per_host=4, rail_aligned=True, nvlink=NVLinkRequirement.NONE),
+    PlacementRequest(gpus=16, gpus_per_host=8, rail_aligned=True, nvlink=NVLinkRequirement.NONE, exclusive=True),
+    PlacementRequest(gpus=16, gpus_per_host=8, rail_aligned=True, nvlink=NVLinkRequirement.NONE),
+]
+
+
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @example(sus=2, hosts=2, seed=1490, occupancy=0.47874644474262573, budget=(2, 256), reqs=[_JUDGED_AFTER_THE_BUDGET])
+@example(sus=2, hosts=4, seed=7, occupancy=0.1, budget=(4000, 256), reqs=_BOUNDED)
 @given(
     sus=st.integers(1, 3),
     hosts=st.integers(1, 6),
