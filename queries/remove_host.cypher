@@ -142,32 +142,14 @@ WITH cluster_name, host_name, removed, holders, gpu_count, slice_count, nic_coun
      nvswitches, domains_removed, domains_recounted, switches_recounted, racks_removed,
      collect(lock_cluster) AS clusters
 FOREACH (x IN clusters | SET x:Cluster) //@lock
-WITH cluster_name, host_name, removed, holders, gpu_count, slice_count, nic_count, cables, pcie_switches, numa_nodes,
-     nvswitches, domains_removed, domains_recounted, switches_recounted, racks_removed, clusters
-UNWIND (CASE WHEN size(clusters) = 0 THEN [null] ELSE clusters END) AS cluster
-OPTIONAL MATCH (cluster)-[:HAS_RACK]->(cluster_rack:Rack)
-WITH cluster_name, host_name, removed, holders, gpu_count, slice_count, nic_count, cables, pcie_switches, numa_nodes,
-     nvswitches, domains_removed, domains_recounted, switches_recounted, racks_removed, cluster,
-     count(cluster_rack) AS cluster_racks
-OPTIONAL MATCH (cluster_host:Host {cluster: cluster_name})
-WHERE cluster IS NOT NULL AND cluster_racks = 0
-WITH cluster_name, host_name, removed, holders, gpu_count, slice_count, nic_count, cables, pcie_switches, numa_nodes,
-     nvswitches, domains_removed, domains_recounted, switches_recounted, racks_removed, cluster,
-     cluster_racks, count(cluster_host) AS cluster_hosts
-OPTIONAL MATCH (cluster_switch:Switch {cluster: cluster_name})
-WHERE cluster IS NOT NULL AND cluster_racks + cluster_hosts = 0
-WITH host_name, removed, holders, gpu_count, slice_count, nic_count, cables, pcie_switches, numa_nodes,
-     nvswitches, domains_removed, domains_recounted, switches_recounted, racks_removed, cluster,
-     cluster_racks, cluster_hosts, count(cluster_switch) AS cluster_switches
-OPTIONAL MATCH (cluster_site:Site)-[:HAS_CLUSTER]->(cluster)
-WITH host_name, removed, holders, gpu_count, slice_count, nic_count, cables, pcie_switches, numa_nodes,
-     nvswitches, domains_removed, domains_recounted, switches_recounted, racks_removed, cluster,
-     cluster_racks, cluster_hosts, cluster_switches, count(cluster_site) AS cluster_sites
-WITH host_name, removed, holders, gpu_count, slice_count, nic_count, cables, pcie_switches, numa_nodes,
-     nvswitches, domains_removed, domains_recounted, switches_recounted, racks_removed,
-     CASE WHEN cluster IS NOT NULL AND cluster_racks + cluster_hosts + cluster_switches + cluster_sites = 0
-          THEN [cluster] ELSE [] END AS gone_clusters
-FOREACH (x IN gone_clusters | DETACH DELETE x)
-RETURN host_name AS host, removed, holders, gpu_count AS gpus, slice_count AS mig_slices, nic_count AS nics, cables,
-       pcie_switches, numa_nodes, nvswitches, domains_removed, domains_recounted, switches_recounted, racks_removed,
-       size(gone_clusters) AS clusters_removed
+// Judged as sites_replace judges a cluster it drops (fragments/drop_empty_clusters).
+WITH {host: host_name, removed: removed, holders: holders, gpus: gpu_count, mig_slices: slice_count,
+      nics: nic_count, cables: cables, pcie_switches: pcie_switches, numa_nodes: numa_nodes,
+      nvswitches: nvswitches, domains_removed: domains_removed, domains_recounted: domains_recounted,
+      switches_recounted: switches_recounted, racks_removed: racks_removed} AS carry, clusters
+//@include drop_empty_clusters
+RETURN carry.host AS host, carry.removed AS removed, carry.holders AS holders, carry.gpus AS gpus,
+       carry.mig_slices AS mig_slices, carry.nics AS nics, carry.cables AS cables,
+       carry.pcie_switches AS pcie_switches, carry.numa_nodes AS numa_nodes, carry.nvswitches AS nvswitches,
+       carry.domains_removed AS domains_removed, carry.domains_recounted AS domains_recounted,
+       carry.switches_recounted AS switches_recounted, carry.racks_removed AS racks_removed, clusters_removed

@@ -5,7 +5,8 @@
 // catalogue alone made it, by MERGE, for capacity not yet built), goes with its site, as
 // remove_host drops a cluster with its last host; it used to stay, listed with 0 hosts.
 // Such clusters are locked first (read committed: a host ingested into one meanwhile waits,
-// and is counted), then their racks, hosts and switches are counted, as remove_host does.
+// and is counted), then judged as remove_host judges its cluster (fragments/drop_empty_clusters:
+// racks, hosts, switches; the sites naming them are gone by then).
 // @write
 // @param clusters list<map>
 // @param links list<map>
@@ -20,20 +21,9 @@ WITH dropped
 OPTIONAL MATCH (old:Site)
 DETACH DELETE old
 WITH dropped, count(*) AS removed
-UNWIND (CASE WHEN size(dropped) = 0 THEN [null] ELSE dropped END) AS cluster
-OPTIONAL MATCH (cluster)-[:HAS_RACK]->(cluster_rack:Rack)
-WITH removed, cluster, cluster.name AS cluster_name, count(cluster_rack) AS cluster_racks
-OPTIONAL MATCH (cluster_host:Host {cluster: cluster_name})
-WHERE cluster IS NOT NULL AND cluster_racks = 0
-WITH removed, cluster, cluster_name, cluster_racks, count(cluster_host) AS cluster_hosts
-OPTIONAL MATCH (cluster_switch:Switch {cluster: cluster_name})
-WHERE cluster IS NOT NULL AND cluster_racks + cluster_hosts = 0
-WITH removed, cluster, cluster_racks, cluster_hosts, count(cluster_switch) AS cluster_switches
-WITH removed,
-     collect(CASE WHEN cluster IS NOT NULL AND cluster_racks + cluster_hosts + cluster_switches = 0
-             THEN cluster END) AS gone
-FOREACH (x IN gone | DETACH DELETE x)
-WITH removed, size(gone) AS clusters_removed
+WITH removed AS carry, dropped AS clusters
+//@include drop_empty_clusters
+WITH carry AS removed, clusters_removed
 FOREACH (s IN $sites |
   MERGE (n:Site {name: s.name})
   SET n.kind = s.kind, n.provider = s.provider, n.region = s.region, n.location = s.location,

@@ -25,7 +25,7 @@ query Compare($request: PlacementRequestInput!, $profile: JobProfileInput!, $obj
       request objective deadlineHours choice
       sites { rank site capacity fits gpus model hosts bottleneckGbps speed runHours transferHours totalHours
               computeCost transferCost totalCost powerW powerSource energyKWh carbonKg meetsDeadline complete
-              missing stale reason }
+              missing stale reason waitCoarse waitReason }
     }
   }
 }
@@ -163,6 +163,8 @@ def _compare(args: argparse.Namespace) -> int:
             kg = "?" if s["carbonKg"] is None else f"{s['carbonKg']:,.0f} kg CO2e"
             print(f"     {s['gpus']}x {s['model']}, {s['bottleneckGbps']} GB/s; run {_hours(s['runHours'])}, "
                   f"data {_hours(s['transferHours'])} {_money(s['transferCost'])}; {kg}")  # fmt: skip
+        if s.get("waitCoarse"):  # fewer wait searches than the bisection needs: the cost limit's
+            print(f"     coarse wait: {s['waitReason']}")
         for m in s["missing"]:
             print(f"     missing: {m}")
         for m in s["stale"]:

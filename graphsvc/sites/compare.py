@@ -37,6 +37,9 @@ class PlacementView:
     measured_power_w: float | None = None  # mean of busy GPUs of this model, from collectors
     measured_gpus: int = 0
     wait_hours: float = 0.0
+    # The full wait search's answer is at least this (== wait_hours unless the wait is coarse:
+    # fewer searches than the bisection needs, graphsvc.sites.wait).
+    wait_from_hours: float = 0.0
 
 
 @dataclass
@@ -61,6 +64,10 @@ class SiteOption:
     stale: list[str] = field(default_factory=list)
     facts: list[Fact] = field(default_factory=list)
     reason: str = ""
+    # The predicted wait was searched with fewer searches than the bisection needs (the query's
+    # cost limit paid for no more): wait_reason says how many and the range the full answer is in.
+    wait_coarse: bool = False
+    wait_reason: str | None = None
 
     @property
     def complete(self) -> bool:

@@ -15,6 +15,8 @@ from graphsvc.sites.book import FactBook
 from graphsvc.sites.catalog import PriceCatalog, SiteCatalog
 from graphsvc.sites.compare import Objective, PlacementView, SiteOption, best_for_site, evaluate, rank, sort_key
 from graphsvc.sites.estimate import JobProfile
+from graphsvc.sites.limits import MAX_WAIT_STEPS as MAX_WAIT_STEPS  # read here by callers and tests
+from graphsvc.sites.limits import WAIT_SEARCHES as WAIT_SEARCHES
 from graphsvc.sites.model import Fact, Site, SiteLink
 from graphsvc.sites.store import (
     FactsWritten,
@@ -27,6 +29,7 @@ from graphsvc.sites.store import (
     site_capacity,
     site_links,
 )
+from graphsvc.sites.wait import first_fit, needed, share
 from graphsvc.store.gateway import Gateway
 
 DEFAULT_MAX_AGE_DAYS = 365.0
@@ -55,8 +58,13 @@ async def compare_sites(
     deadline_h: float | None = None,
     max_age_days: float = DEFAULT_MAX_AGE_DAYS,
     only: tuple[str, ...] = (),
+    wait_searches: int | None = None,
 ) -> Comparison:
     """Per site: its best placement now and every estimate; ranked by the objective.
+
+    `wait_searches`: the searches, over all the sites too full for the job now, that their
+    predicted waits may take (the query's price paid for them: graphsvc.api.graphql.cost.charge);
+    None: each site the bisection's full WAIT_SEARCHES. A site given fewer says so (wait_coarse).
 
     Raises RequestError (naming the field) for a request or profile that cannot be answered.
     """
@@ -87,24 +95,35 @@ async def compare_sites(
     free: dict[str, int] = {}
     for cap in await site_capacity(gw):
         free[cap.site] = free.get(cap.site, 0) + cap.free
+    # Every site's search now first: the wait searches the price paid for are then shared among
+    # the sites too full for the job now (with every search paid for, each gets what it needs).
+    in_sites = [req.with_(sites=(site.name,), cross_site=False, limit=1) for site in sites]
+    nows = [await engine.place(in_site, explain_infeasible=False) for in_site in in_sites]
+    full = [i for i, result in enumerate(nows) if not result.candidates]
+    leases = {i: await _leases(engine.gw, sites[i].name) for i in full}
+    shares = dict(zip(full, share(wait_searches, [needed(len(leases[i][1])) for i in full]), strict=True))
     options = []
-    for site in sites:
-        options.append(
-            await _site_option(
-                engine,
-                site,
-                req,
-                profile,
-                objective,
-                book,
-                links,
-                now,
-                max_age_days,
-                deadline_h,
-                free.get(site.name, 0),
-            )
-        )
+    for i, site in enumerate(sites):
+        wait = Wait(nows[i])
+        if i in leases:
+            wait = await _after_wait(engine, in_sites[i], now, *leases[i], shares[i])
+        option = await _site_option(
+            engine, site, req, profile, objective, book, links, now, max_age_days, deadline_h,
+            free.get(site.name, 0), wait,
+        )  # fmt: skip
+        option.wait_coarse, option.wait_reason = wait.coarse is not None, wait.coarse
+        options.append(option)
     return Comparison(format_request(req), objective, deadline_h, rank(options, objective, deadline_h))
+
+
+@dataclass(frozen=True)
+class Wait:
+    """A site's placement now or after its predicted wait, and how exact that wait is."""
+
+    result: PlacementResult
+    hours: float = 0.0
+    from_hours: float = 0.0  # the full search's wait is at least this (== hours when exact)
+    coarse: str | None = None  # why the wait is coarser than the full search's, or None
 
 
 async def _site_option(
@@ -119,19 +138,15 @@ async def _site_option(
     max_age_days: float,
     deadline_h: float | None,
     free: int,
+    wait: Wait,
 ) -> SiteOption:
-    in_site = req.with_(sites=(site.name,), cross_site=False, limit=1)
-    result = await engine.place(in_site, explain_infeasible=False)
-    wait_h = 0.0
+    result = wait.result
     if not result.candidates:
-        result, wait_h = await _after_wait(engine, site.name, in_site, now)
-    if not result.candidates:
-        return SiteOption(
-            site=site.name,
-            capacity=None,
-            fits=False,
-            reason=f"no placement of {req.gpus} GPUs here, now or as leases run out ({free} GPUs free)",
-        )
+        if wait.coarse is not None:
+            why = f"no placement of {req.gpus} GPUs here now; as leases run out: not searched ({wait.coarse})"
+        else:
+            why = f"no placement of {req.gpus} GPUs here, now or as leases run out ({free} GPUs free)"
+        return SiteOption(site=site.name, capacity=None, fits=False, reason=why)
     cand = result.candidates[0]
     model = cand.gpus[0].model
     measured = (await measured_power(engine.gw, [model])).get(model)
@@ -142,7 +157,8 @@ async def _site_option(
         hosts=tuple(h.name for h in cand.hosts),
         measured_power_w=measured[0] if measured else None,
         measured_gpus=measured[1] if measured else 0,
-        wait_hours=wait_h,
+        wait_hours=wait.hours,
+        wait_from_hours=wait.from_hours,
     )
     if not site.capacity_kinds:
         return SiteOption(
@@ -160,16 +176,26 @@ async def _site_option(
     return best_for_site(per_kind, objective)
 
 
-MAX_WAIT_STEPS = 12
-# The searches that choose among those expiry times: a bisection, ceil(log2(12 + 1)) = 4. A full
-# site cost one search now and then one per expiry time tried, in order: up to 13 searches a site,
-# priced as one (graphsvc.api.graphql.cost). Now at most 1 + WAIT_SEARCHES = 5, as priced.
-WAIT_SEARCHES = MAX_WAIT_STEPS.bit_length()
+Held = list[tuple[str, str, float]]  # (GPU uuid, host, lease expiry) of a site's reserved GPUs
+
+
+async def _leases(gw: Gateway, site: str) -> tuple[Held, list[float]]:
+    """The site's reserved GPUs and the expiry times its wait search chooses among: at most
+    MAX_WAIT_STEPS, evenly spread, the last always among them."""
+    held = await reserved_gpus(gw, site)
+    times = sorted({t for _u, _h, t in held})
+    if not times:
+        return held, []
+    step = max(1, -(-len(times) // MAX_WAIT_STEPS))
+    probes = [*times[step - 1 :: step]]
+    if probes[-1] != times[-1]:
+        probes.append(times[-1])
+    return held, probes
 
 
 async def _after_wait(
-    engine: PlacementEngine, site: str, req: PlacementRequest, now: float
-) -> tuple[PlacementResult, float]:
+    engine: PlacementEngine, req: PlacementRequest, now: float, held: Held, probes: list[float], allowance: int | None
+) -> Wait:
     """The placement once enough leases have run out, and the hours until then.
 
     Reserved GPUs are released in lease-expiry order; the first expiry after which the job
@@ -177,33 +203,39 @@ async def _after_wait(
     MAX_WAIT_STEPS expiry times are candidates, evenly spread, and the first that fits is found
     by bisection, in at most WAIT_SEARCHES searches: the GPUs freed by an expiry are freed at
     every later one too, so a job that fits at one expiry fits at every later one, and the
-    bisection finds the expiry the scan in order found (which tried up to 12).
+    bisection finds the expiry the scan in order found (which tried up to 12). With fewer
+    searches than it needs (`allowance`: what the query's cost limit paid for) the wait is the
+    first expiry tested after which the job fits: an upper bound, said so (graphsvc.sites.wait).
     """
-    held = await reserved_gpus(engine.gw, site)
-    times = sorted({t for _u, _h, t in held})
-    if not times:
-        return PlacementResult([], [], 0, 0.0), 0.0
-    step = max(1, -(-len(times) // MAX_WAIT_STEPS))
-    probes = [*times[step - 1 :: step]]
-    if probes[-1] != times[-1]:
-        probes.append(times[-1])
-    found: tuple[PlacementResult, float] | None = None
-    low, high = 0, len(probes)  # the first expiry that fits is in probes[low:high], or none is
-    while low < high:
-        mid = (low + high) // 2
-        t = probes[mid]
-        freed = [(u, h) for u, h, when in held if when <= t]
+
+    async def attempt(i: int) -> PlacementResult | None:
+        freed = [(u, h) for u, h, when in held if when <= probes[i]]
         result = await engine.place(
             req,
             explain_infeasible=False,
             virtual_free=frozenset(u for u, _h in freed),
             extra_hosts=tuple(sorted({h for _u, h in freed})),
         )
-        if result.candidates:
-            found, high = (result, max(0.0, (t - now) / 3600.0)), mid
-        else:
-            low = mid + 1
-    return found if found is not None else (PlacementResult([], [], 0, 0.0), 0.0)
+        return result if result.candidates else None
+
+    def hours(i: int) -> float:
+        return max(0.0, (probes[i] - now) / 3600.0)
+
+    fit = await first_fit(len(probes), allowance, attempt)
+    coarse = None
+    if not fit.exact:
+        coarse = (
+            f"the query's cost limit paid for {fit.searches} of the {needed(len(probes))} wait searches "
+            f"over {len(probes)} lease expiry times"
+        )
+        if fit.index is not None:
+            coarse += (
+                f": waitHours is the first expiry tested after which the job fits, an upper bound; "
+                f"the full search's wait is between {hours(fit.low):.2f} h and {hours(fit.index):.2f} h"
+            )
+    if fit.result is None or fit.index is None:
+        return Wait(PlacementResult([], [], 0, 0.0), coarse=coarse)
+    return Wait(fit.result, hours(fit.index), hours(fit.low), coarse)
 
 
 async def replace_sites(gw: Gateway, catalog: SiteCatalog, now: float) -> int:

@@ -67,9 +67,10 @@ async def test_compare_sites_naming_none_is_priced_by_the_sites_the_catalogue_ho
         return await original(name, *args, **kwargs)
 
     gateway.read = counted  # type: ignore[method-assign]
-    # 8 GPUs: 3 a search, 5 searches a site (cost.COMPARE_SEARCHES). Six sites cost 90, over a
-    # limit of 89; priced as 3 sites (45), it ran.
-    app = app_with(gateway, graphql_max_cost=89, graphql_cost_burst=1000)
+    # 8 GPUs: 3 a search, 5 searches a site at most (cost.COMPARE_SEARCHES), one of them now.
+    # Six sites' searches now cost 18, over a limit of 17: refused, quoting the full price (90);
+    # priced as 3 sites (9 now), it would have run with a coarser wait.
+    app = app_with(gateway, graphql_max_cost=17, graphql_cost_burst=1000)
     for _ in range(2):
         body = await post(app, {"query": COMPARE % ""})
         assert refused_cost(body) == 6 * 5 * 3, body

@@ -9,6 +9,7 @@ the new catalogue still names, stays.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 from topo_facts import HostFacts
@@ -57,3 +58,16 @@ async def test_a_cluster_named_again_is_not_removed(gateway: Gateway) -> None:
     rows = await gateway.write("sites_replace", _catalog(("site-b", ["planned"])).params(time.time()))
     assert rows[0]["clusters_removed"] == 0
     assert await _clusters(gateway) == [("planned", 0)]
+
+
+def test_an_empty_cluster_is_judged_in_one_fragment() -> None:
+    """sites_replace and remove_host counted an empty cluster's racks, hosts and switches each in
+    its own copy (remove_host also its sites); both now include one fragment, and neither counts
+    on its own."""
+    queries = Path(__file__).resolve().parents[2] / "queries"
+    fragment = (queries / "fragments" / "drop_empty_clusters.cypher").read_text(encoding="utf-8")
+    assert "cluster_rack" in fragment and "cluster_site" in fragment
+    for name in ("sites_replace", "remove_host"):
+        text = (queries / f"{name}.cypher").read_text(encoding="utf-8")
+        assert "\n//@include drop_empty_clusters\n" in text, name
+        assert "cluster_rack" not in text and "cluster_switch" not in text, name

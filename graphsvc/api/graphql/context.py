@@ -31,6 +31,9 @@ class Context(BaseContext):
         self.principal = principal
         self.limiter = limiter
         self.query_budget = query_budget
+        # Set by the cost limit (graphsvc.api.graphql.cost.charge) where a compareSites was cut to
+        # the wait searches the limit pays for: by response key; empty, every one at its full search.
+        self.compare_wait_searches: dict[str, int] = {}
 
     def require(self, *roles: Role) -> Principal:
         """The caller, if its role is one of these; else a FORBIDDEN error naming the roles needed."""

@@ -20,13 +20,16 @@ catalogue), is read at most every SITE_COUNT_TTL_S (SiteServices.count), never o
 
 The schema extension `QueryCostLimit` refuses an operation costing more than
 `graphql_max_cost` and charges the rest to a per-token budget (a token bucket), so one
-token cannot keep the service busy with affordable queries either.
+token cannot keep the service busy with affordable queries either. A compareSites over the limit
+is not refused while its searches now fit: it runs with the wait searches the limit pays for
+(charge), and says where its wait is coarser for it.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from graphql import (
@@ -46,7 +49,8 @@ from graphsvc.api.graphql.walk import UnknownFragment, fragments_of, root_fields
 from graphsvc.paging import MAX_PAGE
 from graphsvc.placement.request import MAX_GPUS, parse_request
 from graphsvc.placement.shape import MAX_RANKS, parse_shape
-from graphsvc.sites.service import WAIT_SEARCHES
+from graphsvc.sites.limits import COMPARE_SEARCHES as COMPARE_SEARCHES  # read by callers and tests
+from graphsvc.sites.limits import WAIT_SEARCHES
 
 PER_GPU = 1 / 8  # a placement's work grows with the GPUs it must find: one unit per 8 GPUs
 PLACEMENT_BASE = 2  # also the price of a request refused before any search (a malformed text, > 4,096 GPUs)
@@ -60,7 +64,8 @@ SITE_COUNT_TTL_S = 30.0
 # compareSites runs, per site compared, one search now and, for a site too full to place the job now,
 # up to WAIT_SEARCHES more as its leases run out (graphsvc.sites.service._after_wait: a bisection
 # over at most 12 expiry times). It tried them in order, up to 13 searches a full site, priced as 1.
-COMPARE_SEARCHES = 1 + WAIT_SEARCHES
+# COMPARE_SEARCHES = 1 + WAIT_SEARCHES (graphsvc.sites.limits, which the comparison reads too) is its
+# price at full precision; over the limit it is cut to what the limit pays for (charge, below).
 # The fields below were priced 1 whatever they read (until stop 65); each is priced by its store time
 # (the gateway's, in ms) at the most it can read, about a millisecond a unit, as clusterSummary (5:
 # 7-14 ms) and host (1: 1.4-1.9 ms) took in the same runs (embedded FalkorDB, 4,096 GPUs).
@@ -255,12 +260,22 @@ def _compare_sites_cost(args: Mapping[str, Any], sites: int) -> int:
     """COMPARE_SEARCHES placement searches per site compared (graphsvc.sites.service.compare_sites:
     one now, the rest for a site too full now): those named, else every site of the catalogue
     (`sites` of them; none: refused before any search)."""
+    parts = _compare_searches(args, sites)
+    if parts is None:
+        return PLACEMENT_BASE
+    count, each = parts
+    return count * COMPARE_SEARCHES * each
+
+
+def _compare_searches(args: Mapping[str, Any], sites: int) -> tuple[int, int] | None:
+    """The sites a compareSites compares and the price of one of its searches; None where it is
+    answered before any search (priced PLACEMENT_BASE)."""
     request, text = args.get("request"), args.get("text")
     if (request is None) == (text is None):
-        return PLACEMENT_BASE  # "give either request or text": answered unsearched
+        return None  # "give either request or text": answered unsearched
     gpus = text_gpus(text) if text is not None else _structured_gpus(request)
     if gpus is None or gpus > MAX_GPUS:
-        return PLACEMENT_BASE  # the request is validated before any site is searched
+        return None  # the request is validated before any site is searched
     named = args.get("sites")
     if isinstance(named, str):  # a single value where a list is expected is a list of one
         count = 1
@@ -269,8 +284,8 @@ def _compare_sites_cost(args: Mapping[str, Any], sites: int) -> int:
     else:
         count = sites
     if count < 1:
-        return PLACEMENT_BASE  # no site is defined: refused before any search
-    return count * COMPARE_SEARCHES * search_cost(gpus)
+        return None  # no site is defined: refused before any search
+    return count, search_cost(gpus)
 
 
 def _priced_by_sites(name: str, args: Mapping[str, Any]) -> bool:
@@ -303,21 +318,88 @@ def priced_fields(document: DocumentNode, operation_name: str | None, variables:
     as they run: variables resolved, a variable not sent at its default.
 
     Raises CostUnknown for a document whose root fields cannot all be found."""
+    return list(keyed_fields(document, operation_name, variables).values())
+
+
+def keyed_fields(
+    document: DocumentNode, operation_name: str | None, variables: Mapping[str, Any] | None
+) -> dict[str, list[tuple[str, dict[str, Any]]]]:
+    """priced_fields by response key (the key a resolver reads as info.path.key)."""
     operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
     chosen = [op for op in operations if operation_name is None or (op.name and op.name.value == operation_name)]
     if not chosen:
-        return []
+        return {}
     values = _with_defaults(chosen[0], variables or {})
     try:
         fields = root_fields(chosen[0].selection_set, fragments_of(document))
     except UnknownFragment as err:
         raise CostUnknown(str(err)) from None
-    return [[(f.name.value, _args(f, values)) for f in same_key] for same_key in fields.values()]
+    return {key: [(f.name.value, _args(f, values)) for f in same_key] for key, same_key in fields.items()}
 
 
 def _total(priced: Priced, sites: int) -> int:
     """Each response key at its dearest field (it runs once)."""
     return sum(max(field_cost(name, args, sites) for name, args in same_key) for same_key in priced)
+
+
+@dataclass(frozen=True)
+class Charge:
+    """What an operation runs at under the limit. `full`: its price with every compareSites at
+    its full wait search (operation_cost); `cost`: what it is charged and may run, `full` or,
+    where that is over the limit, each compareSites cut to the wait searches the rest of the limit
+    pays for (`wait_searches`, by response key: the searches all its full sites' waits may take,
+    graphsvc.sites.service.compare_sites); `refused`: even its searches now do not fit."""
+
+    cost: int
+    full: int
+    refused: bool = False
+    wait_searches: dict[str, int] = field(default_factory=dict)
+
+
+def charge(keyed: Mapping[str, list[tuple[str, dict[str, Any]]]], sites: int, limit: int) -> Charge:
+    """The operation's charge under `limit` (keyed: its root fields by response key, as
+    keyed_fields gives them; `sites` as for field_cost).
+
+    A compareSites whose full price (COMPARE_SEARCHES a site) is over the limit was refused: 3
+    sites could not compare a job above 512 GPUs, one site above 1,584. Its searches now (one a
+    site) are what it must run; its wait searches, for the sites too full for the job now, are
+    what the limit has left for, in the order of the response keys, each at most its full
+    WAIT_SEARCHES a site. Decided here, before any search: refused, or run with no more
+    searches than it is charged for (the resolver reads its share: wait_searches_for)."""
+    full = sum(max(field_cost(name, args, sites) for name, args in same_key) for same_key in keyed.values())
+    if full <= limit:
+        return Charge(full, full)
+    fixed = 0
+    cut: list[tuple[str, int, int]] = []  # response key, sites compared, the price of one search
+    for key, same_key in keyed.items():
+        parts = {_compare_searches(args, sites) if name == "compareSites" else None for name, args in same_key}
+        only = next(iter(parts)) if len(parts) == 1 else None
+        if only is None:
+            fixed += max(field_cost(name, args, sites) for name, args in same_key)
+        else:
+            count, each = only
+            fixed += count * each
+            cut.append((key, count, each))
+    if fixed > limit or not cut:
+        return Charge(full, full, refused=True)
+    left = limit - fixed
+    waits: dict[str, int] = {}
+    for key, count, each in cut:
+        waits[key] = min(count * WAIT_SEARCHES, left // each)
+        left -= waits[key] * each
+    return Charge(limit - left, full, wait_searches=waits)
+
+
+# The context attribute the cost limit leaves a cut compareSites' wait searches in, by response key.
+WAIT_SEARCHES_ATTR = "compare_wait_searches"
+
+
+def wait_searches_for(context: object, key: str) -> int | None:
+    """The wait searches the compareSites answering `key` may run, None: its full WAIT_SEARCHES a
+    site (its price was not cut, or no cost limit ran)."""
+    waits = getattr(context, WAIT_SEARCHES_ATTR, None)
+    found = waits.get(key) if isinstance(waits, dict) else None
+    return found if isinstance(found, int) else None
 
 
 def _with_defaults(operation: OperationDefinitionNode, variables: Mapping[str, Any]) -> dict[str, Any]:
@@ -357,22 +439,24 @@ class QueryCostLimit(SchemaExtension):
             yield
             return
         try:
-            priced = priced_fields(document, ctx.operation_name, ctx.variables)
+            keyed = keyed_fields(document, ctx.operation_name, ctx.variables)
         except CostUnknown as err:
             ctx.result = ExecutionResult(data=None, errors=[_unpriced(str(err), settings.graphql_max_cost)])
             yield
             return
-        by_sites = any(_priced_by_sites(name, args) for same_key in priced for name, args in same_key)
+        by_sites = any(_priced_by_sites(name, args) for same_key in keyed.values() for name, args in same_key)
         services = getattr(context, "services", None)
         sites = (
             await services.sites.count(max_age_s=SITE_COUNT_TTL_S, unknown=MAX_SITES)
             if by_sites and services is not None
             else MAX_SITES
         )
-        cost = _total(priced, sites)
-        if cost > settings.graphql_max_cost:
-            ctx.result = ExecutionResult(data=None, errors=[QueryTooExpensive(cost, settings.graphql_max_cost)])
+        bill = charge(keyed, sites, settings.graphql_max_cost)
+        cost = bill.cost
+        if bill.refused:
+            ctx.result = ExecutionResult(data=None, errors=[QueryTooExpensive(bill.full, settings.graphql_max_cost)])
         else:
+            setattr(context, WAIT_SEARCHES_ATTR, bill.wait_searches)
             budget = getattr(context, "query_budget", None)
             principal = getattr(context, "principal", None)
             if budget is not None and principal is not None and not budget.allow(principal.name, cost=cost):

@@ -10,6 +10,7 @@ from typing import Annotated
 import strawberry
 from pydantic import ValidationError as PydanticError
 
+from graphsvc.api.graphql import cost
 from graphsvc.api.graphql.context import READERS, Info
 from graphsvc.api.graphql.errors import ValidationError
 from graphsvc.api.graphql.inputs import PlacementRequestInput
@@ -127,7 +128,20 @@ class SiteEstimate:
     model: str | None
     bottleneck_gbps: float | None
     speed: float | None
-    wait_hours: float | None
+    wait_hours: float | None = strawberry.field(
+        description="Hours until enough leases run out for the job to fit here (0: it fits now; a lower bound, "
+        "since a renewed lease ends later). When waitCoarse, an upper bound of what the full search finds"
+    )
+    wait_coarse: bool = strawberry.field(
+        description="The wait was searched with fewer placement searches than its bisection needs (the query's "
+        "cost limit paid for no more): waitHours is the first lease expiry tested after which the job fits, "
+        "and the full search's wait lies in [waitFromHours, waitHours]; with no wait search at all the site "
+        "does not fit (nothing is known after now). waitReason says how many searches ran"
+    )
+    wait_from_hours: float | None = strawberry.field(
+        description="The least the full search's wait can be: waitHours unless waitCoarse; null without a placement"
+    )
+    wait_reason: str | None = strawberry.field(description="Why the wait is coarse, and its range; null when not")
     run_hours: float | None
     transfer_hours: float | None
     total_hours: float | None
@@ -168,6 +182,9 @@ def _estimate(rank: int, o: SiteOption) -> SiteEstimate:
         bottleneck_gbps=p.bottleneck_gbps if p else None,
         speed=o.speed,
         wait_hours=p.wait_hours if p else None,
+        wait_coarse=o.wait_coarse,
+        wait_from_hours=p.wait_from_hours if p else None,
+        wait_reason=o.wait_reason,
         run_hours=o.run_hours,
         transfer_hours=o.transfer_hours,
         total_hours=o.total_hours,
@@ -282,6 +299,7 @@ class SitesQuery:
                 deadline_h=deadline_hours,
                 max_age_days=max_fact_age_days,
                 only=tuple(sites or ()),
+                wait_searches=cost.wait_searches_for(info.context, str(info.path.key)),
             )
         except RequestError as err:
             return ValidationError(field=err.field, message=err.message)
