@@ -42,13 +42,29 @@ class Metrics:
             registry=r,
         )  # fmt: skip
         self._export_pulls: dict[str, float] = {}
+        # The histograms' children by label, taken once: `labels()` takes a lock and builds the
+        # label tuple each call, ~2 us of every request and every store statement (stop 66's
+        # profile). A child is never removed from these histograms, so the one kept is the one
+        # `labels()` would answer.
+        self._request_children: dict[str, Histogram] = {}
+        self._query_children: dict[str, Histogram] = {}
 
     def export_pulled(self, fmt: str) -> None:
         """Remembers when an export format was last pulled (the age gauge is set at scrape time)."""
         self._export_pulls[fmt] = time.time()
 
     def observe_query(self, name: str, seconds: float) -> None:
-        self.query_seconds.labels(name).observe(seconds)
+        child = self._query_children.get(name)
+        if child is None:
+            child = self._query_children[name] = self.query_seconds.labels(name)
+        child.observe(seconds)
+
+    def observe_request(self, operation: str, seconds: float) -> None:
+        """One HTTP request's time under its operation (method and route template)."""
+        child = self._request_children.get(operation)
+        if child is None:
+            child = self._request_children[operation] = self.request_seconds.labels(operation)
+        child.observe(seconds)
 
     async def refresh(self, services: Services) -> None:
         counts = await services.metrics()
@@ -83,7 +99,7 @@ class RequestTimer:
         finally:
             route = scope.get("route")
             path = getattr(route, "path", None) or "unmatched"
-            self.metrics.request_seconds.labels(f"{scope['method']} {path}").observe(time.perf_counter() - started)
+            self.metrics.observe_request(f"{scope['method']} {path}", time.perf_counter() - started)
 
 
 def metrics_router() -> APIRouter:

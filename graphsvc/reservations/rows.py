@@ -125,10 +125,16 @@ def as_reservation_rows(rows: Sequence[Row]) -> list[ReservationRow]:
     that reaches a reservation the history pruner deletes meanwhile gets an empty map for it.
     Such a reservation is gone, and reads as not found."""
     return [
-        cast(ReservationRow, {**r, "gpus": [_known(g) for g in r.get("gpus") or []]})
+        cast(ReservationRow, {**r, "gpus": [g if _complete(g) else _known(g) for g in r.get("gpus") or []]})
         for r in rows
         if (r.get("reservation") or {}).get("id") is not None
     ]
+
+
+def _complete(gpu: Mapping[str, Any]) -> bool:
+    """Whether a GPU row has what `_known` would fill (its host is still there): such a row is
+    used as read, not copied (a copy of every GPU row on every read; stop 66's profile)."""
+    return gpu.get("index") is not None and gpu.get("host") is not None and gpu.get("model") is not None
 
 
 def _known(gpu: Mapping[str, Any]) -> HeldGpuRow:
