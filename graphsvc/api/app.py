@@ -19,7 +19,7 @@ from graphsvc.api.metrics import Metrics, RequestTimer, metrics_router
 from graphsvc.api.rest import router
 from graphsvc.api.rest_reservations import router as fast_path_router
 from graphsvc.api.sites_rest import router as sites_router
-from graphsvc.security.auth import RateLimiter, Role, TokenStore, principal_for
+from graphsvc.security.auth import PRINCIPAL_SCOPE_KEY, RateLimiter, Role, TokenStore, principal_for
 from graphsvc.services import Gateway, Services, running
 from graphsvc.settings import Settings
 from graphsvc.ui import mount_ui
@@ -134,6 +134,7 @@ def create_app(settings: Settings | None = None, *, gateway: Gateway | None = No
     def policy_for(scope: Scope) -> BodyPolicy:
         header = next((v for k, v in scope.get("headers", []) if k == b"authorization"), b"")
         principal = principal_for(app.state, header.decode("latin-1"))
+        scope[PRINCIPAL_SCOPE_KEY] = principal  # the route's `caller` reads it: one lookup a request
         if principal is None:
             return BodyPolicy(settings.max_anonymous_body_bytes, authenticated=False)
         if principal.role is Role.OPERATOR and scope["path"] == "/v1/fabric":
