@@ -185,6 +185,8 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "host_impaired_counts": {"hosts": [FIRST.hostname]},
     "host_impaired_set": {"hosts": ["no-such-host"], "value": None},
     "gpu_health_raw": {"uuid": "no-such-gpu", "health": "ok"},
+    "graph_nodes": {},
+    "graph_edges": {},
     "clusters": {},
     "update_gpu_metrics": {
         "host": FIRST.hostname,
