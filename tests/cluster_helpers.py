@@ -2,17 +2,38 @@
 
 from __future__ import annotations
 
+import itertools
 import random
+from datetime import UTC, datetime, timedelta
 
 from topo_facts.models import Health, PortState
 
 from graphsvc.ingest.service import recount
 from graphsvc.store.gateway import Gateway
-from graphsvc.synthetic.clusters import SyntheticCluster
+from graphsvc.synthetic.clusters import SyntheticCluster, add_spines, add_superpod_h100
 from graphsvc.synthetic.load import load_cluster
 from tests.queries import with_test_queries
 
 load = load_cluster
+_ticks = itertools.count(1)
+
+
+def one_unit(hosts: int, seed: int) -> SyntheticCluster:
+    """The first `hosts` HGX H100 hosts of one rail-optimised unit (8 GPUs and 8 rails a host, one
+    leaf per rail, spines): host, domain and leaf counters all present, small enough to read whole."""
+    c = SyntheticCluster("default")
+    leaves = add_superpod_h100(c, 1, seed=seed)
+    add_spines(c, leaves, prefix="spine", sus=1)
+    c.hosts = c.hosts[:hosts]
+    kept = {h.hostname for h in c.hosts}
+    c.nic_uplinks = [u for u in c.nic_uplinks if u.host in kept]
+    return c
+
+
+def later() -> datetime:
+    """A collection time after every one this process made before: the store ignores facts older
+    than those it holds, so each document a test sends must be newer than the last."""
+    return datetime.now(UTC) + timedelta(milliseconds=next(_ticks))
 
 
 async def occupy(gw: Gateway, uuids: list[str], state: str = "reserved") -> None:

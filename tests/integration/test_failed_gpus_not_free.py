@@ -4,8 +4,6 @@ the counters drift, on both stores."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-
 from topo_facts import HostFacts, HostMetrics
 from topo_facts.models import GPUMetrics, Health
 
@@ -16,26 +14,7 @@ from graphsvc.read import health as health_read
 from graphsvc.read.browse import Browse
 from graphsvc.reservations.service import Reservation, ReservationService
 from graphsvc.store.gateway import Gateway
-from graphsvc.synthetic.clusters import SyntheticCluster, add_spines, add_superpod_h100
-from tests.cluster_helpers import load
-
-_tick = [0]
-
-
-def two_hosts() -> SyntheticCluster:
-    """Two HGX H100 hosts under one leaf per rail: host, domain and leaf counters all present."""
-    c = SyntheticCluster("default")
-    leaves = add_superpod_h100(c, 1, seed=3)
-    add_spines(c, leaves, prefix="spine", sus=1)
-    c.hosts = c.hosts[:2]
-    kept = {h.hostname for h in c.hosts}
-    c.nic_uplinks = [u for u in c.nic_uplinks if u.host in kept]
-    return c
-
-
-def later() -> datetime:
-    _tick[0] += 1
-    return datetime.now(UTC) + timedelta(milliseconds=_tick[0])
+from tests.cluster_helpers import later, load, one_unit
 
 
 async def set_health(gw: Gateway, host: HostFacts, uuid: str, health: Health) -> None:
@@ -57,7 +36,7 @@ async def no_drift(gw: Gateway) -> None:
 
 
 async def test_a_failed_gpu_is_in_no_free_counter(gateway: Gateway) -> None:
-    cluster = await load(gateway, two_hosts())
+    cluster = await load(gateway, one_unit(2, seed=3))
     host = cluster.hosts[0]
     n = len(host.gpus)
     rails = len({a.nic for a in host.gpu_nic_affinity})
@@ -95,7 +74,7 @@ async def test_a_failed_gpu_is_in_no_free_counter(gateway: Gateway) -> None:
 
 
 async def test_full_host_facts_with_a_failed_gpu_recount(gateway: Gateway) -> None:
-    cluster = await load(gateway, two_hosts())
+    cluster = await load(gateway, one_unit(2, seed=3))
     host = cluster.hosts[1]
     n = len(host.gpus)
     gpus = [g.model_copy(update={"health": Health.FAILED}) if i in (0, 5) else g for i, g in enumerate(host.gpus)]
@@ -110,7 +89,7 @@ async def test_full_host_facts_with_a_failed_gpu_recount(gateway: Gateway) -> No
 
 
 async def test_releasing_a_reservation_whose_gpu_failed_keeps_counters_right(gateway: Gateway) -> None:
-    cluster = await load(gateway, two_hosts())
+    cluster = await load(gateway, one_unit(2, seed=3))
     host = cluster.hosts[0]
     n = len(host.gpus)
     svc = ReservationService(gateway)
@@ -133,7 +112,7 @@ async def test_releasing_a_reservation_whose_gpu_failed_keeps_counters_right(gat
 
 
 async def test_taking_and_freeing_a_failed_gpu_by_uuid_moves_no_counter(gateway: Gateway) -> None:
-    cluster = await load(gateway, two_hosts())
+    cluster = await load(gateway, one_unit(2, seed=3))
     host = cluster.hosts[0]
     n = len(host.gpus)
     await set_health(gateway, host, host.gpus[7].uuid, Health.FAILED)

@@ -7,7 +7,6 @@ recount) and the v9 migration must fill it on an older graph. Both stores."""
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import UTC, datetime, timedelta
 
 from topo_facts import HostFacts, HostMetrics
 from topo_facts.models import GPUMetrics, Health, PortState
@@ -15,28 +14,10 @@ from topo_facts.models import GPUMetrics, Health, PortState
 from graphsvc.ingest.service import Fingerprints, ingest_host, ingest_metrics, recount, unchanged_batcher
 from graphsvc.store.gateway import Gateway
 from graphsvc.store.migrate import migrate
-from graphsvc.synthetic.clusters import SyntheticCluster, add_spines, add_superpod_h100
-from tests.cluster_helpers import load
+from tests.cluster_helpers import later, load, one_unit
 from tests.queries import with_test_queries
 
-_tick = [0]
 _BAD_HEALTH = (Health.FAILED, Health.DEGRADED)
-
-
-def few_hosts(n: int = 3) -> SyntheticCluster:
-    """`n` HGX H100 hosts of one rail-optimised unit (8 GPUs, 8 rails a host)."""
-    c = SyntheticCluster("default")
-    leaves = add_superpod_h100(c, 1, seed=5)
-    add_spines(c, leaves, prefix="spine", sus=1)
-    c.hosts = c.hosts[:n]
-    kept = {h.hostname for h in c.hosts}
-    c.nic_uplinks = [u for u in c.nic_uplinks if u.host in kept]
-    return c
-
-
-def later() -> datetime:
-    _tick[0] += 1
-    return datetime.now(UTC) + timedelta(milliseconds=_tick[0])
 
 
 def expected(host: HostFacts) -> int:
@@ -82,7 +63,7 @@ def with_health(host: HostFacts, health: dict[int, Health]) -> HostFacts:
 
 
 async def test_the_counter_follows_every_fact_it_counts(gateway: Gateway) -> None:
-    cluster = few_hosts()
+    cluster = one_unit(3, seed=5)
     await load(gateway, cluster)
     hosts = list(cluster.hosts)
     assert await stored(gateway, hosts) == [expected(h) for h in hosts]
@@ -139,7 +120,7 @@ async def test_the_counter_follows_every_fact_it_counts(gateway: Gateway) -> Non
 
 
 async def test_the_migration_fills_it_on_a_v8_graph(gateway: Gateway) -> None:
-    cluster = few_hosts()
+    cluster = one_unit(3, seed=5)
     cluster.hosts = [worn(cluster.hosts[0]), *cluster.hosts[1:]]
     await load(gateway, cluster)
     assert await stored(gateway, cluster.hosts) == [expected(h) for h in cluster.hosts]  # the first host ingested
