@@ -366,7 +366,7 @@ def charge(keyed: Mapping[str, list[tuple[str, dict[str, Any]]]], sites: int, li
     what the limit has left for, in the order of the response keys, each at most its full
     WAIT_SEARCHES a site. Decided here, before any search: refused, or run with no more
     searches than it is charged for (the resolver reads its share: wait_searches_for)."""
-    full = sum(max(field_cost(name, args, sites) for name, args in same_key) for same_key in keyed.values())
+    full = _total(list(keyed.values()), sites)
     if full <= limit:
         return Charge(full, full)
     fixed = 0
