@@ -20,6 +20,12 @@ class Settings(BaseSettings):
     neo4j_user: str = "neo4j"
     neo4j_password: SecretStr = SecretStr("")
     neo4j_database: str = "neo4j"
+    neo4j_plan_allowance_s: float = Field(
+        default=50.0,
+        ge=0,
+        le=600,
+        description="Neo4j: added to query_timeout_s for a statement's first run with a new plan (planned inside it)",
+    )
     falkordb_password: SecretStr = SecretStr("")
     appendfsync: str = Field(default="always", pattern=r"^(always|everysec|no)$")
     aof_rewrite_min_size: str = Field(

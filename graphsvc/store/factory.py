@@ -43,6 +43,7 @@ def build_backend(settings: Settings, embedded: EmbeddedFalkorDB | None) -> Back
         user=settings.neo4j_user,
         password=settings.neo4j_password.get_secret_value(),
         database=settings.neo4j_database,
+        plan_allowance_s=settings.neo4j_plan_allowance_s,
     )
 
 
