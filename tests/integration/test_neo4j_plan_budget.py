@@ -21,10 +21,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import httpx
 import pytest
 from neo4j import AsyncGraphDatabase
 
+from graphsvc.api.app import create_app
+from graphsvc.errors import TIMED_OUT
 from graphsvc.ingest.host_plan import host_params
+from graphsvc.settings import Settings
 from graphsvc.store.errors import StoreBusyError, StoreTimeoutError
 from graphsvc.store.gateway import Gateway
 from graphsvc.store.neo4j_backend import Neo4jBackend, plan_key, size_bucket
@@ -143,3 +147,16 @@ async def test_a_transaction_stopped_before_its_budget_is_a_busy_store(neo: tupl
                 await waiter
     finally:
         await driver.close()
+
+
+async def test_the_api_answers_a_lock_wait_past_the_budget_as_a_timeout(neo: tuple[Gateway, Neo4jServer]) -> None:
+    """What the demo's loader met (as HTTP 500 "internal error" then): a host's facts sent while
+    another write holds its GPUs past the budget are a 503 that says the store timed out."""
+    facts = dgx_h100(HostSpec("pb-4", "plan-budget", "r1", None, 7))
+    async with _behind_a_held_ingest(*neo, "pb-4") as (backend, _):
+        app = create_app(Settings(insecure_dev=True), gateway=Gateway(backend, timeout_s=0.5))
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+            answer = await client.put("/v1/hosts/pb-4/facts", json=facts.model_dump(mode="json"))
+    assert answer.status_code == 503, answer.text
+    assert answer.json() == {"error": TIMED_OUT, "fields": []}
