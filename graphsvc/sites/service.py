@@ -20,6 +20,7 @@ from graphsvc.sites.limits import WAIT_SEARCHES as WAIT_SEARCHES
 from graphsvc.sites.model import Fact, Site, SiteLink
 from graphsvc.sites.store import (
     FactsWritten,
+    FreeGPUs,
     fact_book,
     list_sites,
     measured_power,
@@ -27,12 +28,20 @@ from graphsvc.sites.store import (
     put_sites,
     reserved_gpus,
     site_capacity,
+    site_free_gpus,
     site_links,
 )
 from graphsvc.sites.wait import first_fit, needed, share
 from graphsvc.store.gateway import Gateway
 
 DEFAULT_MAX_AGE_DAYS = 365.0
+# queries/site_free_excluded reads the free GPUs of a site's hosts with an impaired GPU (every
+# host of a PCIe site: no NIC affinity via a PCIe switch): on a loaded 2-core machine, embedded
+# FalkorDB, 6-19 ms for 4,096 such GPUs and 1-4 ms for 1,016 GPUs on 127 HGX hosts, 10 of them
+# impaired, beside 2-8 ms for an infeasible 9-GPU search (priced 4 units,
+# graphsvc.api.graphql.cost.search_cost). So the read is counted as one search per this many GPUs
+# of the site, the least a search is priced at.
+EXCLUDED_READ_GPUS = 1024
 
 
 @dataclass
@@ -93,8 +102,10 @@ async def compare_sites(
     book = await fact_book(gw)
     now = engine.clock()
     free: dict[str, int] = {}
+    size: dict[str, int] = {}
     for cap in await site_capacity(gw):
         free[cap.site] = free.get(cap.site, 0) + cap.free
+        size[cap.site] = size.get(cap.site, 0) + cap.gpus
     # Every site's search now first: the wait searches the price paid for are then shared among
     # the sites too full for the job now (with every search paid for, each gets what it needs).
     in_sites = [req.with_(sites=(site.name,), cross_site=False, limit=1) for site in sites]
@@ -102,14 +113,22 @@ async def compare_sites(
     full = [i for i, result in enumerate(nows) if not result.candidates]
     leases = {i: await _leases(engine.gw, sites[i].name) for i in full}
     shares = dict(zip(full, share(wait_searches, [needed(len(leases[i][1])) for i in full]), strict=True))
+    waits = [
+        await _after_wait(engine, in_sites[i], now, *leases[i], shares[i]) if i in leases else Wait(nows[i])
+        for i in range(len(sites))
+    ]
+    # The wait searches paid for and not run pay for the reads that say, for a site that cannot
+    # place the job, how many of its free GPUs the placement excludes (excluded_free), each read
+    # counted as one search per EXCLUDED_READ_GPUS GPUs of the site.
+    spare = (len(sites) * WAIT_SEARCHES if wait_searches is None else wait_searches) - sum(w.searches for w in waits)
     options = []
     for i, site in enumerate(sites):
-        wait = Wait(nows[i])
-        if i in leases:
-            wait = await _after_wait(engine, in_sites[i], now, *leases[i], shares[i])
+        wait, count = waits[i], free.get(site.name, 0)
+        price = max(1, -(-size.get(site.name, 0) // EXCLUDED_READ_GPUS))
+        explain = spare >= price and not wait.result.candidates and wait.coarse is None and count > 0
+        spare -= price if explain else 0
         option = await _site_option(
-            engine, site, req, profile, objective, book, links, now, max_age_days, deadline_h,
-            free.get(site.name, 0), wait,
+            engine, site, req, profile, objective, book, links, now, max_age_days, deadline_h, count, wait, explain,
         )  # fmt: skip
         option.wait_coarse, option.wait_reason = wait.coarse is not None, wait.coarse
         options.append(option)
@@ -124,6 +143,7 @@ class Wait:
     hours: float = 0.0
     from_hours: float = 0.0  # the full search's wait is at least this (== hours when exact)
     coarse: str | None = None  # why the wait is coarser than the full search's, or None
+    searches: int = 0  # the wait searches it took
 
 
 async def _site_option(
@@ -139,13 +159,21 @@ async def _site_option(
     deadline_h: float | None,
     free: int,
     wait: Wait,
+    explain: bool = False,
 ) -> SiteOption:
+    """The site's option; `explain`: a site that cannot place the job may read its free GPUs to
+    say how many of them the placement excludes (compare_sites decides, within the price)."""
     result = wait.result
     if not result.candidates:
         if wait.coarse is not None:
             why = f"no placement of {req.gpus} GPUs here now; as leases run out: not searched ({wait.coarse})"
         else:
-            why = f"no placement of {req.gpus} GPUs here, now or as leases run out ({free} GPUs free)"
+            counted = f"{free} GPUs free"
+            if explain and req.mig_profile is None:
+                excluded, parts = excluded_free(req, await site_free_gpus(engine.gw, site.name))
+                if excluded:
+                    counted += f", {excluded} of them excluded: {'; '.join(parts)}"
+            why = f"no placement of {req.gpus} GPUs here, now or as leases run out ({counted})"
         return SiteOption(site=site.name, capacity=None, fits=False, reason=why)
     cand = result.candidates[0]
     model = cand.gpus[0].model
@@ -174,6 +202,32 @@ async def _site_option(
         for kind in site.capacity_kinds
     ]
     return best_for_site(per_kind, objective)
+
+
+def excluded_free(req: PlacementRequest, kinds: list[FreeGPUs]) -> tuple[int, list[str]]:
+    """How many of a site's free GPUs (`kinds`) the request's placement excludes whatever the free
+    counters say, and why, one phrase a reason: another model than the one asked for, MIG mode (a
+    whole-GPU request never takes a GPU in MIG mode), degraded health (while excludeUnhealthy, the
+    default). Each GPU is counted once, under the first of these that holds. compareSites adds
+    them to the reason it gives a site that cannot place the job: a site with 8 free GPUs, one of
+    them degraded, said only "(8 GPUs free)" to an 8-GPU request."""
+    match = req.model_match
+    other = mig = degraded = 0
+    for kind in kinds:
+        if match is not None and (kind.model is None or not match.matches(kind.model)):
+            other += kind.gpus
+        elif kind.mig:
+            mig += kind.gpus
+        elif kind.degraded and req.exclude_unhealthy:
+            degraded += kind.gpus
+    parts = []
+    if degraded:
+        parts.append(f"{degraded} degraded, refused while excludeUnhealthy is true")
+    if mig:
+        parts.append(f"{mig} in MIG mode")
+    if other:
+        parts.append(f"{other} of another model than {req.model}")
+    return other + mig + degraded, parts
 
 
 Held = list[tuple[str, str, float]]  # (GPU uuid, host, lease expiry) of a site's reserved GPUs
@@ -234,8 +288,8 @@ async def _after_wait(
                 f"the full search's wait is between {hours(fit.low):.2f} h and {hours(fit.index):.2f} h"
             )
     if fit.result is None or fit.index is None:
-        return Wait(PlacementResult([], [], 0, 0.0), coarse=coarse)
-    return Wait(fit.result, hours(fit.index), hours(fit.low), coarse)
+        return Wait(PlacementResult([], [], 0, 0.0), coarse=coarse, searches=fit.searches)
+    return Wait(fit.result, hours(fit.index), hours(fit.low), coarse, fit.searches)
 
 
 async def replace_sites(gw: Gateway, catalog: SiteCatalog, now: float) -> int:

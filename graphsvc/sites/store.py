@@ -74,6 +74,26 @@ async def site_capacity(gw: Gateway) -> list[SiteCapacity]:
 
 
 @dataclass(frozen=True)
+class FreeGPUs:
+    """Some of a site's free GPUs: of one model, in MIG mode or not, degraded or not."""
+
+    model: str | None
+    mig: bool
+    degraded: bool
+    gpus: int
+
+
+async def site_free_gpus(gw: Gateway, site: str) -> list[FreeGPUs]:
+    """The site's free GPUs by model, MIG mode and degraded health, one entry per kind: a GPU
+    placement excludes whatever the free counters say is among them (queries/site_free_excluded)."""
+    kinds: dict[tuple[str | None, bool, bool], int] = {}
+    for r in await gw.read("site_free_excluded", {"site": site}):
+        key = (r.get("model"), bool(r["mig"]), bool(r["degraded"]))
+        kinds[key] = kinds.get(key, 0) + int(r["gpus"])
+    return [FreeGPUs(model, mig, degraded, gpus) for (model, mig, degraded), gpus in sorted(kinds.items(), key=str)]
+
+
+@dataclass(frozen=True)
 class FactsWritten:
     written: list[str]
     kept_newer: list[str]  # keys whose stored fact is dated later than the one sent

@@ -12,15 +12,6 @@
 // say so (it says why a stale value costs work, never an answer). Out: `impaired_hosts`, one row.
 // Traversals from bound nodes name no label at an end the schema allows one label at (a label test
 // per row on FalkorDB; docs/store.md, "No label test the schema already makes").
-  OPTIONAL MATCH (h)-[:HAS_GPU]->(ig)
-  OPTIONAL MATCH (ig)-[ia:NIC_AFFINITY]->(inic)
-  WITH h, ig, count(ia) AS links,
-       sum(CASE WHEN coalesce(ia.via, '') = 'pcie-switch' AND NOT toLower(coalesce(inic.state, '')) IN ['down', 'init']
-                THEN 0 ELSE 1 END) AS bad_links
-  WITH h, toInteger(sum(CASE WHEN ig IS NULL THEN 0
-                   WHEN links = 0 OR bad_links > 0 OR coalesce(ig.mig_mode, false)
-                        OR toLower(coalesce(ig.health, 'ok')) IN ['failed', 'degraded']
-                        OR coalesce(ig.model <> h.gpu_model, true) THEN 1
-                   ELSE 0 END)) AS impaired
+//@include host_impaired_count
   SET h.impaired_gpus = impaired
   RETURN count(*) AS impaired_hosts

@@ -155,8 +155,7 @@ def differences(a: Snapshot, b: Snapshot) -> list[str]:
 
 async def recount(gw: Gateway, snap: Snapshot) -> None:
     """Every counter recounted from the GPUs, whatever counter_drift says (recount_hosts also
-    recounts impaired_gpus, which counter_drift does not check), by the statements that repair
-    counters at startup."""
+    recounts impaired_gpus), by the statements that repair counters at startup."""
     await gw.write("recount_hosts", {"hosts": [p["name"] for p in snap.of("Host")]})
     await gw.write("recount_domains", {"uuids": [p["uuid"] for p in snap.of("NVLinkDomain")]})
     await gw.write("recount_leaves", {"names": [p["name"] for p in snap.of("Switch") if p.get("tier") == "leaf"]})

@@ -498,6 +498,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     },
     "cost_facts": {},
     "site_reserved_gpus": {"site": "s1", "limit": 10},
+    "site_free_excluded": {"site": "s1"},
     "gpu_measured_power": {"models": [FIRST.gpus[0].model], "min_utilization": 50.0},
 }
 
