@@ -44,6 +44,12 @@ async def occupy(gw: Gateway, uuids: list[str], state: str = "reserved") -> None
     await recount(gw, list(rows[0]["hosts"]))
 
 
+async def fail_gpu(gw: Gateway, uuid: str) -> None:
+    """Mark a held GPU failed in place, with its host's impaired_gpus recounted as every production
+    write of a GPU's health recounts it (tests/queries/gpu_fail), so counter_drift stays empty."""
+    assert await with_test_queries(gw).write("gpu_fail", {"uuid": uuid}), f"no GPU {uuid}"
+
+
 def worn(cluster: SyntheticCluster, rng: random.Random) -> None:
     """Some GPUs degraded, failed or hot, some NIC ports down: what the counts must judge alike."""
     hosts = []

@@ -20,7 +20,7 @@ from graphsvc.reservations.resize import Live, Resized
 from graphsvc.reservations.service import LeaseExpired, Reservation, ReservationService
 from graphsvc.store.gateway import Gateway
 from graphsvc.synthetic.clusters import SyntheticCluster
-from tests.cluster_helpers import load
+from tests.cluster_helpers import fail_gpu, load
 from tests.integration.test_elastic_resize import consistent
 from tests.integration.test_reservations import Clock
 from tests.stores import adhoc
@@ -90,7 +90,7 @@ async def test_a_replacement_is_proposed_once_when_spares_appear_after_none_were
             told.append(e.kind)
 
     svc.events.observers.append(record)
-    await _run(gateway, "MATCH (g:GPU {uuid: $u}) SET g.health = 'failed'", {"u": sorted(mine)[0]})
+    await fail_gpu(gateway, sorted(mine)[0])
     await el.replacement.check()
     await el.replacement.check()
     assert told == ["reservation.replacement_unavailable"]  # once, however often the job looks
@@ -162,7 +162,7 @@ async def test_a_replacement_never_takes_a_spare_that_failed_before_the_write(ga
     live = await el.resize.live(job.id)
     assert isinstance(live, Live)
     victim = live.slots[3]
-    await _run(gateway, "MATCH (g:GPU {uuid: $u}) SET g.health = 'failed'", {"u": victim.uuid})
+    await fail_gpu(gateway, victim.uuid)
     chosen = (await el.replacement.check(apply=False))[0].ranks[3]
 
     async def fail(_: dict[str, Any]) -> None:

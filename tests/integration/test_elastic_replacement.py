@@ -11,7 +11,7 @@ from graphsvc.reservations.replacement import ReplacementService
 from graphsvc.reservations.resize import Live
 from graphsvc.reservations.service import Reservation, ReservationService
 from graphsvc.store.gateway import Gateway
-from tests.cluster_helpers import load
+from tests.cluster_helpers import fail_gpu, load
 from tests.integration.test_elastic_resize import consistent
 from tests.integration.test_reservations import Clock
 from tests.stores import adhoc
@@ -44,7 +44,7 @@ async def test_a_failed_gpu_is_replaced_on_its_rail_and_freed(gateway: Gateway) 
     before = await elastic.resize.live(made.id)
     assert isinstance(before, Live)
     victim = before.slots[3]
-    await _run(gateway, "fail", "MATCH (g:GPU {uuid: $u}) SET g.health = 'failed'", {"u": victim.uuid})
+    await fail_gpu(gateway, victim.uuid)
     done = await elastic.replacement.check()
     assert len(done) == 1 and done[0].applied and done[0].layout_kept
     after = await elastic.resize.live(made.id)

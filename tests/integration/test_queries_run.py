@@ -184,6 +184,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "migrations/0009_1_host_impaired": {},
     "host_impaired_counts": {"hosts": [FIRST.hostname]},
     "host_impaired_set": {"hosts": ["no-such-host"], "value": None},
+    "gpu_fail": {"uuid": "no-such-gpu"},
     "gpu_health_raw": {"uuid": "no-such-gpu", "health": "ok"},
     "graph_nodes": {},
     "graph_edges": {},
