@@ -33,6 +33,8 @@
 //    first candidate, and the engine reads a later window's hosts itself where the first holds
 //    none (the 248 probe's page of 16 leaves opened three, 99 host maps for the one it used).
 //    `scanned` is the number of leaves read: fewer than $limit means the seek is exhausted.
+//    A leaf with no window comes back without its members (the engine judges no such leaf,
+//    _take_leaves): the 248 probe's pages returned 32 members for each of the 18 leaves it passed.
 //    A member with no impaired GPU (Host.impaired_gpus 0, fragments/host_impaired) is ready
 //    without reading its GPUs when the request's per-GPU bounds are the defaults ($filters.plain:
 //    no memory, temperature or busy bound): it holds $host_min free GPUs by its counter, and with
@@ -42,6 +44,11 @@
 //    stays a sound prefilter whatever the counter says: a stale 0 (a GPU degraded since) opens a
 //    leaf Python then refuses (work, not an answer: the engine reads the next window itself), a
 //    stale count above 0, or none (a graph before v9: coalesce to 1), tests each GPU as before.
+//    The GPUs are traversed from `tested` only (the member, where its GPUs are tested; else null,
+//    which an OPTIONAL MATCH expands to nothing): with those conditions in the traversal's WHERE,
+//    FalkorDB expanded every member's GPUs and dropped them after, `place`'s pages (no $ready: no
+//    GPU tested) too: 4,096 GPU rows for a page of 16 leaves at 8k GPUs, about half the store's
+//    CPU of that page. The same rows either way: only GPUs the WHERE dropped are no longer read.
 // The cluster's largest free blocks are not read here: placement_cluster_blocks reads them
 // beside the first page, at the same time (the store runs the two at once).
 // No unit to read at all: no row.
@@ -82,9 +89,9 @@ CALL (units) {
          OR (NOT coalesce(h.gpu_model, '') IN $known AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model))
   WITH DISTINCT s, h
   WITH s, h, $ready AND $per_host > 0 AND $filters.plain AND coalesce(h.impaired_gpus, 1) = 0 AS clean
-  OPTIONAL MATCH (h)-[:HAS_GPU]->(g)
-  WHERE $ready AND $per_host > 0 AND NOT clean
-    AND (g.state = 'free' OR g.uuid IN $virtual_free OR (g.state = 'reserved' AND g.lease_expires_at < $now))
+  WITH s, h, clean, CASE WHEN $ready AND $per_host > 0 AND NOT clean THEN h END AS tested
+  OPTIONAL MATCH (tested)-[:HAS_GPU]->(g)
+  WHERE g.state = 'free' OR g.uuid IN $virtual_free OR (g.state = 'reserved' AND g.lease_expires_at < $now)
   OPTIONAL MATCH (g)-[a:NIC_AFFINITY]->(n)
   WITH s, h, clean, g, a, n,
 //@include placement_usable
@@ -107,7 +114,8 @@ CALL (units) {
             ELSE cover[1] + $extra
        END AS window
   RETURN count(s) AS scanned,
-         collect({unit: s.name, free: s.free_gpus, members: members, window: window}) AS found,
+         collect({unit: s.name, free: s.free_gpus, members: CASE WHEN window > 0 THEN members ELSE [] END,
+                  window: window}) AS found,
          collect([s.free_gpus, s.name, [m IN members[0..window] | m[0]]]) AS windows
 }
 WITH scanned, found, windows,

@@ -12,7 +12,7 @@ import math
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
-from graphsvc.placement.counting import Counts, LeafShareBound, free_bounds
+from graphsvc.placement.counting import Counts, FreeBounds, LeafShareBound, free_bounds
 from graphsvc.placement.model import Candidate, InfeasibleReason
 from graphsvc.placement.request import MAX_LIMIT, NVLinkRequirement, PlacementRequest, format_request
 from graphsvc.sites.store import list_sites
@@ -100,7 +100,7 @@ async def diagnose(
     counts = Counts(engine, bounds)
 
     async def feasible(r: PlacementRequest) -> bool:
-        if bounds.most(r) < r.gpus:
+        if bounds.most(r) < r.gpus or refused_by_leaves(r, bounds, loader):
             return False
         counted = await counts.fits(r)
         if counted is not None:
@@ -312,6 +312,31 @@ async def _nics_off_leaf(engine: PlacementEngine, loader: HostLoader | None) -> 
     if loader is not None:
         return await loader.off_leaf()
     return bool(await engine.gw.read("placement_nics_off_leaf", {}))
+
+
+def refused_by_leaves(req: PlacementRequest, bounds: FreeBounds, loader: HostLoader | None) -> bool:
+    """Whether the probe `engine.fits(req, loader=loader)` is sure to find nothing by what this
+    request read already, so that it need not run: a rail-aligned request the failed search's
+    loader has asked placement_leaf_holds about (the same count and share: the cache `fits` reads
+    through) with no leaf holding it and no NIC cabled off a leaf, that no host holds alone.
+
+    Why that is `fits`' answer: with that loader (the same sites, no preemption plan) its searches
+    are `run`'s: the leaves-first path and search_multi_host both ask `aligned_may_fit`, the same
+    cached False, and read no leaf or wider group; search_hosts (also each model's, and only for
+    an unsplit share or one of the whole request) seeks hosts whose free counter holds the whole
+    request, and the fullest counter (`bounds.host`, read this diagnosis) does not: it finds none.
+    Left to `fits`: preferred hosts (searched whatever their counters say), one-domain requests
+    (their own search), a MIG profile. Ending lapsed leases is not asked for again: `place` ended
+    them just before the diagnosis, as the counter bounds above (`bounds.most`) also assume.
+    `251xH100 rail-aligned` without GPU-NIC affinity (its relaxation) ran the one-host statement
+    and the lapsed-lease check to learn this (docs/benchmarks.md, #15)."""
+    if loader is None or not req.rail_aligned or loader.virtual_free or loader.sites != req.site_set:
+        return False
+    if req.prefer_hosts or req.needs_one_domain or req.mig_profile is not None:
+        return False
+    if loader.leaf_held.get((req.gpus, req.gpus_per_host or 0)) is not False or loader.nics_off_leaf is not False:
+        return False
+    return req.gpus_per_host not in (None, req.gpus) or bounds.host < req.gpus
 
 
 def _per_host_for(req: PlacementRequest, n: int) -> int | None:
