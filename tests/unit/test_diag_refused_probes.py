@@ -23,15 +23,12 @@ from graphsvc.placement.engine import PlacementEngine, gpu_filters
 from graphsvc.placement.request import NVLinkRequirement, PlacementRequest, parse_request
 from graphsvc.store.gateway import Gateway
 from tests.cluster_helpers import load, load_worn
+from tests.unit.test_diag_leaf_shares import _said
 from tests.unit.test_rail_probes import healthy, units
 
 
 def _calls(gateway: Gateway, prefix: str) -> int:
     return sum(stat.calls for name, stat in gateway.stats.items() if name.startswith(prefix))
-
-
-def _said(reasons: list[Any]) -> list[tuple[str, str, str | None]]:
-    return [(r.constraint, r.message, r.nearest_feasible) for r in reasons]
 
 
 async def test_a_relaxation_the_leaf_counters_refuse_runs_no_host_search(gateway: Gateway) -> None:
