@@ -1,7 +1,8 @@
 // Multi-host placement under one leaf switch in one statement (hosts one IB hop apart): the
 // leaves whose hosts can hold the request, best fit first, with what Python needs to choose.
 // 1. Candidate leaves by their indexed free counter (enough: $min_free; the fewest first, ties
-//    by name), one per rail group (on a rail-optimised fabric every rail leaf of a scalable
+//    by name; the most first with $fullest_leaves, a probe's order, PlacementEngine.fits), one
+//    per rail group (on a rail-optimised fabric every rail leaf of a scalable
 //    unit has the same hosts: rail-0 leaves and hosts' first leaves, Switch.home_leaf), a page
 //    of $limit after $skip (placement_leaf_page; its `_scan`
 //    form reads them by a scan, placement_leaf_page_scan).
@@ -28,8 +29,8 @@
 //    not by their GPUs, and the probe of `248xH100 per-host=8 rail-aligned` read and parsed ~340
 //    hosts' GPU maps for ten such units (docs/benchmarks.md, "Stop 64"). Without $ready no GPU
 //    of a member is read here (`place`'s statement is what it was). With $ready only the first
-//    window's hosts are read, the first in the order the engine judges the leaves (fewest free,
-//    then name: free is at least $gpus, which it sorts by the distance to): a probe stops at its
+//    window's hosts are read, the first in the order the engine judges the leaves (the page's:
+//    fewest free, or most with $fullest_leaves, then name, `windows` below): a probe stops at its
 //    first candidate, and the engine reads a later window's hosts itself where the first holds
 //    none (the 248 probe's page of 16 leaves opened three, 99 host maps for the one it used).
 //    `scanned` is the number of leaves read: fewer than $limit means the seek is exhausted.
@@ -63,6 +64,7 @@
 // @param extra int
 // @param filters map
 // @param fullest_first bool
+// @param fullest_leaves bool
 // @param gpus int
 // @param host_min int
 // @param known list<string>
@@ -116,7 +118,8 @@ CALL (units) {
   RETURN count(s) AS scanned,
          collect({unit: s.name, free: s.free_gpus, members: CASE WHEN window > 0 THEN members ELSE [] END,
                   window: window}) AS found,
-         collect([s.free_gpus, s.name, [m IN members[0..window] | m[0]]]) AS windows
+         collect([CASE WHEN $fullest_leaves THEN -s.free_gpus ELSE s.free_gpus END, s.name,
+                  [m IN members[0..window] | m[0]]]) AS windows
 }
 WITH scanned, found, windows,
      reduce(opened = null, w IN windows |

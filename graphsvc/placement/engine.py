@@ -424,8 +424,9 @@ class PlacementEngine:
         wide search's hosts, for three candidates, where the first leaf it reads holds one).
         Until a first candidate is found nothing differs (the budget included, _fit_pages), so
         the answer is `place`'s; lapsed leases are ended and searched again with a fresh read, as
-        `place` does. A probe also reads a leaf page in parts (_fit_pages), and pages no leaf for
-        a rail-aligned request no leaf's counters hold (aligned_may_fit)."""
+        `place` does. A probe also reads a leaf page in parts (_fit_pages), pages no leaf for
+        a rail-aligned request no leaf's counters hold (aligned_may_fit), and pages leaves
+        fullest first where its budget reads them all (reads_every_leaf)."""
         req = req.validated()
         if req.mig_profile is not None:
             return bool((await self.place(req, explain_infeasible=False, loader=loader)).candidates)
@@ -679,6 +680,7 @@ class _Search:
         bucketed: bool = False,
         parts: bool = False,
         parts_grow: bool = False,
+        fullest: bool = False,
     ) -> None:
         """Pages of a one-statement query: usually one statement answers the request. Units are
         taken in best-fit order: free counts nearest `first` first, then by name (`bucketed`: by
@@ -697,7 +699,10 @@ class _Search:
         restarted at 1: for a probe whose leaves open only where their GPUs hold its share
         (placement_leaves_fit, $ready), a leaf that opens none costs little, and each statement
         its round trip and seek (`248xH100 per-host=8 rail-aligned` at 8k GPUs: nine statements
-        for 17 leaves, the fitting one last). They grow to PROBE_PART_MOST units, no further."""
+        for 17 leaves, the fitting one last). They grow to PROBE_PART_MOST units, no further.
+
+        `fullest`: units are taken most free first (the order a probe's leaf page reads them in,
+        search_leaves), not nearest `first`."""
         skip = 0
         page = self.want + slack
         grown = 1  # the next part's size, where parts grow across pages
@@ -716,7 +721,11 @@ class _Search:
                 await take(
                     sorted(
                         (u for u in row["found"] if u),
-                        key=lambda u: (abs(u["free"] - first), tie_bucket(u["unit"]) if bucketed else 0, u["unit"]),
+                        key=lambda u: (
+                            -u["free"] if fullest else abs(u["free"] - first),
+                            tie_bucket(u["unit"]) if bucketed else 0,
+                            u["unit"],
+                        ),
                     )
                 )
                 if scanned < size:
@@ -860,6 +869,8 @@ class _Search:
             "fullest_first": req.gpus_per_host is None or req.packing is Packing.SPREAD,
             "even": req.rail_aligned and req.gpus_per_host is None,  # the same share on each host
         }
+        fullest = self.first_only and await self.reads_every_leaf(req.gpus)
+        params["fullest_leaves"] = fullest
         # No slack: each leaf read but unused costs its window of hosts' GPU maps (10 hosts for
         # 32 GPUs 4 per host: a third of the statement), and leaves seldom add nothing (a leaf
         # widens its window itself, choose_in_group; one adds nothing when no set of its hosts
@@ -874,7 +885,20 @@ class _Search:
             slack=0,
             parts=self.first_only,
             parts_grow=self.first_only and req.gpus_per_host is not None,  # $ready judges its leaves
+            fullest=fullest,
         )
+
+    async def reads_every_leaf(self, min_free: int) -> bool:
+        """Whether this search's budget reads every leaf a leaf page could hold for `min_free`
+        (placement_leaf_total): then a probe pages them fullest first, where a candidate is
+        likeliest, and still answers as `place`, which pages them fewest first (best fit): each
+        judges every leaf until its first candidate, so one exists for both or for neither. Where
+        the budget may stop `place` part-way, the probe keeps `place`'s order (`fits`). At 8k GPUs
+        the probe of `248xH100 per-host=8 rail-aligned` paged 19 leaves in six statements to reach
+        the fullest (~20 ms of a ~50 ms diagnosis), which holds it."""
+        rows = await self.gw.read("placement_leaf_total", {"min_free": min_free})
+        leaves = int(cast(int, rows[0]["leaves"])) if rows else 0
+        return self.units_read + leaves <= self.engine.budget.units
 
     async def _take_leaves(self, units: list[FitUnit]) -> None:
         """Every unit of the page read is judged until enough candidates are found, the budget

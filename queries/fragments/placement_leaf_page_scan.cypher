@@ -11,6 +11,6 @@ MATCH (s:Switch)
 WHERE coalesce(s.tier = 'leaf', false) AND coalesce(s.free_gpus >= $min_free, false)
   AND (coalesce(s.rail, 0) = 0 OR coalesce(s.home_leaf, false))
 WITH s
-ORDER BY s.free_gpus, s.name
+ORDER BY CASE WHEN $fullest_leaves THEN -s.free_gpus ELSE s.free_gpus END, s.name
 SKIP $skip
 LIMIT $limit

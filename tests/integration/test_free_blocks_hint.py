@@ -169,6 +169,7 @@ def leaves_params(min_free: int, skip: int, limit: int) -> dict[str, Any]:
         "need": min_free,
         "extra": 2,
         "fullest_first": True,
+        "fullest_leaves": False,
         "even": False,
         "model": "h100",
         "prefilter_models": [],

@@ -42,8 +42,8 @@ STATEMENTS: dict[str, dict[str, Any]] = {
     "placement_domains_fit": {**COMMON, "filters": DEFAULT_GPU_FILTERS, "first_size": 1, "last_size": 576, "step": 1,
                               "n": 1, "limit": 50, "probe": 50},
     "placement_leaves_fit": {**LEAVES_COMMON, "filters": DEFAULT_GPU_FILTERS, "ready": False, "min_free": 1, "gpus": 1,
-                             "per_host": 0, "host_min": 1, "need": 1, "extra": 0, "fullest_first": True, "even": False,
-                             "limit": 50},
+                             "per_host": 0, "host_min": 1, "need": 1, "extra": 0, "fullest_first": True,
+                             "fullest_leaves": False, "even": False, "limit": 50},
 }  # fmt: skip
 
 

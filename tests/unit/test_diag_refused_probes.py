@@ -66,7 +66,7 @@ async def test_a_leaf_with_no_window_comes_back_without_its_members(gateway: Gat
         "exclude": [], "model": "h100", "prefilter_models": [], "known": [""],
         "filters": gpu_filters(req, rail_up=True), "now": engine.clock(), "stale_before": 0.0, "virtual_free": [],
         "ready": True, "min_free": 248, "gpus": 248, "per_host": 8, "host_min": 8, "need": 31, "extra": 2,
-        "fullest_first": False, "even": False, "skip": 0, "limit": 2,
+        "fullest_first": False, "fullest_leaves": False, "even": False, "skip": 0, "limit": 2,
     }  # fmt: skip
     rows = await gateway.read("placement_leaves_fit", params)
     found = {u["unit"]: u for u in rows[0]["found"]}
