@@ -293,7 +293,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "skip": 0,
         "limit": 2,
     },
-    "placement_leaf_total": {"min_free": 16},
+    "placement_leaf_total": {"min_free": 16, "fullest_leaves": False, "skip": 0, "limit": 5},
     "placement_host_gpus": {"hosts": [FIRST.hostname]},
     "placement_host_positions": {"hosts": [FIRST.hostname]},
     "placement_host_topology": {"hosts": [FIRST.hostname, "no-such-host"]},
@@ -510,7 +510,13 @@ EXAMPLES: dict[str, dict[str, Any]] = {
 EXAMPLES.update(
     {
         f"{name}_scan": {k: v for k, v in EXAMPLES[name].items() if k in default_registry()[f"{name}_scan"].parameters}
-        for name in ("placement_domains_fit", "placement_hosts_fit", "placement_leaves_fit", "placement_cluster_blocks")
+        for name in (
+            "placement_domains_fit",
+            "placement_hosts_fit",
+            "placement_leaves_fit",
+            "placement_cluster_blocks",
+            "placement_leaf_total",
+        )
     }
 )
 
