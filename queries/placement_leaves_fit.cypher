@@ -21,14 +21,19 @@
 //    per-host share ($even) puts the same share d on each of $gpus / d hosts: a leaf none of
 //    whose shares d (1 up to its fullest host's counter, dividing $gpus) has that many hosts
 //    whose counters hold d has no window either (a prime count above a host takes one GPU on
-//    each of that many hosts, more than a unit has). With $ready (a diagnosis's probe,
-//    PlacementEngine.fits) and a per-host share, a leaf also needs $need hosts whose free GPUs
-//    (those the host maps read) that pass the per-GPU constraints the store can judge (fragment
-//    placement_usable, $filters with rail_up: a sound prefilter of what Python takes) hold the
-//    share: at 8k GPUs about 1% degraded, most 32-host units held 31 x 8 by their counters and
-//    not by their GPUs, and the probe of `248xH100 per-host=8 rail-aligned` read and parsed ~340
-//    hosts' GPU maps for ten such units (docs/benchmarks.md, "Stop 64"). Without $ready no GPU
-//    of a member is read here (`place`'s statement is what it was). With $ready only the first
+//    each of that many hosts, more than a unit has). With a per-host share, and $ready (a
+//    diagnosis's probe, PlacementEngine.fits) or the per-GPU bounds the defaults ($filters.plain,
+//    below), a leaf also needs $need hosts whose free GPUs (those the host maps read) that pass
+//    the per-GPU constraints the store can judge (fragment placement_usable, $filters with
+//    rail_up: a sound prefilter of what Python takes) hold the share: at 8k GPUs about 1%
+//    degraded, most 32-host units held 31 x 8 by their counters and not by their GPUs, and the
+//    probe of `248xH100 per-host=8 rail-aligned` read and parsed ~340 hosts' GPU maps for ten
+//    such units (docs/benchmarks.md, "Stop 64"); `place` read ~500 for it, ~0.25-0.34 s, for
+//    windows Python then refused ("Stop 68"). A leaf's GPUs are tested only where its members
+//    with no impaired GPU (`clean`, below) are fewer than $need: a small request's leaves open
+//    by those alone, and its statement reads no GPU (`32xH100 per-host=4` as before). `place`
+//    with other per-GPU bounds tests none (every member would be tested: that statement is what
+//    it was). With $ready only the first
 //    window's hosts are read, the first in the order the engine judges the leaves (the page's:
 //    fewest free, or most with $fullest_leaves, then name, `windows` below): a probe stops at its
 //    first candidate, and the engine reads a later window's hosts itself where the first holds
@@ -47,8 +52,8 @@
 //    stale count above 0, or none (a graph before v9: coalesce to 1), tests each GPU as before.
 //    The GPUs are traversed from `tested` only (the member, where its GPUs are tested; else null,
 //    which an OPTIONAL MATCH expands to nothing): with those conditions in the traversal's WHERE,
-//    FalkorDB expanded every member's GPUs and dropped them after, `place`'s pages (no $ready: no
-//    GPU tested) too: 4,096 GPU rows for a page of 16 leaves at 8k GPUs, about half the store's
+//    FalkorDB expanded every member's GPUs and dropped them after, `place`'s pages (then testing
+//    no GPU) too: 4,096 GPU rows for a page of 16 leaves at 8k GPUs, about half the store's
 //    CPU of that page. The same rows either way: only GPUs the WHERE dropped are no longer read.
 // The cluster's largest free blocks are not read here: placement_cluster_blocks reads them
 // beside the first page, at the same time (the store runs the two at once).
@@ -90,8 +95,12 @@ CALL (units) {
     AND ($model = '' OR h.gpu_model IN $prefilter_models
          OR (NOT coalesce(h.gpu_model, '') IN $known AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model))
   WITH DISTINCT s, h
-  WITH s, h, $ready AND $per_host > 0 AND $filters.plain AND coalesce(h.impaired_gpus, 1) = 0 AS clean
-  WITH s, h, clean, CASE WHEN $ready AND $per_host > 0 AND NOT clean THEN h END AS tested
+  WITH s, h, $per_host > 0 AND $filters.plain AND coalesce(h.impaired_gpus, 1) = 0 AS clean
+  WITH s, collect([h, clean]) AS pairs, sum(CASE WHEN clean THEN 1 ELSE 0 END) AS clean_hosts
+  UNWIND pairs AS pair
+  WITH s, pair[0] AS h, pair[1] AS clean, clean_hosts
+  WITH s, h, clean,
+       CASE WHEN $per_host > 0 AND ($ready OR $filters.plain) AND NOT clean AND clean_hosts < $need THEN h END AS tested
   OPTIONAL MATCH (tested)-[:HAS_GPU]->(g)
   WHERE g.state = 'free' OR g.uuid IN $virtual_free OR (g.state = 'reserved' AND g.lease_expires_at < $now)
   OPTIONAL MATCH (g)-[a:NIC_AFFINITY]->(n)
@@ -108,7 +117,7 @@ CALL (units) {
        reduce(most = 0, m IN members | CASE WHEN m[1] > most THEN m[1] ELSE most END) AS top
   WITH s, members,
        CASE WHEN $per_host > 0 AND size(members) < $need THEN 0
-            WHEN $per_host > 0 AND $ready AND ready_hosts < $need THEN 0
+            WHEN $per_host > 0 AND ($ready OR $filters.plain) AND ready_hosts < $need THEN 0
             WHEN $per_host > 0 THEN $need + $extra
             WHEN cover[0] < $gpus THEN 0
             WHEN $even AND NOT any(d IN range(1, top) WHERE $gpus % d = 0

@@ -106,8 +106,10 @@ def test_each_candidate_statement_has_a_scan_form_without_the_seek_hints() -> No
         # The same statement but for the fragment: the seek form's own text, the scan fragment in it.
         assert scan.text.count("block_host:Host") == 1 and seek.text.count("block_host:Host") == 4
         assert "@param host_top" in seek.text and "@param host_top" not in scan.text  # its header too
+    # placement_leaf_total counts a leaf page's leaves (a probe's order, PlacementEngine.fits) by
+    # the page's own fragment, so it has the page's two forms too.
     assert {n for n in registry.names() if n.endswith("_scan") and n.startswith("placement_")} == {
-        f"{n}_scan" for n in (*FIT_STATEMENTS, *BLOCKS_STATEMENTS)
+        f"{n}_scan" for n in (*FIT_STATEMENTS, *BLOCKS_STATEMENTS, "placement_leaf_total")
     }
     assert SCAN_FORMS == {
         "placement_free_blocks": "placement_free_blocks_scan",
