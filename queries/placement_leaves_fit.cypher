@@ -21,19 +21,20 @@
 //    per-host share ($even) puts the same share d on each of $gpus / d hosts: a leaf none of
 //    whose shares d (1 up to its fullest host's counter, dividing $gpus) has that many hosts
 //    whose counters hold d has no window either (a prime count above a host takes one GPU on
-//    each of that many hosts, more than a unit has). With a per-host share, and $ready (a
-//    diagnosis's probe, PlacementEngine.fits) or the per-GPU bounds the defaults ($filters.plain,
-//    below), a leaf also needs $need hosts whose free GPUs (those the host maps read) that pass
-//    the per-GPU constraints the store can judge (fragment placement_usable, $filters with
-//    rail_up: a sound prefilter of what Python takes) hold the share: at 8k GPUs about 1%
-//    degraded, most 32-host units held 31 x 8 by their counters and not by their GPUs, and the
-//    probe of `248xH100 per-host=8 rail-aligned` read and parsed ~340 hosts' GPU maps for ten
-//    such units (docs/benchmarks.md, "Stop 64"); `place` read ~500 for it, ~0.25-0.34 s, for
-//    windows Python then refused ("Stop 68"). A leaf's GPUs are tested only where its members
-//    with no impaired GPU (`clean`, below) are fewer than $need: a small request's leaves open
-//    by those alone, and its statement reads no GPU (`32xH100 per-host=4` as before). `place`
-//    with other per-GPU bounds tests none (every member would be tested: that statement is what
-//    it was). With $ready only the first
+//    each of that many hosts, more than a unit has). With $ready (a diagnosis's probe,
+//    PlacementEngine.fits) or the per-GPU bounds the defaults ($filters.plain, below), the same
+//    rules hold for the members' `usable` GPUs too: their free GPUs (those the host maps read)
+//    that pass the per-GPU constraints the store can judge (fragment placement_usable, $filters
+//    with rail_up: a sound prefilter of what Python takes): $need hosts hold the share, an even
+//    split, or they hold $gpus. At 8k GPUs about 1% degraded, most 32-host units held 31 x 8 by
+//    their counters and not by their GPUs: the probe of `248xH100 per-host=8 rail-aligned` read
+//    and parsed ~340 hosts' GPU maps for ten such units (docs/benchmarks.md, "Stop 64"); `place`
+//    read ~500 for it, ~0.25-0.34 s, and for `256xH100 rail-aligned` (an even split) ~0.2-0.29
+//    s, for windows Python then refused ("Stop 68"). A leaf's GPUs are tested only where its
+//    members with no impaired GPU (`clean_free`, below) do not hold the request alone: a small
+//    request's leaves open by those, and its statement reads no GPU (`32xH100 per-host=4` as
+//    before). `place` with other per-GPU bounds tests none (every member would be tested: that
+//    statement is what it was). With $ready only the first
 //    window's hosts are read, the first in the order the engine judges the leaves (the page's:
 //    fewest free, or most with $fullest_leaves, then name, `windows` below): a probe stops at its
 //    first candidate, and the engine reads a later window's hosts itself where the first holds
@@ -46,13 +47,14 @@
 //    no memory, temperature or busy bound): it holds $host_min free GPUs by its counter, and with
 //    none failed, degraded, MIG, of another model or without an up NIC via a PCIe switch, each
 //    free GPU passes placement_usable (the 248 probe tested ~190 hosts' GPUs a statement, ~2 ms a
-//    leaf of 32 hosts). This only adds ready hosts (`clean_hosts` plus those tested), so the gate
+//    leaf of 32 hosts). This only adds ready hosts (`clean_free` plus those tested), so the gate
 //    stays a sound prefilter whatever the counter says: a stale 0 (a GPU degraded since) opens a
 //    leaf Python then refuses (work, not an answer: the engine reads the next window itself), a
 //    stale count above 0, or none (a graph before v9: coalesce to 1), tests each GPU as before.
-//    Each leaf's members are collected once (with `clean_hosts`, and the others as `doubtful`),
-//    and only a leaf whose clean members fall short unwinds its doubtful ones to test their GPUs
-//    (the subquery): before, every member was a row of the GPU traversal, tested or not (stop 67
+//    Each leaf's members are collected once (the clean ones' counters as `clean_free`, the others
+//    as `doubtful`), and only a leaf whose clean members fall short (`test`) unwinds its doubtful
+//    ones to test their GPUs (the subquery): before, every member was a row of the GPU traversal,
+//    tested or not (stop 67
 //    traversed only tested members; with those conditions in the traversal's WHERE FalkorDB
 //    expanded every member's GPUs and dropped them after, 4,096 GPU rows for a page of 16 leaves
 //    at 8k GPUs). Rows unchanged; `32xH100 per-host=4 ib-hops<=1`'s page 5-12% cheaper.
@@ -96,33 +98,45 @@ CALL (units) {
     AND ($model = '' OR h.gpu_model IN $prefilter_models
          OR (NOT coalesce(h.gpu_model, '') IN $known AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model))
   WITH DISTINCT s, h
-  WITH s, h, $per_host > 0 AND $filters.plain AND coalesce(h.impaired_gpus, 1) = 0 AS clean
+  WITH s, h, $filters.plain AND coalesce(h.impaired_gpus, 1) = 0 AS clean
   ORDER BY s.name, CASE WHEN $fullest_first THEN -h.free_gpus ELSE h.free_gpus END, h.name
   WITH s, collect(CASE WHEN h IS NULL THEN null ELSE [h.name, h.free_gpus] END) AS members,
-       sum(CASE WHEN clean THEN 1 ELSE 0 END) AS clean_hosts, collect(CASE WHEN NOT clean THEN h END) AS doubtful
-  CALL (doubtful, clean_hosts) {
-    UNWIND CASE WHEN $per_host > 0 AND ($ready OR $filters.plain) AND clean_hosts < $need THEN doubtful ELSE [] END AS tested
+       collect(CASE WHEN clean THEN h.free_gpus END) AS clean_free, collect(CASE WHEN NOT clean THEN h END) AS doubtful
+  WITH s, members, clean_free, doubtful,
+       CASE WHEN $per_host > 0 THEN null
+            ELSE reduce(st = [0, 0], m IN members | CASE WHEN st[0] >= $gpus THEN st ELSE [st[0] + m[1], st[1] + 1] END)
+       END AS cover,
+       reduce(most = 0, m IN members | CASE WHEN m[1] > most THEN m[1] ELSE most END) AS top
+  WITH s, members, clean_free, doubtful, cover, top,
+       ($ready OR $filters.plain) AND NOT
+         CASE WHEN $per_host > 0 THEN size(clean_free) >= $need
+              WHEN $even THEN any(d IN range(1, top) WHERE $gpus % d = 0
+                                  AND d * size([f IN clean_free WHERE f >= d]) >= $gpus)
+              ELSE reduce(t = 0, f IN clean_free | t + f) >= $gpus
+         END AS test
+  CALL (doubtful, test) {
+    UNWIND CASE WHEN test THEN doubtful ELSE [] END AS tested
     OPTIONAL MATCH (tested)-[:HAS_GPU]->(g)
     WHERE g.state = 'free' OR g.uuid IN $virtual_free OR (g.state = 'reserved' AND g.lease_expires_at < $now)
     OPTIONAL MATCH (g)-[a:NIC_AFFINITY]->(n)
     WITH tested, g, a, n,
 //@include placement_usable
     WITH tested, sum(CASE WHEN usable THEN 1 ELSE 0 END) AS usable_gpus
-    RETURN sum(CASE WHEN usable_gpus >= $host_min THEN 1 ELSE 0 END) AS tested_ready
+    RETURN collect(usable_gpus) AS tested_usable
   }
-  WITH s, members, clean_hosts + tested_ready AS ready_hosts
-  WITH s, members, ready_hosts,
-       CASE WHEN $per_host > 0 THEN null
-            ELSE reduce(st = [0, 0], m IN members | CASE WHEN st[0] >= $gpus THEN st ELSE [st[0] + m[1], st[1] + 1] END)
-       END AS cover,
-       reduce(most = 0, m IN members | CASE WHEN m[1] > most THEN m[1] ELSE most END) AS top
+  WITH s, members, cover, top, CASE WHEN test THEN clean_free + tested_usable END AS usable
   WITH s, members,
        CASE WHEN $per_host > 0 AND size(members) < $need THEN 0
-            WHEN $per_host > 0 AND ($ready OR $filters.plain) AND ready_hosts < $need THEN 0
+            WHEN $per_host > 0 AND size([u IN coalesce(usable, []) WHERE u >= $host_min]) < $need
+                 AND usable IS NOT NULL THEN 0
             WHEN $per_host > 0 THEN $need + $extra
             WHEN cover[0] < $gpus THEN 0
             WHEN $even AND NOT any(d IN range(1, top) WHERE $gpus % d = 0
                                    AND d * size([m IN members WHERE m[1] >= d]) >= $gpus) THEN 0
+            WHEN usable IS NULL THEN cover[1] + $extra
+            WHEN $even AND NOT any(d IN range(1, top) WHERE $gpus % d = 0
+                                   AND d * size([u IN usable WHERE u >= d]) >= $gpus) THEN 0
+            WHEN NOT $even AND reduce(t = 0, u IN usable | t + u) < $gpus THEN 0
             ELSE cover[1] + $extra
        END AS window
   RETURN count(s) AS scanned,
