@@ -2,10 +2,9 @@
 // leaves whose hosts can hold the request, best fit first, with what Python needs to choose.
 // 1. Candidate leaves by their indexed free counter (enough: $min_free; the fewest first, ties
 //    by name; the most first with $fullest_leaves, a probe's order, PlacementEngine.fits), one
-//    per rail group (on a rail-optimised fabric every rail leaf of a scalable
-//    unit has the same hosts: rail-0 leaves and hosts' first leaves, Switch.home_leaf), a page
-//    of $limit after $skip (placement_leaf_page; its `_scan`
-//    form reads them by a scan, placement_leaf_page_scan).
+//    per rail group (on a rail-optimised fabric every rail leaf of a scalable unit has the same
+//    hosts: rail-0 leaves and hosts' first leaves, Switch.home_leaf), a page of $limit after
+//    $skip (placement_leaf_page; its `_scan` form reads them by a scan, placement_leaf_page_scan).
 // 2. Each leaf's hosts along the fabric, Host-[:HAS_NIC]->NIC-[:UPLINK]->leaf, with at least
 //    $host_min free GPUs (the per-host share), neither excluded nor stale, of the model:
 //    `members`, [name, free] in the order Python fills hosts (fullest first when
@@ -34,11 +33,10 @@
 //    members with no impaired GPU (`clean_free`, below) do not hold the request alone: a small
 //    request's leaves open by those, and its statement reads no GPU (`32xH100 per-host=4` as
 //    before). `place` with other per-GPU bounds tests none (every member would be tested: that
-//    statement is what it was). With $ready only the first
-//    window's hosts are read, the first in the order the engine judges the leaves (the page's:
-//    fewest free, or most with $fullest_leaves, then name, `windows` below): a probe stops at its
-//    first candidate, and the engine reads a later window's hosts itself where the first holds
-//    none (the 248 probe's page of 16 leaves opened three, 99 host maps for the one it used).
+//    statement is what it was). With $ready only the first window's hosts are read, the first in
+//    the order the engine judges the leaves (the page's: fewest free, or most with
+//    $fullest_leaves, then name, `windows` below): a probe stops at its first candidate, and the
+//    engine reads a later window's hosts itself where the first holds none (the 248 probe's page of 16 leaves opened three, 99 host maps for the one it used).
 //    `scanned` is the number of leaves read: fewer than $limit means the seek is exhausted.
 //    A leaf with no window comes back without its members (the engine judges no such leaf,
 //    _take_leaves): the 248 probe's pages returned 32 members for each of the 18 leaves it passed.
@@ -54,10 +52,9 @@
 //    Each leaf's members are collected once (the clean ones' counters as `clean_free`, the others
 //    as `doubtful`), and only a leaf whose clean members fall short (`test`) unwinds its doubtful
 //    ones to test their GPUs (the subquery): before, every member was a row of the GPU traversal,
-//    tested or not (stop 67
-//    traversed only tested members; with those conditions in the traversal's WHERE FalkorDB
-//    expanded every member's GPUs and dropped them after, 4,096 GPU rows for a page of 16 leaves
-//    at 8k GPUs). Rows unchanged; `32xH100 per-host=4 ib-hops<=1`'s page 5-12% cheaper.
+//    tested or not (stop 67 traversed only tested members; with those conditions in the
+//    traversal's WHERE FalkorDB expanded every member's GPUs and dropped them after, 4,096 GPU
+//    rows for a page of 16 leaves at 8k GPUs). Rows unchanged; `32xH100 per-host=4 ib-hops<=1`'s page 5-12% cheaper.
 // The cluster's largest free blocks are not read here: placement_cluster_blocks reads them
 // beside the first page, at the same time (the store runs the two at once).
 // No unit to read at all: no row.
@@ -127,8 +124,7 @@ CALL (units) {
   WITH s, members, cover, top, CASE WHEN test THEN clean_free + tested_usable END AS usable
   WITH s, members,
        CASE WHEN $per_host > 0 AND size(members) < $need THEN 0
-            WHEN $per_host > 0 AND size([u IN coalesce(usable, []) WHERE u >= $host_min]) < $need
-                 AND usable IS NOT NULL THEN 0
+            WHEN $per_host > 0 AND usable IS NOT NULL AND size([u IN usable WHERE u >= $host_min]) < $need THEN 0
             WHEN $per_host > 0 THEN $need + $extra
             WHEN cover[0] < $gpus THEN 0
             WHEN $even AND NOT any(d IN range(1, top) WHERE $gpus % d = 0
