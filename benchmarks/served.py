@@ -45,17 +45,24 @@ TREE = _tree()
 TICK = os.sysconf("SC_CLK_TCK")
 
 
+Snapshot = tuple[dict[str, float], tuple[float, float, float, float], tuple[int, int]]
+"""Statements by name, CPU seconds (service, store, clients, the store's children), the store's
+log (bytes, rewrites)."""
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def cpu_s(pid: int | None) -> float:
-    """User + system CPU seconds of a process so far (/proc/PID/stat); 0.0 for None."""
+def cpu_s(pid: int | None, *, children: bool = False) -> float:
+    """User + system CPU seconds of a process so far (/proc/PID/stat); 0.0 for None. With
+    `children`, those of its children it has waited for instead (the store's log rewrites)."""
     if pid is None:
         return 0.0
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
+    first = 13 if children else 11
+    return (int(fields[first]) + int(fields[first + 1])) / TICK
 
 
 class Connection:
@@ -194,24 +201,43 @@ class Served:
         pattern = r'^graphsvc_store_query_seconds_count\{query="([^"]+)"\} ([0-9.e+]+)$'
         return {m.group(1): float(m.group(2)) for m in re.finditer(pattern, text, re.MULTILINE)}
 
-    def cpu(self) -> tuple[float, float, float]:
-        """CPU seconds so far: the service process, its store, this (the clients') process."""
-        return cpu_s(self.pid), cpu_s(self.store_pid), time.process_time()
+    def cpu(self) -> tuple[float, float, float, float]:
+        """CPU seconds so far: the service process, its store, this (the clients') process, and
+        the store's children (its log rewrites, each a fork that writes the whole graph)."""
+        return cpu_s(self.pid), cpu_s(self.store_pid), time.process_time(), cpu_s(self.store_pid, children=True)
 
-    def snapshot(self) -> tuple[dict[str, float], tuple[float, float, float]]:
-        return self.statements(), self.cpu()
+    def store_log(self) -> tuple[int, int]:
+        """The embedded store's append-only log so far: the bytes its process sent to storage
+        (/proc/PID/io `write_bytes`, counted by the page dirtied: the log's appends, and each
+        rewrite's new base file, written by a child the kernel adds to it once waited for), and
+        the rewrites its log file reports finished."""
+        if self.store_pid is None:
+            return 0, 0
+        io = dict(line.split(": ") for line in Path(f"/proc/{self.store_pid}/io").read_text().splitlines())
+        log = self.data / "falkordb.log"
+        rewrites = log.read_text(errors="replace").count("Background AOF rewrite finished") if log.exists() else 0
+        return int(io["write_bytes"]), rewrites
 
-    def costs(self, before: tuple[dict[str, float], tuple[float, float, float]], n: int, unit: str) -> dict[str, Any]:
-        """Since `before`, per `unit` (n of them): store statements, and CPU ms of the service,
-        its store and the clients; and the statements by name."""
-        statements, cpu = self.snapshot()
+    def snapshot(self) -> Snapshot:
+        return self.statements(), self.cpu(), self.store_log()
+
+    def costs(self, before: Snapshot, n: int, unit: str) -> dict[str, Any]:
+        """Since `before`, per `unit` (n of them): store statements, CPU ms of the service, its
+        store, the clients and the store's log rewrites, and KB the store wrote (its rewrites'
+        too: the kernel adds a child's I/O to its parent's once waited for); the log's rewrites;
+        the statements by name."""
+        statements, cpu, log = self.snapshot()
         ran = {k: v - before[0].get(k, 0.0) for k, v in sorted(statements.items()) if v > before[0].get(k, 0.0)}
-        service_s, store_s, client_s = (b - a for a, b in zip(before[1], cpu, strict=True))
+        service_s, store_s, client_s, rewrite_s = (b - a for a, b in zip(before[1], cpu, strict=True))
+        written, rewrites = (b - a for a, b in zip(before[2], log, strict=True))
         n = max(1, n)
         return {
             f"store_statements_per_{unit}": round(sum(ran.values()) / n, 2),
             f"service_cpu_ms_per_{unit}": round(service_s * 1000 / n, 2),
             f"store_cpu_ms_per_{unit}": round(store_s * 1000 / n, 2) if self.store_pid is not None else None,
             f"client_cpu_ms_per_{unit}": round(client_s * 1000 / n, 3),
+            f"store_rewrite_cpu_ms_per_{unit}": round(rewrite_s * 1000 / n, 3) if self.store_pid is not None else None,
+            f"store_written_kb_per_{unit}": round(written / 1024 / n, 2) if self.store_pid is not None else None,
+            "store_log_rewrites": rewrites if self.store_pid is not None else None,
             "statements": {k: int(v) for k, v in ran.items()},
         }

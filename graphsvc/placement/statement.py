@@ -12,6 +12,8 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from graphsvc.store.queries import without_comment_lines
+
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -23,7 +25,7 @@ class Statement:
 
     @property
     def browser(self) -> str:
-        body = "\n".join(line for line in self.text.splitlines() if not line.lstrip().startswith("//"))
+        body = without_comment_lines(self.text)
         return f":params {cypher_literal(self.params)};\n{body.strip()}\n"
 
 

@@ -242,7 +242,7 @@ class Neo4jBackend:
 
         @neo4j.unit_of_work(timeout=budget_s, metadata={"query": query.name})
         async def work(tx: AsyncManagedTransaction) -> list[Row]:
-            result = await tx.run(query.text, args)
+            result = await tx.run(query.neo4j_text, args)
             return [dict(record) for record in await result.data()]
 
         try:

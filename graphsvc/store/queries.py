@@ -41,6 +41,15 @@ scope clause, so ``falkordb_text`` (what the FalkorDB backend runs) is ``serial_
 ``CALL (a, b) {`` written ``CALL { WITH a, b`` and ``CALL () {`` written ``CALL {``, which mean the
 same. A scope clause stands on a line of its own (only such a line is rewritten); ``CALL (*)`` has
 no FalkorDB form and is refused when the query is loaded.
+
+Sent text: a store is sent a statement without its comment-only lines, under one line naming the
+query (``// reservations/release_batch``, what a slow log or Neo4j's query log then shows):
+``falkordb_text`` and ``neo4j_text``. The comments are the statements' documentation, two thirds
+of their text (a reserve batch 10.5 KB, 3.4 KB without them), and FalkorDB writes every write
+statement's whole text to its append-only log: ~3x the bytes per reservation written and synced,
+and a log that reached its rewrite size ~3x as often (docs/benchmarks.md, "Stop 69"). A line that
+is only a comment cannot be part of a string: a string literal spanning lines is refused when the
+query is loaded. `text` keeps them (explain, the lint, the checks of each query's declarations).
 """
 
 from __future__ import annotations
@@ -56,6 +65,7 @@ from graphsvc.resources import resource_dir
 
 _PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 _LINE_COMMENT = re.compile(r"//[^\n]*")
+_COMMENT_LINE = re.compile(r"^[ \t]*//[^\n]*(?:\n|\Z)", re.MULTILINE)
 
 
 _SCALARS = frozenset({"string", "int", "float", "bool", "map", "any"})
@@ -198,8 +208,14 @@ class NamedQuery:
 
     @cached_property
     def falkordb_text(self) -> str:
-        """The text FalkorDB runs: `serial_text` in FalkorDB's dialect (module docstring, "Dialect")."""
-        return falkordb_dialect(self.serial_text)
+        """The text FalkorDB runs: `serial_text` in FalkorDB's dialect (module docstring, "Dialect"),
+        as sent (module docstring, "Sent text")."""
+        return sent_form(self.name, falkordb_dialect(self.serial_text))
+
+    @cached_property
+    def neo4j_text(self) -> str:
+        """The text Neo4j runs: `text` as sent (module docstring, "Sent text")."""
+        return sent_form(self.name, self.text)
 
     @cached_property
     def parameters(self) -> frozenset[str]:
@@ -242,6 +258,7 @@ class QueryRegistry:
             text = _expand(own, fragments, name)
             if not text:
                 raise ValueError(f"query {name} is empty")
+            refuse_strings_across_lines(text, name)
             query = NamedQuery(name, text, path, parse_signature(own, name))
             query.falkordb_text  # noqa: B018 - a scope clause FalkorDB cannot read fails here, at load
             self._queries[name] = query
@@ -315,6 +332,41 @@ def without_locks(text: str) -> str:
     if "//@lock-begin" in out or "//@lock-end" in out:
         raise ValueError("unbalanced //@lock-begin / //@lock-end")
     return out
+
+
+def without_comment_lines(text: str) -> str:
+    """`text` without the lines that hold only a comment (sound for the texts the registry loads:
+    `refuse_strings_across_lines`)."""
+    return _COMMENT_LINE.sub("", text)
+
+
+def sent_form(name: str, text: str) -> str:
+    """`text` as a store is sent it: without its comment-only lines, under one naming the query
+    (module docstring, "Sent text")."""
+    return f"// {name}\n" + without_comment_lines(text)
+
+
+def refuse_strings_across_lines(text: str, name: str) -> None:
+    """Raise ValueError where a string literal of `text` (quotes, or backticks) spans lines: a
+    line of it that looks like a comment would be left out of the sent text."""
+    quote = ""
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if quote:
+            if c == "\\" and quote != "`":
+                i += 1
+            elif c == quote:
+                quote = ""
+            elif c == "\n":
+                raise ValueError(f"query {name}: a string literal spans lines (write it on one line, or pass it)")
+        elif text.startswith("//", i):
+            end = text.find("\n", i)
+            i = len(text) if end < 0 else end
+            continue
+        elif c in "'\"`":
+            quote = c
+        i += 1
 
 
 # A scope clause on a line of its own (the way queries/ writes them): a comment or a string that
