@@ -244,6 +244,8 @@ class QueryRegistry:
         fragments = {
             p.stem: p.read_text(encoding="utf-8").strip() for p in sorted((root / "fragments").glob("*.cypher"))
         }
+        for stem, fragment in fragments.items():  # each file once: includes are whole lines
+            refuse_strings_across_lines(fragment, f"fragments/{stem}")
         for base in (root, *extra):
             self._load(base, fragments)
 
@@ -255,10 +257,10 @@ class QueryRegistry:
             if name in self._queries:
                 raise ValueError(f"two queries named {name} ({self._queries[name].path}, {path})")
             own = path.read_text(encoding="utf-8").strip()
+            refuse_strings_across_lines(own, name)
             text = _expand(own, fragments, name)
             if not text:
                 raise ValueError(f"query {name} is empty")
-            refuse_strings_across_lines(text, name)
             query = NamedQuery(name, text, path, parse_signature(own, name))
             query.falkordb_text  # noqa: B018 - a scope clause FalkorDB cannot read fails here, at load
             self._queries[name] = query

@@ -76,3 +76,12 @@ def test_the_registry_refuses_a_query_whose_string_spans_lines(tmp_path: Path) -
     (tmp_path / "bad.cypher").write_text("// @read\n// @row s string\nRETURN 'a\n// b' AS s\n")
     with pytest.raises(ValueError, match="query bad: a string literal spans lines"):
         QueryRegistry(tmp_path)
+
+
+def test_the_registry_refuses_a_fragment_whose_string_spans_lines(tmp_path: Path) -> None:
+    """Checked in the fragment's own file, so every form that includes it (a scan form's twin too) is covered."""
+    (tmp_path / "fragments").mkdir()
+    (tmp_path / "fragments" / "part.cypher").write_text("WITH 'a\n// b' AS s\n")
+    (tmp_path / "ok.cypher").write_text("// @read\n// @row s string\n//@include part\nRETURN s\n")
+    with pytest.raises(ValueError, match="query fragments/part: a string literal spans lines"):
+        QueryRegistry(tmp_path)
