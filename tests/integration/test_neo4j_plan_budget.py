@@ -7,8 +7,8 @@ request failed as an internal error (CI, 2026-12-06): the stopped transaction's 
 and a terminated transaction is a timeout when it ran its budget, a busy store when it was stopped
 sooner. Neo4j only: FalkorDB plans in milliseconds and has no lock waits (one writer per graph).
 
-What bounds these tests is work, not time: a fresh statement text is always planned (seconds for a
-statement of `ingest_host`'s size, never under 50 ms), and a lock held by an open transaction is
+What bounds these tests is work, not time: a statement of a fresh syntax tree is always planned
+(seconds for a statement of `ingest_host`'s size, never under 50 ms), and a lock held by an open transaction is
 waited for until the waiter's budget runs out.
 """
 
@@ -49,9 +49,12 @@ TINY_BUDGET_S = 0.05  # under any plan of ingest_host's text; long enough for a 
 
 
 def _fresh_ingest_host() -> NamedQuery:
-    """`ingest_host` under a text no server has planned (a unique trailing comment)."""
+    """`ingest_host` under a statement no server has planned: it starts with a clause binding a
+    variable of a unique name, which changes the statement's syntax tree. Neo4j caches plans by
+    that tree, not by the text: a unique comment (the test's first way) no longer made a fresh
+    plan once another test had planned `ingest_host` on the same server (CI, 2026-12-07)."""
     query = INGEST_HOST
-    text = f"{query.text}\n// plan-budget test {secrets.token_hex(8)}"
+    text = f"WITH 0 AS fresh_{secrets.token_hex(8)}\n{query.text}"
     return NamedQuery(query.name, text, query.path, query.signature)
 
 
