@@ -9,7 +9,7 @@
 // hosts through a variable bound after the locks; it writes no counter, so it locks none. The
 // caller puts each host in a batch at most once.
 // Cost on FalkorDB (docs/store.md, "What a FalkorDB statement pays for"): a map's property read
-// copies the whole value, so `doc.gpus[x.uuid]` copied every GPU's readings to read one; the
+// copies the whole value, so `doc.readings[x.uuid]` copied every GPU's readings to read one; the
 // readings are bound once per document (`readings`) and indexed from there. The host's GPUs are
 // collected in a subquery, so no document map is a grouping key. The lock prelude is one lock
 // block (FalkorDB, writing one statement at a time, skips it). A batch of eight documents: 2.9 ->
@@ -45,7 +45,7 @@ CALL (h) {
   OPTIONAL MATCH (h)-[:HAS_GPU]->(g:GPU)
   RETURN collect(g) AS host_gpus
 }
-WITH doc.props AS props, doc.gpus AS readings, h, host_gpus
+WITH doc.props AS props, doc.readings AS readings, h, host_gpus
 WITH props, readings, h, [x IN host_gpus WHERE readings[x.uuid] IS NOT NULL] AS gpus
 WHERE all(x IN gpus WHERE (coalesce(x.health, 'ok') = 'failed') = (coalesce(readings[x.uuid].health, x.health, 'ok') = 'failed'))
 WITH props, readings, h, gpus,

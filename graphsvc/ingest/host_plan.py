@@ -380,7 +380,7 @@ def unchanged_params(facts: HostFacts, *, received_at: float, fingerprint: str) 
         "host": facts.hostname,
         "fingerprint": fingerprint,
         "props": {**host_props(facts, received_at=received_at), FINGERPRINT: fingerprint},
-        "gpus": {g.uuid: gpu_state(g) for g in facts.gpus},
+        "readings": {g.uuid: gpu_state(g) for g in facts.gpus},
     }
 
 

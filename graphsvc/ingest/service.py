@@ -308,13 +308,14 @@ async def ingest_metrics(gateway: Gateway, metrics: HostMetrics) -> MetricsInges
         m.uuid: {k: v for k, v in m.model_dump(mode="json", exclude={"uuid"}).items() if v is not None}
         for m in metrics.gpus
     }
+    collected_at = metrics.collected_at.timestamp()
     rows = await gateway.write(
         "update_gpu_metrics",
         {
             "host": metrics.hostname,
-            "collected_at": metrics.collected_at.timestamp(),
-            "received_at": time.time(),
-            "metrics": by_uuid,
+            "collected_at": collected_at,
+            "props": {"metrics_at": collected_at, "received_at": time.time()},
+            "readings": by_uuid,
         },
     )
     if rows:

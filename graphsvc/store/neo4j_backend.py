@@ -11,9 +11,10 @@ write (from any request of this process) sees it, also on a cluster with read re
 
 Plans and the time budget: Neo4j plans a statement inside its transaction, so planning counts
 against the transaction timeout. It caches a plan under the statement (its syntax tree: a text
-that differs only in comments reuses the plan, measured 2026-12-07) and its parameters' types, where a string's or a list's type carries its size rounded up to a power of ten
-(`plan_key`): the first host document of each kind (8 GPUs, 4, none with MIG slices) is a new
-plan of `ingest_host`. A plan of the largest statements took 2-4 s on a quiet machine and 8-11 s
+that differs only in comments reuses the plan, measured 2026-12-07) and its parameters' types,
+where a string's or a list's type carries its size rounded up to a power of ten (`plan_key`):
+the first host document of each kind (8 GPUs, 4, none with MIG slices) is a new plan of
+`ingest_host`. A plan of the largest statements took 2-4 s on a quiet machine and 8-11 s
 with both cores busy on a cold server, past the 10 s budget: the statement was killed and the
 request failed (CI, 2026-12-06). So the first run of each plan key in this process gets
 `plan_allowance_s` more; later runs get the budget alone (docs/store.md, "Neo4j plans inside

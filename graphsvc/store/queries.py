@@ -64,8 +64,10 @@ from typing import Literal
 from graphsvc.resources import resource_dir
 
 _PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
-_LINE_COMMENT = re.compile(r"//[^\n]*")
-_COMMENT_LINE = re.compile(r"^[ \t]*//[^\n]*(?:\n|\Z)", re.MULTILINE)
+# A comment, from `//` to its line's end: left out when the parameters a text names are found.
+_COMMENT_TO_LINE_END = re.compile(r"//[^\n]*")
+# A line that holds only a comment, its line break too: left out of the text sent ("Sent text").
+_COMMENT_ONLY_LINE = re.compile(r"^[ \t]*//[^\n]*(?:\n|\Z)", re.MULTILINE)
 # A comment, a string literal closed on its line (backslash escapes; backticks double themselves),
 # or a lone quote: what refuse_strings_across_lines reads.
 _ONE_LINE_TOKEN = re.compile(r"//[^\n]*|'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"|`[^`\n]*`|['\"`]")
@@ -195,7 +197,7 @@ def _split_top(text: str) -> list[str]:
 
 def parameters_in(text: str) -> frozenset[str]:
     """The $parameters a statement's text uses, comments aside."""
-    return frozenset(_PARAM.findall(_LINE_COMMENT.sub("", text)))
+    return frozenset(_PARAM.findall(_COMMENT_TO_LINE_END.sub("", text)))
 
 
 @dataclass(frozen=True)
@@ -343,7 +345,7 @@ def without_locks(text: str) -> str:
 def without_comment_lines(text: str) -> str:
     """`text` without the lines that hold only a comment (sound for the texts the registry loads:
     `refuse_strings_across_lines`)."""
-    return _COMMENT_LINE.sub("", text)
+    return _COMMENT_ONLY_LINE.sub("", text)
 
 
 def sent_form(name: str, text: str) -> str:

@@ -23,7 +23,12 @@ async def make_silent(gateway: Gateway, host: str, hours: float) -> None:
     """As if the host's collector last reported `hours` ago (metrics carry received_at)."""
     await gateway.write(
         "update_gpu_metrics",
-        {"host": host, "collected_at": time.time() + 1, "received_at": time.time() - hours * 3600, "metrics": {}},
+        {
+            "host": host,
+            "collected_at": time.time() + 1,
+            "props": {"metrics_at": time.time() + 1, "received_at": time.time() - hours * 3600},
+            "readings": {},
+        },
     )
 
 

@@ -316,8 +316,9 @@ async def test_older_readings_that_waited_for_newer_facts_are_not_applied(neo: t
     that committed while it waited were written over them (a GPU marked failed by stale data)."""
     gw, server = neo
     host, held = await _newer_facts_held(gw, server)
-    readings = {"host": host.hostname, "collected_at": host.collected_at.timestamp() + 50,
-                "received_at": time.time(), "metrics": {host.gpus[0].uuid: {"health": "failed"}}}  # fmt: skip
+    at = host.collected_at.timestamp() + 50
+    readings = {"host": host.hostname, "collected_at": at, "props": {"metrics_at": at, "received_at": time.time()},
+                "readings": {host.gpus[0].uuid: {"health": "failed"}}}  # fmt: skip
     try:
         applied = await held.commit_when_blocked(gw.write("update_gpu_metrics", readings))
     finally:

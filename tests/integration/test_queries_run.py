@@ -192,14 +192,14 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "update_gpu_metrics": {
         "host": FIRST.hostname,
         "collected_at": time.time() + 1,
-        "received_at": time.time(),
-        "metrics": {FIRST.gpus[0].uuid: {"temperature_c": 50.0}},
+        "props": {"metrics_at": time.time() + 1, "received_at": time.time()},
+        "readings": {FIRST.gpus[0].uuid: {"temperature_c": 50.0}},
     },
     "ingest_host_unchanged": {
         "host": FIRST.hostname,
         "fingerprint": "not-the-stored-one",
         "props": {"collected_at": time.time() + 2, "received_at": time.time()},
-        "gpus": {FIRST.gpus[0].uuid: {"temperature_c": 51.0, "health": "ok"}},
+        "readings": {FIRST.gpus[0].uuid: {"temperature_c": 51.0, "health": "ok"}},
     },
     "ingest_hosts_unchanged": {
         "docs": [
@@ -207,7 +207,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
                 "host": FIRST.hostname,
                 "fingerprint": "not-the-stored-one",
                 "props": {"collected_at": time.time() + 2, "received_at": time.time()},
-                "gpus": {FIRST.gpus[0].uuid: {"temperature_c": 51.0, "health": "ok"}},
+                "readings": {FIRST.gpus[0].uuid: {"temperature_c": 51.0, "health": "ok"}},
             }
         ]
     },

@@ -74,7 +74,7 @@ def test_the_facts_digest_moves_with_the_fingerprint_not_with_health_and_load() 
     params = host_params(loaded, received_at=7.0)
     small = unchanged_params(loaded, received_at=7.0, fingerprint=_fingerprint(loaded))
     assert small["props"] == params["host"]["props"]
-    assert small["gpus"] == {g["uuid"]: g["state"] for g in params["gpus"]}
+    assert small["readings"] == {g["uuid"]: g["state"] for g in params["gpus"]}
     assert all(set(g["state"]) <= set(GPUState.model_fields) for g in params["gpus"])
     assert not any(set(g["props"]) & set(GPUState.model_fields) for g in params["gpus"])  # written apart
 
