@@ -23,10 +23,11 @@ from graphsvc.sites.compare import Objective
 from graphsvc.sites.estimate import JobProfile
 from graphsvc.sites.model import CapacityKind, SiteKind
 from graphsvc.sites.service import compare_sites, excluded_free
-from graphsvc.sites.store import FreeGPUs, put_sites
+from graphsvc.sites.store import FreeGPUs, put_sites, site_free_gpus
 from graphsvc.store.gateway import Gateway
 from graphsvc.synthetic.clusters import SyntheticCluster, add_spines, add_superpod_h100
 from tests.cluster_helpers import load, occupy
+from tests.queries import with_test_queries
 
 QUERY = """query($text: String!) {
   c: compareSites(text: $text, profile: {gpuHours: 1}) {
@@ -118,3 +119,23 @@ def test_each_excluded_gpu_is_counted_once_under_its_first_reason() -> None:
         7,
         ["6 degraded, refused while excludeUnhealthy is true", "1 in MIG mode"],
     )
+
+
+async def test_a_host_without_the_impaired_count_has_its_gpus_read(gateway: Gateway) -> None:
+    """site_free_excluded sums a host with no impaired GPU from its counters and reads the GPUs of
+    the others, a host with no count at all (a graph before v9) among them: the same kinds."""
+    worn, clean = _site("worn", seed=0, degraded=(3, 5)), _site("clean", seed=1)
+    for cluster in (worn, clean):
+        await load(gateway, cluster)
+    sites = [
+        SiteIn(
+            name="both", kind=SiteKind.ON_PREM, capacity_kinds=[CapacityKind.OWNED], clusters=[worn.name, clean.name]
+        )
+    ]
+    await put_sites(gateway, SiteCatalog(sites=sites), time.time())
+    model = worn.hosts[0].gpus[0].model
+    expected = [FreeGPUs(model, False, False, 14), FreeGPUs(model, False, True, 2)]
+    assert await site_free_gpus(gateway, "both") == expected
+    hosts = [worn.hosts[0].hostname, clean.hosts[0].hostname]
+    await with_test_queries(gateway).write("host_impaired_set", {"hosts": hosts, "value": None})
+    assert await site_free_gpus(gateway, "both") == expected
