@@ -168,6 +168,9 @@ class Outcome(BaseModel):
 # CPU each when infeasible (a probe, stop 58).
 
 
+_READ_COST = field_cost("reservation", {})  # a reservation with every GPU it holds, the largest job's
+
+
 def _within_limit(request: Request, cost: int) -> None:
     settings = getattr(request.app.state, "settings", None)
     if settings is not None and cost > settings.graphql_max_cost:
@@ -331,8 +334,11 @@ async def release(reservation_id: IdPath, request: Request, caller: Caller) -> O
 
 @router.get("/v1/reservations/{reservation_id}")
 async def read(reservation_id: IdPath, request: Request, caller: Caller) -> Outcome:
-    """One reservation as its holder sees it (GraphQL's `reservation`): `expired` once its lease ran out."""
+    """One reservation as its holder sees it (GraphQL's `reservation`): `expired` once its lease ran out.
+    Charged as that field is (it read for free until stop 70)."""
     require(caller, Role.SCHEDULER, Role.OPERATOR)
+    _within_limit(request, _READ_COST)
+    _spend(request, caller, _READ_COST)
     found = await request.app.state.reservations.read(reservation_id)
     if found is None:
         return Outcome(kind="NotFound", id=reservation_id, message=f"no reservation {reservation_id!r}")

@@ -166,6 +166,29 @@ async def test_place_and_reserve_spend_the_tokens_query_budget_as_graphql_does(g
         assert other.status_code == 200  # each token its own budget
 
 
+async def test_reading_a_reservation_spends_the_budget_as_graphql_does(gateway: Gateway) -> None:
+    """GET /v1/reservations/{id} charged nothing and GraphQL's `reservation` 1, though each reads
+    every GPU the reservation holds (a 4,096-GPU job's read: 57-71 ms of store time); both now
+    cost what elasticState, the same read, costs (graphql/cost.py, RESERVATION_READ)."""
+    await load(gateway, "l40s:hosts=1")
+    # 150 units that refill ~17 h per unit: a reserve (3) and two reads (70 each) fit, a third does not.
+    c, tokens = with_tokens(
+        gateway, {"sched": Role.SCHEDULER}, graphql_cost_per_minute=0.001, graphql_cost_burst=150, graphql_max_cost=150
+    )
+    async with c:
+        made = await c.post("/v1/reservations", json={"holder": "j", "request": "1xL40S"}, headers=tokens["sched"])
+        assert made.status_code == 200 and made.json()["kind"] == "Reservation", made.text
+        rid = made.json()["id"]
+        for _ in range(2):
+            read = await c.get(f"/v1/reservations/{rid}", headers=tokens["sched"])
+            assert read.status_code == 200 and read.json()["id"] == rid
+        spent = await c.get(f"/v1/reservations/{rid}", headers=tokens["sched"])
+        assert spent.status_code == 429 and "a call costing 70" in spent.json()["detail"]
+        query = {"query": "query($id: String!) { reservation(id: $id) { id } }", "variables": {"id": rid}}
+        graphql = (await c.post("/graphql", json=query, headers=tokens["sched"])).json()
+        assert graphql["errors"][0]["extensions"]["code"] == "QUERY_BUDGET_EXCEEDED"
+
+
 async def test_a_call_costing_more_than_any_may_is_refused_for_good(gateway: Gateway) -> None:
     """A budget smaller than a call's cost would never let it run: not a 429 to retry forever, but
     what GraphQL answers (QUERY_TOO_EXPENSIVE), a 400 (a review's case)."""

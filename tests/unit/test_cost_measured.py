@@ -28,6 +28,7 @@ FULL = 514  # one 4,096-GPU search
     [
         ("costFacts", {}, 3, 300),  # one full price file, whatever the catalogue
         ("elasticState", {"id": "r"}, 3, 70),  # the largest job's reservation read
+        ("reservation", {"id": "r"}, 3, 70),  # the same read
         ("removeHost", {"name": "h"}, 3, 14),  # one write recounting what the host fed
         ("leafHosts", {"leaf": "l"}, 3, 3),  # a switch cabling a whole cluster's hosts
         ("sites", {}, 0, 1),

@@ -267,7 +267,6 @@ def test_every_priced_field_is_in_the_documented_table() -> None:
     }
     assert {f for f in priced if f"`{f}`" not in table} <= {
         "host",
-        "reservation",
         "renew",
         "release",
         "events",

@@ -102,10 +102,12 @@ IMPACT = PLACEMENT_BASE + 1024 // 8
 # as the largest search, like shapedPlacement: one fits in an operation, two do not.
 NEXT_PHASE = PLACEMENT_BASE + MAX_GPUS // 8
 REPLACE_FAILED = PLACEMENT_BASE + MAX_GPUS // 8
-# elasticState reads the reservation with every GPU it holds, ranked (reservation_get, as `reservation`
-# does): it grows with the job, up to 4,096 GPUs, a size the price cannot know. An 8-GPU job took
-# 0.8-1.7 ms, a 4,096-GPU one 57-71 ms (on 8,192 GPUs; 69-207 ms in a busier run): priced as the largest.
-ELASTIC_STATE = 70
+# reservation and elasticState read the reservation with every GPU it holds, ranked
+# (reservation_get): the read grows with the job, up to 4,096 GPUs, a size the price cannot know. An
+# 8-GPU job took 0.8-1.7 ms, a 4,096-GPU one 57-71 ms (on 8,192 GPUs; 69-207 ms in a busier run):
+# priced as the largest. `reservation` cost 1 until stop 70, so fifteen aliases of one 4,096-GPU
+# job's read (~1 s of store work) cost 15, and the REST read (GET /v1/reservations/{id}) nothing.
+RESERVATION_READ = 70
 # removeHost: one write that deletes the host with its devices and recounts every counter it fed (its
 # NVLink domains, its switches' free GPUs): an 8-GPU host took 13-14 ms (an NVL72 tray, recounting its
 # 72-GPU domain, 13-20 ms; a name no host has 2.4 ms).
@@ -120,7 +122,7 @@ FIXED = {
     "drift": 20,  # renders a whole cluster's export and compares it
     "fabricPath": 5,
     "host": 1,
-    "reservation": 1,
+    "reservation": RESERVATION_READ,
     "renew": 1,
     "release": 1,
     "events": 1,
@@ -131,7 +133,7 @@ FIXED = {
     "nextPhase": NEXT_PHASE,
     "replaceFailed": REPLACE_FAILED,
     "costFacts": COST_FACTS,
-    "elasticState": ELASTIC_STATE,
+    "elasticState": RESERVATION_READ,
     "removeHost": REMOVE_HOST,
     "leafHosts": LEAF_HOSTS,
 }
