@@ -195,6 +195,13 @@ def _spend(request: Request, caller: Principal, cost: int) -> None:
         )
 
 
+def _charge(request: Request, caller: Principal, cost: int) -> None:
+    """Refuse a call over the limit for good, else spend its cost (a reserve puts its mutation
+    limit between the two: a call refused for good spends no mutation token)."""
+    _within_limit(request, cost)
+    _spend(request, caller, cost)
+
+
 def _limit(request: Request, caller: Principal) -> None:
     limiter = getattr(request.app.state, "limiter", None)
     if limiter is not None and not limiter.allow(caller.name):
@@ -256,9 +263,7 @@ def _reserve_cost(body: ReserveBody) -> int:
 async def place(body: PlaceBody, request: Request, caller: Caller) -> PlaceOut:
     """Ranked candidates for a request; nothing is held."""
     require(caller, Role.SCHEDULER, Role.OPERATOR)
-    cost = field_cost("placementText", {"text": body.request})
-    _within_limit(request, cost)
-    _spend(request, caller, cost)
+    _charge(request, caller, field_cost("placementText", {"text": body.request}))
     try:
         req = parse_request(body.request).validated()
     except RequestError as err:
@@ -337,8 +342,7 @@ async def read(reservation_id: IdPath, request: Request, caller: Caller) -> Outc
     """One reservation as its holder sees it (GraphQL's `reservation`): `expired` once its lease ran out.
     Charged as that field is (it read for free until stop 70)."""
     require(caller, Role.SCHEDULER, Role.OPERATOR)
-    _within_limit(request, _READ_COST)
-    _spend(request, caller, _READ_COST)
+    _charge(request, caller, _READ_COST)
     found = await request.app.state.reservations.read(reservation_id)
     if found is None:
         return Outcome(kind="NotFound", id=reservation_id, message=f"no reservation {reservation_id!r}")

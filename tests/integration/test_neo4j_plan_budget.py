@@ -8,8 +8,8 @@ and a terminated transaction is a timeout when it ran its budget, a busy store w
 sooner. Neo4j only: FalkorDB plans in milliseconds and has no lock waits (one writer per graph).
 
 What bounds these tests is work, not time: a statement of a fresh syntax tree is always planned
-(seconds for a statement of `ingest_host`'s size, never under 50 ms), and a lock held by an open transaction is
-waited for until the waiter's budget runs out.
+(seconds for a statement of `ingest_host`'s size, never under 50 ms), and a lock held by an open
+transaction is waited for until the waiter's budget runs out.
 """
 
 from __future__ import annotations
