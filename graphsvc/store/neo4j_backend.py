@@ -20,6 +20,11 @@ request failed (CI, 2026-12-06). So the first run of each plan key in this proce
 `plan_allowance_s` more; later runs get the budget alone (docs/store.md, "Neo4j plans inside
 the budget").
 
+An outage: the managed transaction retries a refused connection too, for `max_retry_s` and its
+back-off, ~7 s a request. After a statement found the server unreachable, the next ones try one
+connection first (`ping`, ~10 ms to be refused) until one succeeds: only the first request of an
+outage waits out the retries.
+
 A transaction Neo4j terminates is reported with a code saying only that: `Terminated`, or
 `LockClientStopped` when it was waiting for a lock (a write queued behind a long one). One
 that ran its whole budget was stopped by the timeout and is a StoreTimeoutError; one stopped
@@ -193,6 +198,12 @@ class Neo4jBackend:
         self._slots = asyncio.Semaphore(max_connections)
         self._plan_allowance_s = plan_allowance_s
         self._planned: set[Hashable] = set()  # plan keys that ran to the end here (module docstring)
+        # Set when a statement found the server unreachable: until one connection succeeds again,
+        # a statement first tries one connection (refused in milliseconds while the server is
+        # down) instead of the managed transaction's retries, which spent `max_retry_s` and more
+        # on each request of an outage (7 s a call, measured): the first request of an outage
+        # rides out a blip, the later ones answer "unavailable" at once.
+        self._unreachable = False
 
     async def open(self) -> None:
         self._driver = AsyncGraphDatabase.driver(
@@ -233,7 +244,9 @@ class Neo4jBackend:
         try:
             await self._drv().verify_connectivity()
         except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError) as exc:
+            self._unreachable = True
             raise StoreUnavailableError(f"Neo4j is unreachable: {exc}") from exc
+        self._unreachable = False
 
     async def run(self, query: NamedQuery, params: Mapping[str, Any], *, write: bool, timeout_s: float) -> list[Row]:
         args = dict(params)
@@ -256,6 +269,8 @@ class Neo4jBackend:
             ) from None
         started = time.perf_counter()
         try:
+            if self._unreachable:
+                await self.ping()  # still down: StoreUnavailableError now, without the retries
             for attempt in range(1, ENTITY_GONE_ATTEMPTS + 1):
                 try:
                     async with self._session() as session:
@@ -270,7 +285,10 @@ class Neo4jBackend:
                     await asyncio.sleep(random.uniform(0.01, 0.05) * attempt)
             raise AssertionError("unreachable: the last attempt returns or raises")
         except (neo4j_errors.Neo4jError, neo4j_errors.DriverError, OSError) as exc:
-            raise map_neo4j_error(query.name, exc, ran_s=time.perf_counter() - started, budget_s=budget_s) from exc
+            mapped = map_neo4j_error(query.name, exc, ran_s=time.perf_counter() - started, budget_s=budget_s)
+            if isinstance(mapped, StoreUnavailableError):
+                self._unreachable = True
+            raise mapped from exc
         finally:
             self._slots.release()
 

@@ -54,6 +54,8 @@ class Cable:
         self.server: asyncio.AbstractServer | None = None
         self.holding = False
         self.held = 0  # connections accepted while holding
+        self.refusing = False
+        self.refused = 0  # connections reset at once while refusing
         self.open: set[asyncio.StreamWriter] = set()
         self.released: asyncio.Event | None = None
         self.loop = asyncio.new_event_loop()
@@ -80,6 +82,10 @@ class Cable:
         return await asyncio.open_connection(self.upstream[1], int(self.upstream[2]))
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.refusing:
+            self.refused += 1
+            writer.transport.abort()
+            return
         self.open.add(writer)
         try:
             if self.holding:
@@ -110,6 +116,15 @@ class Cable:
 
         self._call(hold)
 
+    def refuse(self) -> None:
+        """The server gone, like `cut`, but each new connection is counted before its reset."""
+
+        async def refuse() -> None:
+            self.refusing = True
+            self._drop_all()
+
+        self._call(refuse)
+
     def cut(self) -> None:
         async def cut() -> None:
             if self.server is not None:
@@ -123,6 +138,9 @@ class Cable:
 
     def mend(self) -> None:
         self.holding = False
+        if self.refusing:
+            self.refusing = False  # still listening
+            return
         self.start()
 
     def close(self) -> None:
@@ -233,3 +251,26 @@ async def test_requests_queued_behind_a_batch_during_an_outage_fail_with_it_with
     cable.mend()
     assert isinstance(await reserve(), Reservation)
     assert group.batches == batches + 2
+
+
+async def test_each_request_during_an_outage_tries_one_connection_not_the_drivers_retries(
+    gateway: Gateway, through_cable: tuple[Gateway, Cable]
+) -> None:
+    """The first request of an outage may retry (on Neo4j the driver's managed transaction does,
+    for `max_retry_s`: a blip passes unnoticed); the ones after it try one connection each and
+    answer "unavailable" at once (7 s a call before, on Neo4j). Counted: connection attempts."""
+    await load(gateway, "l40s:hosts=1")
+    gw, cable = through_cable
+    assert await gw.read("health_counts")  # answered through the cable
+    cable.refuse()  # the server gone: every connection reset as it opens
+    with pytest.raises(StoreUnavailableError):
+        await gw.read("health_counts")  # (on FalkorDB: its live connection reset, no new one tried)
+    for _ in range(3):
+        before = cable.refused
+        with pytest.raises(StoreUnavailableError) as failed:
+            await gw.read("health_counts")
+        assert not isinstance(failed.value, StoreBusyError)
+        assert cable.refused - before == 1, f"{cable.refused - before} connection attempts for one request"
+    cable.mend()  # back: the next request is answered, and the one after it runs as usual
+    for _ in range(2):
+        assert await gw.read("health_counts")
