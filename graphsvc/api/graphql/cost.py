@@ -108,6 +108,10 @@ REPLACE_FAILED = PLACEMENT_BASE + MAX_GPUS // 8
 # priced as the largest. `reservation` cost 1 until stop 70, so fifteen aliases of one 4,096-GPU
 # job's read (~1 s of store work) cost 15, and the REST read (GET /v1/reservations/{id}) nothing.
 RESERVATION_READ = 70
+# renew and release answer the same reservation, but from their own write (no read after it: the
+# statement returns what it wrote) and stay at 1: each is one mutation, counted by the mutation
+# limit (2,000/s a token), and a read's price on them would take the cost budget (6,000 units/s a
+# token) down to ~85 releases/s, where one scheduler's reserve+release is meant to run 1,000 jobs/s.
 # removeHost: one write that deletes the host with its devices and recounts every counter it fed (its
 # NVLink domains, its switches' free GPUs): an 8-GPU host took 13-14 ms (an NVL72 tray, recounting its
 # 72-GPU domain, 13-20 ms; a name no host has 2.4 ms).
