@@ -16,7 +16,12 @@ if ! command -v chromium >/dev/null; then
 fi
 
 echo "== fetching the Neo4j 5.26 server jars (Maven Central, cached in tools/neo4j-local/lib)"
-./scripts/neo4j-jars.sh
+NEO4J_CLASS_ARCHIVE=later ./scripts/neo4j-jars.sh
+# Its class-data archive (one server start and stop, ~30 s of a loaded 2-core machine) is written
+# while the installs below wait on the network; pytest waits for it.
+archive_log="$(mktemp)"
+./scripts/neo4j-jars.sh > "$archive_log" 2>&1 &
+archive_pid=$!
 
 if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null || ! command -v munged >/dev/null; then
     echo "== installing Slurm and munge (real slurmctld/slurmd check the Slurm exports)"
@@ -44,6 +49,9 @@ ruff check .
 ruff format --check .
 echo "== mypy --strict"
 mypy .
+wait "$archive_pid" || echo "   (the Neo4j class archive step failed: the servers start without it)"
+cat "$archive_log"
+rm -f "$archive_log"
 # Two workers (pytest-xdist), each with its own FalkorDB and Neo4j server, each running one test
 # file at a time (a file's fixtures and its order stay whole): the store tests wait on a server
 # about half of their time, so two processes keep two cores busy. GRAPHSVC_TEST_WORKERS=0 runs in

@@ -119,6 +119,34 @@ def test_ready_then_stopped(fake_launcher: Path, tmp_path: Path, monkeypatch: py
     assert gone(pid)
 
 
+@pytest.mark.parametrize(
+    ("files", "classpath", "archived"),
+    [
+        # scripts/neo4j-jars.sh's layout: the launcher jarred beside the Neo4j jars, and the class archive.
+        (["lib/neo4j-local-launcher.jar", "lib/neo4j-local.jsa"], "lib/*", True),
+        (["lib/neo4j-local-launcher.jar"], "lib/*", False),  # the archive could not be written
+        (["classes/Neo4jLocal.class"], "classes:lib/*", False),  # a launcher built before the jar
+    ],
+)
+def test_the_class_archive_is_mapped_where_there_is_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: list[str], classpath: str, archived: bool
+) -> None:
+    home = tmp_path / "neo4j-local"
+    for name in ["lib/neo4j-5.26.0.jar", *files]:
+        (home / name).parent.mkdir(parents=True, exist_ok=True)
+        (home / name).touch()
+    monkeypatch.setenv("GRAPHSVC_NEO4J_LOCAL", str(home))
+    if shutil.which("java") is None:
+        monkeypatch.setenv("PATH", str(tmp_path))
+        (tmp_path / "java").write_text("#!/bin/sh\n")
+        (tmp_path / "java").chmod(0o755)
+    command = LocalNeo4j(tmp_path / "data").command()
+    cp = command[command.index("-cp") + 1]
+    assert cp == classpath.replace("classes", str(home / "classes")).replace("lib/", f"{home / 'lib'}/")
+    assert (f"-XX:SharedArchiveFile={home / 'lib' / 'neo4j-local.jsa'}" in command) is archived
+    assert command[command.index("-cp") + 2] == "Neo4jLocal"
+
+
 STARTER = """
 import sys, time
 from pathlib import Path
