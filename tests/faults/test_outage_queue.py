@@ -247,7 +247,8 @@ async def test_requests_queued_behind_a_batch_during_an_outage_fail_with_it_with
     assert group.batches == batches + 1  # no batch of their own
     assert _statements(gw) == sent + 1  # the one statement that found the store down
 
-    # Nothing remembers the outage: a request after it asks the store, and is answered once it is back.
+    # The group keeps nothing of the outage: a request after it asks the store, and is answered once
+    # it is back (on Neo4j after one connection the backend tries first: it saw the server unreachable).
     cable.mend()
     assert isinstance(await reserve(), Reservation)
     assert group.batches == batches + 2
