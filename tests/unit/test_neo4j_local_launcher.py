@@ -129,17 +129,11 @@ def test_ready_then_stopped(fake_launcher: Path, tmp_path: Path, monkeypatch: py
     ],
 )
 def test_the_class_archive_is_mapped_where_there_is_one(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: list[str], classpath: str, archived: bool
+    fake_launcher: Path, tmp_path: Path, files: list[str], classpath: str, archived: bool
 ) -> None:
-    home = tmp_path / "neo4j-local"
-    for name in ["lib/neo4j-5.26.0.jar", *files]:
-        (home / name).parent.mkdir(parents=True, exist_ok=True)
+    home = fake_launcher  # its classes/Neo4jLocal.class is used only where lib/ holds no launcher jar
+    for name in files:
         (home / name).touch()
-    monkeypatch.setenv("GRAPHSVC_NEO4J_LOCAL", str(home))
-    if shutil.which("java") is None:
-        monkeypatch.setenv("PATH", str(tmp_path))
-        (tmp_path / "java").write_text("#!/bin/sh\n")
-        (tmp_path / "java").chmod(0o755)
     command = LocalNeo4j(tmp_path / "data").command()
     cp = command[command.index("-cp") + 1]
     assert cp == classpath.replace("classes", str(home / "classes")).replace("lib/", f"{home / 'lib'}/")
