@@ -141,6 +141,22 @@ def test_the_class_archive_is_mapped_where_there_is_one(
     assert command[command.index("-cp") + 2] == "Neo4jLocal"
 
 
+@pytest.mark.parametrize(
+    ("interval_s", "flag"),
+    [
+        (None, []),  # Neo4j's own 10 s: the demo's server, and the fault tests' own
+        (86400, ["--min-replan-interval", "86400"]),  # the suite's session server (tests/stores.py)
+        (0, ["--min-replan-interval", "0"]),  # zero is a value, not "unset"
+    ],
+)
+def test_the_replan_interval_is_passed_only_when_set(
+    fake_launcher: Path, tmp_path: Path, interval_s: int | None, flag: list[str]
+) -> None:
+    command = LocalNeo4j(tmp_path / "data", min_replan_interval_s=interval_s).command()
+    tail = command[command.index("--page-cache") + 2 :]
+    assert tail == flag
+
+
 STARTER = """
 import sys, time
 from pathlib import Path

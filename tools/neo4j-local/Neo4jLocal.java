@@ -3,6 +3,7 @@
  *
  * Run with the jars that pom.xml fetches:
  *   java -cp 'tools/neo4j-local/lib/*' tools/neo4j-local/Neo4jLocal.java --port 7687 --data DIR [--password PW]
+ *       [--page-cache 256m] [--tx-memory 1g] [--min-replan-interval SECONDS]
  *
  * It embeds the database (DatabaseManagementServiceBuilder) and opens Bolt on 127.0.0.1:PORT
  * (--port 0: a free port the kernel picks), prints "NEO4J READY bolt://127.0.0.1:PORT" with the
@@ -50,6 +51,7 @@ public final class Neo4jLocal {
         String password = null;
         String pageCache = "256m";
         String txMemory = "1g";
+        Duration minReplanInterval = null;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--port" -> port = Integer.parseInt(args[++i]);
@@ -57,8 +59,10 @@ public final class Neo4jLocal {
                 case "--password" -> password = args[++i];
                 case "--page-cache" -> pageCache = args[++i];
                 case "--tx-memory" -> txMemory = args[++i];
+                case "--min-replan-interval" -> minReplanInterval = Duration.ofSeconds(Long.parseLong(args[++i]));
                 default -> {
-                    System.err.println("usage: Neo4jLocal --port N --data DIR [--password PW] [--page-cache 256m] [--tx-memory 1g]");
+                    System.err.println("usage: Neo4jLocal --port N --data DIR [--password PW] [--page-cache 256m] [--tx-memory 1g]"
+                            + " [--min-replan-interval SECONDS]");
                     System.exit(2);
                 }
             }
@@ -70,7 +74,15 @@ public final class Neo4jLocal {
         Files.createDirectories(data);
         boolean auth = password != null && !password.isEmpty();
 
-        DatabaseManagementService dbms = new DatabaseManagementServiceBuilder(data.toAbsolutePath())
+        DatabaseManagementServiceBuilder builder = new DatabaseManagementServiceBuilder(data.toAbsolutePath());
+        // How long a cached plan is kept before the statistics it was planned on are checked again
+        // (Neo4j's default: 10 s). The tests' server replaces its whole graph before every test, so
+        // the statistics always diverge and each statement was planned again every 10 s: over half
+        // of that server's CPU (LocalNeo4j.min_replan_interval_s says what the tests set).
+        if (minReplanInterval != null) {
+            builder.setConfig(GraphDatabaseSettings.cypher_min_replan_interval, minReplanInterval);
+        }
+        DatabaseManagementService dbms = builder
                 .setConfig(BoltConnector.enabled, true)
                 .setConfig(BoltConnector.listen_address, new SocketAddress("127.0.0.1", port))
                 .setConfig(HttpConnector.enabled, false)
