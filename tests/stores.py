@@ -21,9 +21,10 @@ STORES: tuple[str, ...] = tuple(
 NEO4J_TEST_TIMEOUT_S = 60.0
 # The session server keeps each plan it makes (LocalNeo4j.min_replan_interval_s), longer than any
 # run of the suite. Every test empties the database and loads a graph of its own, so with Neo4j's
-# 10 s every statement used more than 10 s after its plan was planned again: JFR on the two session
-# servers of 185 Neo4j tests found 55-57% of their samples in the planner, and with plans kept the
-# same tests took 6:12 instead of 8:30 (docs/store.md, "The tests' server keeps its plans").
+# 10 s a statement run more than 10 s after its last plan found the statistics diverged and was
+# planned again: JFR on the two session servers of 185 Neo4j tests found 55-57% of their samples in
+# the planner, and with plans kept the same tests took 6:12 instead of 8:30; a fresh-clone CI run,
+# 37 instead of 48 minutes of tests (docs/store.md, "The tests' server keeps its plans").
 SESSION_MIN_REPLAN_INTERVAL_S = 24 * 3600
 
 
