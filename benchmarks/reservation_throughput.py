@@ -131,6 +131,20 @@ async def run(
     }
 
 
+def batch_reserve_params(rng: random.Random, models: list[str], batch: int, tag: str) -> dict[str, Any]:
+    """reserve_in_host_batch's parameters for `batch` requests of 1, 2, 4 or 8 H100 full mesh
+    (random), ids `tag-0`, `tag-1`, ..."""
+    requests: list[dict[str, Any]] = []
+    for i in range(batch):
+        n = rng.choice([1, 2, 4, 8])
+        rid = f"{tag}-{i}"
+        props = {"id": rid, "holder": "raw", "state": "active", "created_at": 0.0, "expires_at": 1e12,
+                 "gpu_count": n, "idempotency_key": rid}  # fmt: skip
+        requests.append({"n": n, "link": 2, "props": props})
+    return {"requests": requests, "sizes": sorted({r["n"] for r in requests}), "models": models, "model": "h100",
+            "exclude": [], "stale_before": -1e18, "scan": min(64, batch + 8), "now": time.time()}  # fmt: skip
+
+
 async def raw(gw: Gateway, batch: int, rounds: int) -> dict[str, Any]:
     """The ceiling: the two batch statements straight through the gateway (no service, no HTTP)."""
     rows = await gw.read("placement_gpu_models", {})
@@ -142,15 +156,7 @@ async def raw(gw: Gateway, batch: int, rounds: int) -> dict[str, Any]:
     ms: list[float] = []
     started = time.perf_counter()
     for k in range(rounds):
-        items: list[dict[str, Any]] = []
-        for i in range(batch):
-            n = rng.choice([1, 2, 4, 8])
-            rid = f"raw{batch}-{k}-{i}"
-            props = {"id": rid, "holder": "raw", "state": "active", "created_at": 0.0, "expires_at": 1e12,
-                     "gpu_count": n, "idempotency_key": rid}  # fmt: skip
-            items.append({"n": n, "link": 2, "props": props})
-        params = {"requests": items, "sizes": sorted({i["n"] for i in items}), "models": models, "model": "h100",
-                  "exclude": [], "stale_before": -1e18, "scan": min(64, batch + 8), "now": time.time()}  # fmt: skip
+        params = batch_reserve_params(rng, models, batch, f"raw{batch}-{k}")
         t = time.perf_counter()
         out = await gw.write(statement, params)
         ids = list(out[0]["ids"]) if out else []

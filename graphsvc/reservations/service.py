@@ -10,6 +10,7 @@ answer is a typed Conflict. See docs/reservations.md for why this is safe on bot
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
@@ -56,6 +57,7 @@ from graphsvc.reservations.rows import (
     as_holding_rows,
     as_reservation_rows,
 )
+from graphsvc.store.backend import Row
 from graphsvc.store.errors import StoreConstraintError, StoreError
 from graphsvc.store.gateway import Gateway
 from graphsvc.store.group_commit import GroupCommit
@@ -127,6 +129,19 @@ class Released:
 
     reservation: Reservation
     awaited: bool
+
+
+@dataclass(frozen=True)
+class ReleaseItem:
+    """A release waiting in the group commit, beside the single-host reserves (fastpath.BatchItem)."""
+
+    reservation_id: str
+
+
+Moment = BatchItem | ReleaseItem
+"""What the group commit batches: the writes of one moment (ReservationService._write_moment)."""
+MomentAnswer = Reservation | Released | StoreError | None
+"""Its answer to each: a reserve's reservation, a release's Released, a statement's error, or None (not done here)."""
 
 
 @dataclass
@@ -356,14 +371,12 @@ class ReservationService:
         # "Stop 52"). Where writes run concurrently (Neo4j) a race may have taken the pick and the
         # next candidate may still be free.
         self.fast_attempts = 1 if gateway.serial_writes else 3
-        # Single-host reserves arriving while one is in the store go together (group_commit.py);
-        # two batches of each kind in flight where the store runs writes one at a time.
+        # Single-host reserves and releases arriving while a batch is in the store go together
+        # (group_commit.py; _write_moment); two batches in flight where the store runs writes one
+        # at a time.
         in_flight = 2 if gateway.serial_writes else 1
-        self.group: GroupCommit[BatchItem, Reservation | StoreError | None] | None = (
-            GroupCommit(self._reserve_batch, max_in_flight=in_flight) if group_commit else None
-        )
-        self.release_group: GroupCommit[str, Released | None] | None = (
-            GroupCommit(self._release_batch, max_in_flight=in_flight) if group_commit else None
+        self.group: GroupCommit[Moment, MomentAnswer] | None = (
+            GroupCommit(self._write_moment, max_in_flight=in_flight) if group_commit else None
         )
         # So are the idempotency-key lookups that precede reserves with a key: one read for all.
         self.key_group: GroupCommit[str, Reservation | None] | None = (
@@ -721,6 +734,7 @@ class ReservationService:
                 made = None  # an idempotency key raced in this batch: the single path below sorts it out
             if isinstance(made, StoreError):
                 raise made  # its own statement failed (_reserve_batch)
+            assert not isinstance(made, Released)  # a reserve's answer (_write_moment keeps each kind's)
             if made is not None:
                 await self.events.publish(Event("reservation.created", made.id, made.holder, self.clock()))
                 return made
@@ -742,62 +756,106 @@ class ReservationService:
                 return done
         return None
 
-    async def _reserve_batch(self, items: list[BatchItem]) -> list[Reservation | StoreError | None]:
-        """Single-host reserves in one statement per shared key (usually one); the reservations made,
-        in order (None: not taken; a store error: its statement failed, raised to its requests alone).
-        One error for the whole batch told the requests an earlier statement had committed that
-        the store failed: a retry without a key took a second reservation (a fault probe's case)."""
-        by_key: dict[BatchKey, list[int]] = {}
-        for n, item in enumerate(items):
-            by_key.setdefault(item.key, []).append(n)
-        found: dict[str, Reservation] = {}
-        failed: dict[str, StoreError] = {}
-        # The form for this cluster's size (fastpath.candidate_read): the host count as the graph
-        # facts hold it (each request refreshed them before it joined the batch).
-        form = candidate_read("reservations/reserve_in_host_batch", self.engine.facts.hosts, self.scan_every_host_up_to)
-        for key, members in by_key.items():
-            requests: list[BatchRequest] = [items[n].request for n in members]
-            params = batch_params(key, requests, self.clock())
+    async def _write_moment(self, items: list[Moment]) -> list[MomentAnswer]:
+        """A group commit's batch: its single-host reserves and its releases, each answered in
+        order (a reserve: the reservation made, None: not taken here, or the store error of its
+        own statement; a release: the reservation it ended, None: not ended here, or its
+        statement's error). Where the store runs writes one at a time the releases ride in the
+        reserves' first statement (reserve_release_batch: one statement's fixed cost, not two);
+        where writes run concurrently the two kinds go as two statements at once, each taking its
+        locks in the one global order (one statement doing both would lock in two rounds)."""
+        ids = [item.reservation_id for item in items if isinstance(item, ReleaseItem)]
+        reserves = [item for item in items if isinstance(item, BatchItem)]
+        if self.gw.serial_writes or not (ids and reserves):
+            made, released = await self._write_batch(reserves, ids)
+        else:
+            (made, _), (_, released) = await asyncio.gather(self._write_batch(reserves, []), self._write_batch([], ids))
+        answers: list[MomentAnswer] = []
+        answered: set[str] = set()
+        for item in items:
+            if isinstance(item, BatchItem):
+                answers.append(made.get(str(item.request["props"]["id"])))
+            elif isinstance(released, StoreError):
+                answers.append(released)
+            else:  # a duplicate id answers on its own, as ended already (no second event)
+                answers.append(None if item.reservation_id in answered else released.get(item.reservation_id))
+                answered.add(item.reservation_id)
+        return answers
+
+    async def _write_batch(
+        self, reserves: list[BatchItem], releasing: list[str]
+    ) -> tuple[dict[str, Reservation | StoreError], dict[str, Released] | StoreError]:
+        """Single-host reserves in one statement per shared key (usually one), the releases in the
+        first of them, or alone when no reserve waits (release_batch). The reservations made and
+        the statement errors by reserve id; the reservations ended by id, or the error of the
+        statement that carried them. One error for the whole batch told the requests an earlier
+        statement had committed that the store failed: a retry without a key took a second
+        reservation (a fault probe's case)."""
+        by_key: dict[BatchKey, list[BatchRequest]] = {}
+        for item in reserves:
+            by_key.setdefault(item.key, []).append(item.request)
+        made: dict[str, Reservation | StoreError] = {}
+        released: dict[str, Released] | StoreError = {}
+        now = self.clock()
+        ending = {"ids": sorted(set(releasing)), "now": now, "state": "released"}
+        if releasing and not by_key:
+            try:
+                return made, await self._ended(await self.gw.write("reservations/release_batch", ending), "")
+            except StoreError as err:
+                return made, err
+        for n, (key, requests) in enumerate(by_key.items()):
+            with_releases = n == 0 and bool(releasing)
+            statement, params = "reservations/reserve_in_host_batch", batch_params(key, requests, now)
+            if with_releases:
+                statement, params = "reservations/reserve_release_batch", params | ending
+            # The form for this cluster's size (fastpath.candidate_read): the host count as the
+            # graph facts hold it (each request refreshed them before it joined the batch).
+            form = candidate_read(statement, self.engine.facts.hosts, self.scan_every_host_up_to)
             try:
                 rows = await self.gw.write(form, params)
             except StoreConstraintError:
-                # An idempotency key raced in this statement (nothing of it was written): its requests
-                # go on alone, where the race is resolved; other statements of the batch stand.
+                # An idempotency key raced in this statement (nothing of it was written): its
+                # requests go on alone, where the race is resolved, and its releases by themselves;
+                # other statements of the batch stand.
+                if with_releases:
+                    _, released = await self._write_batch([], releasing)
                 continue
             except StoreError as err:
-                failed.update((str(items[n].request["props"]["id"]), err) for n in members)
+                made.update((str(request["props"]["id"]), err) for request in requests)
+                if with_releases:
+                    released = err
                 continue
             if not rows:
                 continue
-            # The statement returns each reservation as stored and the GPUs it took: nothing is
-            # read back (one round trip per batch, not two).
-            for rid, props, taken in zip(rows[0]["ids"], rows[0]["reservations"], rows[0]["taken"], strict=True):
-                found[str(rid)] = _reservation(_written_row(cast(ReservationProps, props), taken, held=True))
-        ids = [str(item.request["props"]["id"]) for item in items]
-        return [found.get(rid) or failed.get(rid) for rid in ids]
+            # The statement returns each reservation as stored and the GPUs it took (and each one
+            # it ended): nothing is read back (one round trip per batch, not two).
+            row = rows[0]
+            for rid, props, taken in zip(row["ids"], row["reservations"], row["taken"], strict=True):
+                made[str(rid)] = _reservation(_written_row(cast(ReservationProps, props), taken, held=True))
+            if with_releases:
+                released = await self._ended(rows, "released_")
+        return made, released
+
+    async def _ended(self, rows: Sequence[Row], prefix: str) -> dict[str, Released]:
+        """The reservations a release batch ended, by id, from its one row (release_batch, or
+        reserve_release_batch's `released_` columns): each as the statement left it (no read back),
+        its properties and the GPUs it held, none of them held any more; and whether a preemption
+        named it as a victim (its preempt_by, read under its lock; the Reservation shows it only
+        while live)."""
+        found: dict[str, Released] = {}
+        if rows:
+            row = rows[0]
+            columns = (row[f"{prefix}{name}"] for name in ("ids", "reservations", "taken"))
+            for rid, props, taken in zip(*columns, strict=True):
+                reservation = _reservation(_written_row(cast(ReservationProps, props), taken, held=False))
+                found[str(rid)] = Released(reservation, awaited=props.get("preempt_by") is not None)
+        await self._with_slices([r.reservation for r in found.values()])  # (MIG slices, should one be here)
+        return found
 
     async def _by_keys(self, keys: list[str]) -> list[Reservation | None]:
         """The reservations made with these idempotency keys (None: none yet), in one read."""
         found = {r.idempotency_key: r for r in await self.get_many(keys=sorted(set(keys)))}
         return [found.get(k) for k in keys]
-
-    async def _release_batch(self, ids: list[str]) -> list[Released | None]:
-        """One statement for a batch of releases; each released reservation, in order (None: not released here)."""
-        rows = await self.gw.write(
-            "reservations/release_batch", {"ids": sorted(set(ids)), "now": self.clock(), "state": "released"}
-        )
-        found: dict[str, Released] = {}
-        if rows:
-            # Each ended reservation as the statement left it (no read back): its properties and the
-            # GPUs it held, none of them held any more; and whether a preemption named it as a
-            # victim (its preempt_by, read under its lock; the Reservation shows it only while live).
-            for rid, props, taken in zip(rows[0]["ids"], rows[0]["reservations"], rows[0]["taken"], strict=True):
-                reservation = _reservation(_written_row(cast(ReservationProps, props), taken, held=False))
-                found[str(rid)] = Released(reservation, awaited=props.get("preempt_by") is not None)
-        await self._with_slices([r.reservation for r in found.values()])  # (MIG slices, should one be here)
-        ended = set(found)
-        first = {i: n for n, i in reversed(list(enumerate(ids)))}  # a duplicate answers on its own (no 2nd event)
-        return [found.get(i) if i in ended and first[i] == n else None for n, i in enumerate(ids)]
 
     async def _attempt(
         self, uuids: list[str], props: ReservationProps, ttl: int, key: KeyUse | None
@@ -1011,8 +1069,11 @@ class ReservationService:
         """Idempotent: releasing an ended reservation returns it as it is."""
         if not _printable(reservation_id):
             return NotFound(reservation_id, "no such reservation")
-        if self.release_group is not None and state == "released":
-            outcome = await self.release_group.submit(reservation_id)
+        if self.group is not None and state == "released":
+            outcome = await self.group.submit(ReleaseItem(reservation_id))
+            if isinstance(outcome, StoreError):
+                raise outcome  # its batch's statement failed (_write_moment)
+            assert not isinstance(outcome, Reservation)  # a release's answer (_write_moment keeps each kind's)
             if outcome is not None:
                 released = outcome.reservation
                 await self.events.publish(

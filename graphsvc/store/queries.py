@@ -304,6 +304,7 @@ SCAN_FORMS = {
     "placement_free_blocks": "placement_free_blocks_scan",
     "placement_leaf_page": "placement_leaf_page_scan",
     "placement_domain_page": "placement_domain_page_scan",
+    "reserve_batch_candidates": "reserve_batch_candidates_scan",
 }
 """Fragments read by index seeks, each with its twin read by a scan (module docstring, "Scan forms")."""
 SCAN_SUFFIX = "_scan"

@@ -1,21 +1,11 @@
 // Group commit of reserve_in_host: several single-host requests ($requests, in arrival order,
 // sharing the accepted models, excluded hosts and staleness cut-off) matched and taken in one
-// statement (one transaction), each with its own answer, on a cluster of more hosts than
-// `fastpath.SCAN_EVERY_HOST_UP_TO` (smaller ones: reserve_in_host_batch_scan, the same but for
-// how the candidates are read). The candidate hosts are read once for the batch by the free-count
-// index: for each distinct request size in it ($sizes), the page of at most $scan hosts that
-// fit that size best (a subquery per size; one page for the smallest size alone left a batch's
-// larger requests no host on a cluster in use, whose best fits for one GPU hold one or two, and
-// sent them one by one down the single path). Each page is read in two passes: a first streaming
-// pass over the exact free counts stops after $scan hosts, and its largest count bounds the
-// sorted second pass, which reads only the hosts whose counts lie within it (all of them when
-// most hosts share that count, as on an idle cluster); any order the plan yields rows in gives a
-// bound at least the true one, and none seen gives an empty range. Sorting every host with a free
-// GPU cost ~1.3 ms more per cycle at 4,096 hosts half reserved, docs/benchmarks.md stop 33.
-// Under Neo4j's read committed isolation a count may change between the passes (fewer candidates,
-// and the requests not served go on alone) and between two seeks of one statement (a host seen
-// under two counts, in two size pages or twice in one: reserve_batch_take groups by host).
-// Then reserve_batch_take serves the requests from these candidates and returns one row.
+// statement (one transaction), each with its own answer. The candidate hosts are read once for
+// the batch (reserve_batch_candidates: by the free-count index; this query's derived `_scan`
+// form reads them by a scan of every host, for clusters of at most
+// `fastpath.SCAN_EVERY_HOST_UP_TO` hosts), then reserve_batch_take serves the requests from
+// these candidates and returns one row. reserve_release_batch is the same with a batch of
+// releases before it, in one statement.
 // @write
 // @param exclude list<string>
 // @param model string
@@ -26,22 +16,5 @@
 // @param sizes list<int>
 // @param stale_before float
 // @row ids any, reservations any, taken any
-UNWIND $sizes AS size
-CALL (size) {
-  UNWIND range(size, 128) AS want
-  MATCH (h:Host)
-  WHERE h.free_gpus = want AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
-    AND coalesce(h.received_at, $now) >= $stale_before
-  WITH size, want
-  LIMIT $scan
-  WITH size, max(want) AS most
-  UNWIND range(size, coalesce(most, size - 1)) AS want
-  MATCH (h:Host)
-  WHERE h.free_gpus = want AND NOT h.name IN $exclude AND toLower(coalesce(h.gpu_model, '')) CONTAINS $model
-    AND coalesce(h.received_at, $now) >= $stale_before
-  WITH h, want
-  ORDER BY want, h.name
-  LIMIT $scan
-  RETURN h, want
-}
+//@include reserve_batch_candidates
 //@include reserve_batch_take

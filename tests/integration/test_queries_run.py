@@ -340,6 +340,17 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "reservations/reserve_in_host_scan": _in_host_example("rsv-in-host-scan"),
     "reservations/reserve_in_host_batch": _batch_example("rsv-batch"),
     "reservations/reserve_in_host_batch_scan": _batch_example("rsv-batch-scan"),
+    # Runs after the two above (writes run in name order): ends two of each one's reservations.
+    "reservations/reserve_release_batch": {
+        **_batch_example("rsv-both"),
+        "ids": ["rsv-batch-1", "rsv-batch-2", "rsv-none"],
+        "state": "released",
+    },
+    "reservations/reserve_release_batch_scan": {
+        **_batch_example("rsv-both-scan"),
+        "ids": ["rsv-batch-scan-1", "rsv-batch-scan-2"],
+        "state": "released",
+    },
     "reservations/host_count": {},
     "reservations/release_reservation": {"id": "rsv-example", "now": 3.0, "state": "released"},
     "reservations/release_batch": {"ids": ["rsv-in-host", "rsv-batch-1", "rsv-none"], "now": 3.0, "state": "released"},
