@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import types
 import typing
 from typing import Any, TypeVar
@@ -116,8 +117,9 @@ def loads(data: str | bytes, *, check_depth: bool = False) -> Any:
         raise InvalidJSON("the body is not valid UTF-8") from None
     except (json.JSONDecodeError, InvalidJSON):
         raise
-    except ValueError as err:  # an integer of more digits than Python converts (sys.get_int_max_str_digits)
-        raise InvalidJSON(f"a number too long to read ({err})") from None
+    except ValueError:  # an integer of more digits than Python converts (sys.get_int_max_str_digits)
+        # Not the interpreter's own text, which told the client to call sys.set_int_max_str_digits().
+        raise InvalidJSON(f"a number too long to read (more than {sys.get_int_max_str_digits()} digits)") from None
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     has_surrogate_escape = _SURROGATE_ESCAPE.search(raw) is not None
     if check_depth or has_surrogate_escape:

@@ -173,6 +173,24 @@ async def test_a_variable_of_the_wrong_type_is_told_not_masked(
     assert sum("graphql request refused" in r.getMessage() for r in caplog.records) == len(told)
 
 
+async def test_a_subscription_over_http_is_told_where_subscriptions_are_served(
+    client: httpx.AsyncClient, gateway: Gateway, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A subscription sent as a POST or GET ran its root field as a query's: "Unexpected error."
+    and a traceback logged at ERROR per request, which any token could fill the log with (a
+    probe, stop 73). A WebSocket still subscribes (tests/faults/test_subscriptions_ws.py)."""
+    document = "subscription { events { kind subject } }"
+    sent = [
+        await client.post("/graphql", json={"query": document}),
+        await client.get("/graphql", params={"query": document}, headers={"accept": "application/json"}),
+    ]
+    for resp, method in zip(sent, ["POST", "GET"], strict=True):
+        assert resp.status_code == 400, resp.text
+        assert f"subscriptions are not served over {method}: open a WebSocket to /graphql" in resp.text
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+    assert "errors" not in await gql(client, "{ clusterSummary { hosts } }")  # queries run as before
+
+
 def test_a_value_a_field_cannot_serialise_is_still_masked() -> None:
     """graphql-core carries its own error as the original of an output that cannot be serialised
     (an Int beyond 32 bits) too: that one has a path, is ours, and stays masked (and logged)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterable
 from typing import Any
 
 import strawberry
@@ -29,7 +30,8 @@ from strawberry.extensions import (
 )
 from strawberry.schema.exceptions import InvalidOperationTypeError
 from strawberry.tools import merge_types
-from strawberry.types import ExecutionContext
+from strawberry.types import ExecutionContext, ExecutionResult
+from strawberry.types.graphql import OperationType
 
 from graphsvc.api.graphql import reservations as res
 from graphsvc.api.graphql.context import READERS, Forbidden, Info, RateLimited
@@ -242,7 +244,49 @@ WARN_CODES = frozenset({"FORBIDDEN", "RATE_LIMITED", "QUERY_TOO_EXPENSIVE", "QUE
 LOGGED_CHARS = 300  # of a message, which may quote what the client sent
 
 
+class SubscriptionOverHTTP(InvalidOperationTypeError):
+    """A subscription sent as a plain GET or POST: strawberry ran its root field as a query's, which
+    cannot answer an event stream ("Unexpected error.", and a traceback logged at ERROR per request)."""
+
+    def __init__(self) -> None:
+        super().__init__(OperationType.SUBSCRIPTION)
+
+    def as_http_error_reason(self, method: str) -> str:
+        return (
+            f"subscriptions are not served over {method}: open a WebSocket to /graphql "
+            "(graphql-transport-ws) and subscribe there"
+        )
+
+
 class Schema(strawberry.Schema):
+    async def execute(
+        self,
+        query: str | None,
+        variable_values: dict[str, Any] | None = None,
+        context_value: Any | None = None,
+        root_value: Any | None = None,
+        operation_name: str | None = None,
+        allowed_operation_types: Iterable[OperationType] | None = None,
+        operation_extensions: dict[str, Any] | None = None,
+    ) -> ExecutionResult:
+        """Queries and mutations (GET, POST): a subscription is refused with a 400 saying where
+        subscriptions are served (SubscriptionOverHTTP); WebSockets subscribe through `subscribe`."""
+        allowed = set(allowed_operation_types or (OperationType.QUERY, OperationType.MUTATION))
+        try:
+            return await super().execute(
+                query,
+                variable_values=variable_values,
+                context_value=context_value,
+                root_value=root_value,
+                operation_name=operation_name,
+                allowed_operation_types=allowed - {OperationType.SUBSCRIPTION},
+                operation_extensions=operation_extensions,
+            )
+        except InvalidOperationTypeError as err:
+            if err.operation_type is OperationType.SUBSCRIPTION:
+                raise SubscriptionOverHTTP() from None
+            raise
+
     def process_errors(self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None) -> None:
         """Each error logged once, by this logger (graphsvc.graphql): a refusal that may be abuse
         (WARN_CODES) at WARNING, with its code and token; a caller's plain mistake (a typo, a
