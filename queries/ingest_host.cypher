@@ -74,9 +74,31 @@ WITH domains_left, r, h
 OPTIONAL MATCH (old_rack:Rack)-[old_home:HAS_HOST]->(h)
 WHERE old_rack.uuid <> $rack.uuid
 DELETE old_home
-WITH DISTINCT domains_left, r, h
+WITH DISTINCT domains_left, r, h, old_rack
 MERGE (r)-[:HAS_HOST]->(h)
-WITH domains_left, h
+// A host that moved (another rack, or another cluster) takes its old rack with it when no other
+// host is left in it, and then the old rack's cluster when nothing is left in it, as remove_host
+// judges them (fragments/drop_empty_clusters): they stayed, listed by clusterSummary with 0 hosts
+// (a probe, stop 73). Locked first, the rack then its cluster (remove_host's order): a host ingested
+// into that rack or cluster meanwhile is counted, and they stay.
+WITH domains_left, h, old_rack
+ORDER BY old_rack.uuid
+WITH domains_left, h, collect(old_rack) AS old_racks
+FOREACH (x IN old_racks | SET x:Rack) //@lock
+WITH domains_left, h, old_racks
+UNWIND (CASE WHEN size(old_racks) = 0 THEN [null] ELSE old_racks END) AS old_rack
+OPTIONAL MATCH (old_rack)-[:HAS_HOST]->(rack_host)
+WITH domains_left, h, old_rack, count(rack_host) AS rack_hosts
+OPTIONAL MATCH (old_cluster:Cluster)-[:HAS_RACK]->(old_rack)
+WITH domains_left, h, old_rack, rack_hosts, old_cluster
+FOREACH (x IN CASE WHEN old_rack IS NOT NULL AND rack_hosts = 0 THEN [old_rack] ELSE [] END | DETACH DELETE x)
+WITH domains_left, h, CASE WHEN rack_hosts = 0 THEN old_cluster END AS old_cluster
+ORDER BY old_cluster.name
+WITH domains_left, h, collect(DISTINCT old_cluster) AS clusters
+FOREACH (x IN clusters | SET x:Cluster) //@lock
+WITH {host: h, domains_left: domains_left} AS carry, clusters
+//@include drop_empty_clusters
+WITH carry.domains_left AS domains_left, carry.host AS h
 // A NIC the facts no longer list takes its fabric cable with it: the host's fabric digest no
 // longer says what the graph holds, so it is cleared (placement keeps a host's topology under
 // facts_fingerprint and fabric_digest; the NIC listed again gets its cable at the next fabric import).

@@ -285,6 +285,7 @@ class HostFacts(_Strict):
             for j, bus in enumerate(g.pcie_path):
                 if bus not in switches:
                     problems.append(f"{where}.pcie_path[{j}]: unknown PCIe switch {bus!r}")
+            _check_nvlink_peers(problems, where, g.nvlinks)
             for j, link in enumerate(g.nvlinks):
                 peers = gpus if link.peer_type is PeerType.GPU else nvsw
                 if link.peer_id not in peers:
@@ -306,6 +307,21 @@ class HostFacts(_Strict):
         if problems:
             raise ValueError("; ".join(problems[:20]))
         return self
+
+
+def _check_nvlink_peers(problems: list[str], where: str, nvlinks: list[NVLinkFact]) -> None:
+    """One entry per peer, its lanes aggregated (NVLinkFact). A peer named twice was stored as two
+    edges with their lanes and bandwidth added up: an NVSwitch named three times gave an H100 54
+    lanes and 2,700 GB/s (a probe, stop 73). The lanes are not summed against a bound: `nvidia-smi
+    topo -m` on an NVSwitch board reports NV18 to each of 7 peers (the switch's width to each,
+    126 in all), which its importer records as such."""
+    seen: set[tuple[PeerType, str]] = set()
+    for j, link in enumerate(nvlinks):
+        if (link.peer_type, link.peer_id) in seen:
+            problems.append(
+                f"{where}.nvlinks[{j}].peer_id: {link.peer_id!r} named twice (one entry per peer, its links added up)"
+            )
+        seen.add((link.peer_type, link.peer_id))
 
 
 def _unique(problems: list[str], field: str, values: list[_T], key: str) -> set[_T]:

@@ -549,6 +549,38 @@ async def test_a_cluster_left_with_nothing_goes_with_its_last_host(client: httpx
     await consistent(gateway)
 
 
+async def test_a_host_moved_by_ingest_leaves_no_empty_rack_or_cluster(
+    client: httpx.AsyncClient, gateway: Gateway
+) -> None:
+    """A host sent into another rack or cluster left its old rack and cluster behind, listed by
+    clusterSummary with 0 hosts (a probe, stop 73); they go as with a removal, and a rack or
+    cluster another host is still in stays."""
+    cluster = await load(gateway, "l40s:hosts=2")
+    before = await snapshot(gateway)
+    base = cluster.hosts[0]
+
+    async def send(name: str, in_cluster: str, rack: str) -> None:
+        gpus = [g.model_copy(update={"uuid": f"GPU-{name}-{i}"}) for i, g in enumerate(base.gpus)]
+        facts = base.model_copy(update={"hostname": name, "cluster": in_cluster, "rack": rack, "gpus": gpus,
+                                        "gpu_nic_affinity": []})  # fmt: skip
+        assert (await client.put(f"/v1/hosts/{name}/facts", json=as_json(facts))).status_code == 200
+
+    async def clusters() -> dict[str, int]:
+        return {c["name"]: c["hosts"] for c in (await gql(client, CLUSTERS, {}))["clusterSummary"]["clusters"]}
+
+    await send("mover-1", "solo", "rack-a")
+    await send("mover-1", "solo", "rack-b")  # rack-a left empty: gone (the snapshot below)
+    await send("mover-2", "solo", "rack-b")
+    await send("mover-1", "other", "rack-c")  # rack-b and solo still hold mover-2
+    assert await clusters() == {"default": 2, "other": 1, "solo": 1}
+    await send("mover-2", "other", "rack-c")  # rack-b and solo left empty: gone
+    assert await clusters() == {"default": 2, "other": 2}
+    await consistent(gateway)
+    for name in ("mover-1", "mover-2"):
+        assert (await client.delete(f"/v1/hosts/{name}")).status_code == 200
+    assert await snapshot(gateway) == before  # no rack or cluster of theirs left behind
+
+
 async def test_the_fabric_after_a_removal_names_the_removed_host(client: httpx.AsyncClient, gateway: Gateway) -> None:
     """The cluster's fabric document still cabling a removed host is refused whole (422, nothing
     written), as one cabling any host the graph lacks: a host not sent yet would stay uncabled once

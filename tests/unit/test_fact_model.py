@@ -30,6 +30,23 @@ def test_unknown_nvlink_peer_names_the_field() -> None:
     assert "gpus[3].nvlinks[0].peer_id" in _invalid(data)
 
 
+def test_a_peer_named_twice_in_one_gpus_nvlinks_is_rejected() -> None:
+    """Its lanes were added up: an NVSwitch named three times gave an H100 54 lanes (stop 73)."""
+    data = as_json(h100())
+    links = data["gpus"][0]["nvlinks"]
+    data["gpus"][0]["nvlinks"] = [*links, links[1]]
+    assert f"gpus[0].nvlinks[{len(links)}].peer_id: {links[1]['peer_id']!r} named twice" in _invalid(data)
+
+
+def test_both_gpus_of_a_pair_may_name_each_other() -> None:
+    """A GPU-to-GPU pair is reported by each GPU (host_plan keeps one edge): not a duplicate."""
+    data = as_json(h100())
+    a, b = data["gpus"][0], data["gpus"][1]
+    a["nvlinks"].append({"peer_type": "gpu", "peer_id": b["uuid"], "links": 1, "bandwidth_gbps": 50.0})
+    b["nvlinks"].append({"peer_type": "gpu", "peer_id": a["uuid"], "links": 1, "bandwidth_gbps": 50.0})
+    HostFacts.model_validate(data)
+
+
 def test_duplicate_gpu_uuid_rejected() -> None:
     data = as_json(h100())
     data["gpus"][1]["uuid"] = data["gpus"][0]["uuid"]
