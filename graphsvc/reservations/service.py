@@ -733,7 +733,7 @@ class ReservationService:
             except StoreConstraintError:
                 made = None  # an idempotency key raced in this batch: the single path below sorts it out
             if isinstance(made, StoreError):
-                raise made  # its own statement failed (_reserve_batch)
+                raise made  # its own statement failed (_write_batch)
             assert not isinstance(made, Released)  # a reserve's answer (_write_moment keeps each kind's)
             if made is not None:
                 await self.events.publish(Event("reservation.created", made.id, made.holder, self.clock()))

@@ -5,7 +5,9 @@
 // freed. Two statements paid the store's fixed cost per statement twice (the append-only write and
 // its fsync, the command, the reply, a round trip): side by side on one SU, a batch of six of each
 // cost ~10.7 ms of the store's CPU and ~15.7 ms of wall time as two statements against ~9.3 and
-// ~12.0 ms as one (benchmarks/merged_statement.py; docs/benchmarks.md, "Stop 73"). Not sent where
+// ~12.0 ms as one (benchmarks/merged_statement.py). The service as deployed: 0.40 -> 0.25
+// statements a reservation cycle and ~10% less of the service's CPU, the store's CPU and the rate
+// the same within the minute's spread (docs/benchmarks.md, "Stop 73"). Not sent where
 // writes run concurrently (Neo4j): there its two halves would lock GPUs and counters in two rounds,
 // not in the one global order every write keeps, and the service sends the two statements.
 // Its derived `_scan` form reads the candidates by a scan (reserve_batch_candidates_scan).

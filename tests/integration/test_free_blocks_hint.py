@@ -115,7 +115,12 @@ def test_each_candidate_statement_has_a_scan_form_without_the_seek_hints() -> No
         "placement_free_blocks": "placement_free_blocks_scan",
         "placement_leaf_page": "placement_leaf_page_scan",
         "placement_domain_page": "placement_domain_page_scan",
+        "reserve_batch_candidates": "reserve_batch_candidates_scan",  # the batch reserves' (fastpath.candidate_read)
     }
+    for name in ("reservations/reserve_in_host_batch", "reservations/reserve_release_batch"):
+        seek, scan = registry[name], registry[f"{name}_scan"]
+        assert seek.parameters == scan.parameters and "coalesce(h.free_gpus, -1)" in scan.text
+        assert "h.free_gpus = want" in seek.text and "h.free_gpus = want" not in scan.text
     leaves, leaves_scan = registry["placement_leaves_fit"], registry["placement_leaves_fit_scan"]
     assert "coalesce(s.tier = 'leaf', false)" in leaves_scan.text and "s.tier = 'leaf' AND" in leaves.text
     assert leaves.parameters == leaves_scan.parameters and "block_host" not in leaves.text  # no blocks, no hints

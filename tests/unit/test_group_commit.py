@@ -234,7 +234,7 @@ async def test_requests_queued_behind_a_batch_that_found_the_store_unreachable_f
 
 
 async def test_a_batch_whose_every_answer_is_store_unavailable_fails_what_waits_with_that_answer() -> None:
-    """Reserves carry a failed statement as their answer (ReservationService._reserve_batch), not
+    """Reserves carry a failed statement as their answer (ReservationService._write_moment; releases too), not
     as the batch's exception: every answer an outage is an outage too."""
     down = StoreUnavailableError("FalkorDB is unreachable: connection refused")
     gate = asyncio.Event()
